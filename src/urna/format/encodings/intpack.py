@@ -1,0 +1,126 @@
+"""intpack: the frame-of-reference bit-packing primitive (02-encodings §3).
+
+Layout: ``u32 count | u32 n_blocks | n_blocks x u32 block offset | blocks``; a block of up to
+128 values is ``u64 min | u8 width | ceil(len*width/8) bytes`` of ``v - min`` packed LSB-first.
+The encoder is a pure function of the values; the decoder bounds every count by the bytes
+present before allocating. Errors are ``MalformedSectionPayload`` with section id 0; the
+caller re-tags them with the real section.
+"""
+
+from __future__ import annotations
+
+import struct
+
+import numpy as np
+
+from ...errors import MalformedSectionPayload
+
+INTPACK_BLOCK = 128
+_U32 = struct.Struct("<I")
+_U64 = struct.Struct("<Q")
+
+
+def _fail(reason: str) -> MalformedSectionPayload:
+    return MalformedSectionPayload(0, f"intpack: {reason}")
+
+
+def _pack_block(block: np.ndarray) -> bytes:
+    lo = int(block.min())
+    span = block - np.uint64(lo)
+    width = int(span.max()).bit_length()
+    head = _U64.pack(lo) + bytes([width])
+    if width == 0:
+        return head
+    shifts = np.arange(width, dtype=np.uint64)
+    bits = ((span[:, None] >> shifts[None, :]) & np.uint64(1)).astype(np.uint8)
+    return head + np.packbits(bits.reshape(-1), bitorder="little").tobytes()
+
+
+def pack_u64s(values) -> bytes:
+    """Encode a sequence of unsigned 64-bit values canonically."""
+    arr = np.ascontiguousarray(np.asarray(values, dtype=np.uint64).reshape(-1))
+    count = int(arr.shape[0])
+    n_blocks = -(-count // INTPACK_BLOCK)
+    blocks = [_pack_block(arr[b * INTPACK_BLOCK:(b + 1) * INTPACK_BLOCK]) for b in range(n_blocks)]
+    offsets = []
+    pos = 8 + 4 * n_blocks
+    for blk in blocks:
+        offsets.append(pos & 0xFFFFFFFF)
+        pos += len(blk)
+    head = struct.pack(f"<II{n_blocks}I", count & 0xFFFFFFFF, n_blocks, *offsets)
+    return head + b"".join(blocks)
+
+
+def packed_len(values) -> int:
+    """Length in bytes of ``pack_u64s(values)`` without building it."""
+    arr = np.asarray(values, dtype=np.uint64).reshape(-1)
+    count = int(arr.shape[0])
+    n_blocks = -(-count // INTPACK_BLOCK)
+    total = 8 + 4 * n_blocks
+    for b in range(n_blocks):
+        blk = arr[b * INTPACK_BLOCK:(b + 1) * INTPACK_BLOCK]
+        width = int(blk.max() - blk.min()).bit_length()
+        total += 9 + (len(blk) * width + 7) // 8
+    return total
+
+
+class IntpackReader:
+    """Random and full access to one intpack blob, with the reference's checks."""
+
+    def __init__(self, buf: bytes | memoryview) -> None:
+        self.buf = memoryview(buf).cast("B") if not isinstance(buf, bytes) else buf
+        n = len(self.buf)
+        if n < 8:
+            raise _fail("truncated u32")
+        self.count, self.n_blocks = struct.unpack_from("<II", self.buf, 0)
+        if self.n_blocks != -(-self.count // INTPACK_BLOCK):
+            raise _fail("block count inconsistent with count")
+        if 8 + 4 * self.n_blocks > n:
+            raise _fail("truncated directory")
+        self.offsets = np.frombuffer(self.buf, dtype="<u4", count=self.n_blocks, offset=8)
+
+    def __len__(self) -> int:
+        return self.count
+
+    def block(self, b: int) -> np.ndarray:
+        """Decode block ``b`` to a uint64 array."""
+        n = len(self.buf)
+        o = int(self.offsets[b])
+        blen = min(INTPACK_BLOCK, self.count - b * INTPACK_BLOCK)
+        if o + 8 > n:
+            raise _fail("truncated u64")
+        if o + 8 >= n:
+            raise _fail("truncated block header")
+        lo = _U64.unpack_from(self.buf, o)[0]
+        width = self.buf[o + 8]
+        if width > 64:
+            raise _fail("block width out of range")
+        body_len = (blen * width + 7) // 8
+        if o + 9 + body_len > n:
+            raise _fail("truncated block body")
+        if width == 0:
+            return np.full(blen, lo, dtype=np.uint64)
+        body = np.frombuffer(self.buf, dtype=np.uint8, count=body_len, offset=o + 9)
+        bits = np.unpackbits(body, bitorder="little")[: blen * width].reshape(blen, width)
+        weights = np.left_shift(np.uint64(1), np.arange(width, dtype=np.uint64))
+        fields = bits.astype(np.uint64) @ weights
+        with np.errstate(over="ignore"):
+            return fields + np.uint64(lo)  # wrapping add, as the reference
+
+    def get(self, i: int) -> int:
+        """Value ``i`` (reads only its block)."""
+        if i >= self.count or i < 0:
+            raise _fail("index out of range")
+        return int(self.block(i // INTPACK_BLOCK)[i % INTPACK_BLOCK])
+
+    def all(self) -> np.ndarray:
+        """Every value, in order, as a uint64 array (allocation bounded by the bytes read)."""
+        if self.count == 0:
+            return np.zeros(0, dtype=np.uint64)
+        parts = [self.block(b) for b in range(self.n_blocks)]
+        return np.concatenate(parts)
+
+
+def unpack_u64s(buf: bytes | memoryview) -> np.ndarray:
+    """Decode a whole intpack blob to a uint64 array."""
+    return IntpackReader(buf).all()
