@@ -1,0 +1,208 @@
+"""The HNSW graph payload of section 0x07 (03-runtime §7.1-7.2): encode v2, decode v1 and v2.
+
+Layout: seven little-endian u32 (version, m, m_max0, ef_construction, entry_point, max_level,
+n_nodes), then either v1 inline node records or v2's three length-prefixed intpack columns
+(levels, per-layer neighbour counts, neighbour ids in stored order).
+
+The decoded graph is flat arrays (a CSR of CSRs), never one object per node: the neighbours of
+node ``i`` on layer ``l`` (``l <= levels[i]``) are
+``ids[nbr_ptr[node_ptr[i] + l] : nbr_ptr[node_ptr[i] + l + 1]]``.
+
+The decoder runs the reference's checks in the reference's order with its reason texts.
+intpack failures keep section id 0, as the reference reports them. Every count is checked
+against the bytes present before anything is allocated from it.
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+
+import numpy as np
+
+from ...errors import MalformedSectionPayload, UnsupportedSectionVersion
+from ..encodings.intpack import IntpackReader, pack_u64s
+from ..layout import SECTION_HNSW_INDEX
+
+HNSW_PAYLOAD_VERSION = 2
+MAX_LEVEL = 64  # hostile-input caps of the reference decoder; real graphs stay far below
+MAX_DEGREE = 4096
+_HEAD = struct.Struct("<7I")
+_U32 = struct.Struct("<I")
+
+
+@dataclass(frozen=True)
+class HnswPayload:
+    """A decoded (or freshly built) HNSW graph held as flat arrays.
+
+    ``levels`` (n,) int32: top layer of each node. ``node_ptr`` (n+1,) int64: index of node
+    ``i``'s layer-0 row in the per-layer arrays (rows of one node are consecutive, layer order).
+    ``nbr_ptr`` (rows+1,) int64: offsets of each row's neighbours in ``ids``. ``ids`` int32:
+    every neighbour id, node by node, layer by layer, in stored (build) order.
+    """
+
+    m: int
+    m_max0: int
+    ef_construction: int
+    entry_point: int
+    max_level: int
+    n_nodes: int
+    levels: np.ndarray
+    node_ptr: np.ndarray
+    nbr_ptr: np.ndarray
+    ids: np.ndarray
+    version: int = HNSW_PAYLOAD_VERSION
+
+    def neighbors(self, i: int, layer: int = 0) -> np.ndarray:
+        """Neighbour ids of node ``i`` on ``layer`` (empty if the node is not on that layer)."""
+        if not 0 <= i < self.n_nodes or layer < 0 or layer > int(self.levels[i]):
+            return np.zeros(0, dtype=np.int32)
+        row = int(self.node_ptr[i]) + layer
+        return self.ids[int(self.nbr_ptr[row]):int(self.nbr_ptr[row + 1])]
+
+    def counts(self) -> np.ndarray:
+        """Per-(node, layer) neighbour counts, in payload order."""
+        return np.diff(self.nbr_ptr)
+
+
+def _malformed(reason: str) -> MalformedSectionPayload:
+    return MalformedSectionPayload(SECTION_HNSW_INDEX, reason)
+
+
+def payload_from_lists(m: int, m_max0: int, ef_construction: int, entry_point: int,
+                       max_level: int, lists: list[list[list[int]]]) -> HnswPayload:
+    """Build an ``HnswPayload`` from per-node, per-layer id lists (tests and small tools)."""
+    n = len(lists)
+    levels = np.array([len(node) - 1 for node in lists], dtype=np.int32)
+    node_ptr = np.zeros(n + 1, dtype=np.int64)
+    node_ptr[1:] = np.cumsum(levels.astype(np.int64) + 1)
+    rows = [layer for node in lists for layer in node]
+    nbr_ptr = np.zeros(len(rows) + 1, dtype=np.int64)
+    nbr_ptr[1:] = np.cumsum([len(r) for r in rows]) if rows else []
+    ids = np.array([x for r in rows for x in r], dtype=np.int32)
+    return HnswPayload(m, m_max0, ef_construction, entry_point, max_level, n, levels,
+                       node_ptr, nbr_ptr, ids)
+
+
+def encode_hnsw(graph: HnswPayload) -> bytes:
+    """Serialise ``graph`` as a version-2 0x07 payload, byte-identical to the reference."""
+    head = _HEAD.pack(HNSW_PAYLOAD_VERSION, graph.m, graph.m_max0, graph.ef_construction,
+                      graph.entry_point, graph.max_level, graph.n_nodes)
+    parts = [head]
+    for col in (graph.levels, np.diff(graph.nbr_ptr), graph.ids):
+        blob = pack_u64s(np.asarray(col, dtype=np.uint64))
+        parts.append(_U32.pack(len(blob)))
+        parts.append(blob)
+    return b"".join(parts)
+
+
+class _Reader:
+    """The payload cursor: u32 reads and length-prefixed intpack columns, reference texts."""
+
+    __slots__ = ("buf", "pos")
+
+    def __init__(self, buf: memoryview) -> None:
+        self.buf = buf
+        self.pos = 0
+
+    def u32(self) -> int:
+        if 4 > len(self.buf) - self.pos:
+            raise _malformed("hnsw: unexpected EOF")
+        v = _U32.unpack_from(self.buf, self.pos)[0]
+        self.pos += 4
+        return v
+
+    def column(self, expected: int, mismatch: str) -> np.ndarray:
+        """Decode one intpack column whose length must be ``expected``."""
+        size = self.u32()
+        if size > len(self.buf) - self.pos:
+            raise _malformed("hnsw: truncated intpack column")
+        blob = self.buf[self.pos:self.pos + size]
+        self.pos += size
+        reader = IntpackReader(blob)
+        if reader.count != expected:
+            # The reference decodes the whole column before comparing its length; walk the
+            # blocks (one at a time, so a hostile count allocates nothing) to raise the same
+            # intpack error it would, then report the mismatch.
+            for b in range(reader.n_blocks):
+                reader.block(b)
+            raise _malformed(mismatch)
+        return reader.all()
+
+
+def _decode_v2(rd: _Reader, n_nodes: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    levels = rd.column(n_nodes, "hnsw v2: level count mismatch")
+    if levels.size and int(levels.max()) > MAX_LEVEL:
+        raise _malformed(f"hnsw: level exceeds cap {MAX_LEVEL}")
+    total_rows = int(levels.sum()) + n_nodes
+    counts = rd.column(total_rows, "hnsw v2: layer-count column mismatch")
+    if counts.size and int(counts.max()) > MAX_DEGREE:
+        raise _malformed(f"hnsw: degree exceeds cap {MAX_DEGREE}")
+    total_ids = int(counts.sum())
+    ids = rd.column(total_ids, "hnsw v2: neighbour-id column mismatch")
+    if ids.size and int(ids.max()) >= n_nodes:
+        raise _malformed("hnsw v2: neighbour id out of range")
+    nbr_ptr = np.zeros(total_rows + 1, dtype=np.int64)
+    np.cumsum(counts.astype(np.int64), out=nbr_ptr[1:])
+    return levels.astype(np.int32), nbr_ptr, ids.astype(np.int32)
+
+
+def _decode_v1(rd: _Reader, n_nodes: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    levels = np.zeros(n_nodes, dtype=np.int32)
+    counts: list[int] = []
+    chunks: list[np.ndarray] = []
+    buf = rd.buf
+    for i in range(n_nodes):
+        level = rd.u32()
+        if level > MAX_LEVEL:
+            raise _malformed("hnsw v1: level exceeds cap")
+        levels[i] = level
+        for _ in range(level + 1):
+            k = rd.u32()
+            if k > MAX_DEGREE:
+                raise _malformed("hnsw v1: degree exceeds cap")
+            avail = min(k, (len(buf) - rd.pos) // 4)  # ids physically present
+            got = np.frombuffer(buf, dtype="<u4", count=avail, offset=rd.pos)
+            # The reference reads id by id: the first bad id or the first missing one fails.
+            if avail and int(got.max()) >= n_nodes:
+                raise _malformed("hnsw v1: neighbour id out of range")
+            if avail < k:
+                raise _malformed("hnsw: unexpected EOF")
+            rd.pos += 4 * k
+            counts.append(k)
+            chunks.append(got.astype(np.int32))
+    nbr_ptr = np.zeros(len(counts) + 1, dtype=np.int64)
+    if counts:
+        np.cumsum(np.asarray(counts, dtype=np.int64), out=nbr_ptr[1:])
+    ids = np.concatenate(chunks) if chunks else np.zeros(0, dtype=np.int32)
+    return levels, nbr_ptr, ids
+
+
+def decode_hnsw(payload: bytes | memoryview, n: int) -> HnswPayload:
+    """Parse and validate a 0x07 payload (v1 or v2) for a file of ``n`` embeddings.
+
+    Raises ``MalformedSectionPayload`` (section 7, or 0 for intpack failures) and
+    ``UnsupportedSectionVersion`` with the reference's texts, in the reference's order.
+    """
+    rd = _Reader(memoryview(payload).cast("B"))
+    version, m, m_max0, ef_c, entry_point, max_level, n_nodes = (rd.u32() for _ in range(7))
+    if n_nodes != n:
+        raise _malformed(f"node count {n_nodes} != n_embeddings {n}")
+    if version == 2:
+        levels, nbr_ptr, ids = _decode_v2(rd, n_nodes)
+    elif version == 1:
+        levels, nbr_ptr, ids = _decode_v1(rd, n_nodes)
+    else:
+        raise UnsupportedSectionVersion(SECTION_HNSW_INDEX, version)
+    if max_level > MAX_LEVEL:
+        raise _malformed("hnsw: max_level exceeds cap")
+    if n_nodes > 0 and entry_point >= n_nodes:
+        raise _malformed("hnsw: entry_point out of range")
+    node_ptr = np.zeros(n_nodes + 1, dtype=np.int64)
+    np.cumsum(levels.astype(np.int64) + 1, out=node_ptr[1:])
+    return HnswPayload(m, m_max0, ef_c, entry_point, max_level, n_nodes, levels, node_ptr,
+                       nbr_ptr, ids, version)
+
+
+__all__ = ["HNSW_PAYLOAD_VERSION", "HnswPayload", "decode_hnsw", "encode_hnsw",
+           "payload_from_lists"]
