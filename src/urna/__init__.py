@@ -1,0 +1,50 @@
+"""urna: a vector database in one file, byte-compatible with the .urna v1 reference (0.5.1).
+
+Public surface (same names and signatures as the reference wheel)::
+
+    urna.build(path, embedding_model, embedding_dim, chunker_version, model_hash, chunks, ...)
+    f = urna.open(path)            # UrnaFile: search, search_ann, search_hybrid, retrieve, cite, ...
+    urna.chunk_id(text, source_uri, byte_start, byte_end, chunker_version)
+
+Every error is a subclass of ``urna.errors.UrnaError`` (a ``ValueError``).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from . import errors
+from .build import build
+from .errors import UrnaError
+from .format.identity import chunk_id
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .runtime import RetrieveHit, SearchHit, UrnaFile
+
+__version__ = "0.1.0"
+__all__ = ["open", "build", "chunk_id", "UrnaFile", "SearchHit", "RetrieveHit", "UrnaError",
+           "errors", "potion_model_path"]
+_RUNTIME_NAMES = ("UrnaFile", "SearchHit", "RetrieveHit")
+
+
+def open(path: str | os.PathLike) -> "UrnaFile":  # noqa: A001 - the reference's name
+    """Open a .urna file read-only (mmap), validating it; returns an UrnaFile."""
+    from .runtime import open_file
+
+    return open_file(path)
+
+
+def potion_model_path() -> str:
+    """Directory of the vendored potion-base-8M table (the default offline embedder)."""
+    return str(Path(__file__).parent / "models" / "potion-base-8M")
+
+
+def __getattr__(name: str):
+    # The runtime (numpy views, kernels) loads on first use, not at `import urna`.
+    if name in _RUNTIME_NAMES:
+        from . import runtime
+
+        return getattr(runtime, name)
+    raise AttributeError(f"module 'urna' has no attribute {name!r}")

@@ -399,5 +399,15 @@ class SpecError(UrnaError):
         ValueError.__init__(self, detail)
 
 
+
+
+class BuildError(UrnaError):
+    """urna.build was given an option or chunk list it cannot use (the binding's own checks)."""
+
+    def __init__(self, detail: str) -> None:
+        self.detail = detail
+        ValueError.__init__(self, detail)
+
+
 __all__ = [name for name, obj in list(globals().items())
            if isinstance(obj, type) and issubclass(obj, UrnaError) and not name.startswith("_")]

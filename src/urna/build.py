@@ -1,0 +1,336 @@
+"""``urna.build``: chunks + options -> a .urna file, byte-identical to the reference's.
+
+The steps follow the reference binding and builder (01-container §6, 04-surface §6.2):
+resolve the preset, take the chunks, build the manifest, validate it and the chunks, then
+build the optional indexes (HNSW, BM25, graph) with ``index/`` and encode every section with
+``format/``. The file is written atomically: a temp file in the target folder, fsync, rename.
+On any error nothing is left behind and an existing file of that name is untouched.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+
+from .errors import (BuildError, DimensionMismatch, InvalidEmbeddingValue, InvalidInput,
+                     Json, ManifestInvalid)
+from .format import layout
+from .format.identity import chunk_id
+from .format.manifest import CapabilitiesExt, Manifest
+from .format.sections import canonical
+from .format.writer import EncodedSection, assemble
+
+PRESETS = {
+    # preset: (text encoding, dtype, HNSW, BM25)
+    "exact": ("raw", "float32", False, False),
+    "compressed": ("zstd", "float16", False, False),
+    "tiny": ("zstd", "int8", True, False),
+    "nano": ("zstd", "int4", True, False),
+    "hybrid": ("zstd", "float32", True, True),
+}
+TEXT_ENCODINGS = ("raw", "zstd")
+DTYPES = ("float32", "float16", "int8", "int4")
+CHUNK_KEYS = ("canonical_text", "source_uri", "byte_start", "byte_end", "embedding")
+SPACE_DTYPE_CODES = {"float32": 0, "float16": 1, "int8": 2, "int4": 3}
+
+
+@dataclass(frozen=True)
+class BuildOptions:
+    """The resolved encoding and index choices of one build."""
+
+    text_encoding: str
+    dtype: str
+    with_hnsw: bool
+    with_bm25: bool
+
+
+def resolve_options(preset: str, text_encoding: str | None, dtype: str | None,
+                    with_hnsw: bool | None, with_bm25: bool | None) -> BuildOptions:
+    """Apply per-knob overrides to a preset, refusing unknown values as the reference does."""
+    if preset not in PRESETS:
+        raise BuildError(f"unknown preset: {preset} (expected exact|compressed|tiny|nano|hybrid)")
+    text, dt, hnsw, bm25 = PRESETS[preset]
+    if text_encoding is not None:
+        if text_encoding not in TEXT_ENCODINGS:
+            raise BuildError(f"unknown text_encoding: {text_encoding} (expected raw|zstd)")
+        text = text_encoding
+    if dtype is not None:
+        if dtype not in DTYPES:
+            raise BuildError(f"unknown dtype: {dtype} (expected float32|float16|int8|int4)")
+        dt = dtype
+    return BuildOptions(text, dt, hnsw if with_hnsw is None else bool(with_hnsw),
+                        bm25 if with_bm25 is None else bool(with_bm25))
+
+
+def _take_chunks(chunks: Sequence[dict]) -> tuple[list[str], list[tuple[str, int, int]], list]:
+    texts, spans, rows = [], [], []
+    for i, chunk in enumerate(chunks):
+        for key in CHUNK_KEYS:
+            if key not in chunk:
+                raise BuildError(f"chunks[{i}] missing {key}")
+        start, end = int(chunk["byte_start"]), int(chunk["byte_end"])
+        if not (0 <= start <= layout.U64_MAX and 0 <= end <= layout.U64_MAX):
+            raise BuildError(f"chunks[{i}] byte span must fit an unsigned 64-bit integer")
+        texts.append(str(chunk["canonical_text"]))
+        spans.append((str(chunk["source_uri"]), start, end))
+        # Python floats become f32 by round-to-nearest, as the binding extracts them.
+        with np.errstate(over="ignore"):
+            rows.append(np.asarray(chunk["embedding"], dtype=np.float64).astype(np.float32).reshape(-1))
+    return texts, spans, rows
+
+
+def mrl_truncate(rows: list[np.ndarray], mrl_dim: int) -> list[np.ndarray]:
+    """Cut each row to ``mrl_dim`` and re-L2-normalise it in f32 (sequential sum of squares)."""
+    out = []
+    for row in rows:
+        prefix = np.ascontiguousarray(row[:mrl_dim], dtype=np.float32)
+        with np.errstate(over="ignore", invalid="ignore"):
+            sq = prefix * prefix
+            total = np.cumsum(sq, dtype=np.float32)[-1] if prefix.size else np.float32(0)
+            norm = np.sqrt(np.float32(total), dtype=np.float32)
+            if norm != 0 and math.isfinite(float(norm)):
+                prefix = (prefix / norm).astype(np.float32)
+        out.append(prefix)
+    return out
+
+
+def _provenance_json(provenance: Any) -> bytes:
+    """The binding's path: Python json.dumps, then serde_json compact re-serialisation."""
+    from .format.json_text import dumps_compact, parse_json
+
+    if provenance is None:
+        return b"{}"
+    if not isinstance(provenance, dict):
+        raise BuildError(f"provenance must be a dict, not {type(provenance).__name__}")
+    try:
+        value = parse_json(json.dumps(provenance))
+    except Json as exc:
+        raise BuildError(f"provenance JSON: {exc.detail}") from exc
+    return dumps_compact(value).encode("utf-8")
+
+
+def _ext(manifest: Manifest) -> CapabilitiesExt:
+    if manifest.capabilities_ext is None:
+        manifest.capabilities_ext = CapabilitiesExt()
+    return manifest.capabilities_ext
+
+
+def _check_chunks(manifest: Manifest, rows: list[np.ndarray], spans: list[tuple[str, int, int]]) -> None:
+    """Writer steps 3-4: chunk count, then per chunk dimension, finiteness and span order."""
+    if len(rows) != manifest.n_chunks:
+        raise ManifestInvalid(f"n_chunks={manifest.n_chunks} but builder has {len(rows)} chunks")
+    for row, (_, start, end) in zip(rows, spans):
+        if row.shape[0] != manifest.embedding_dim:
+            raise DimensionMismatch(manifest.embedding_dim, int(row.shape[0]))
+        if not np.isfinite(row).all():
+            raise InvalidEmbeddingValue()
+        if end < start:
+            raise InvalidInput(f"byte_end ({end}) < byte_start ({start})")
+
+
+def build(output_path: str | os.PathLike, embedding_model: str, embedding_dim: int,
+          chunker_version: str, model_hash: str, chunks: Sequence[dict], *,
+          title: str | None = None, version: str | None = None, created: str | None = None,
+          description: str | None = None, authors: list[str] | None = None,
+          license: str | None = None, provenance: dict | None = None, reproducible: bool = False,
+          preset: str = "exact", text_encoding: str | None = None, dtype: str | None = None,
+          mrl_dim: int | None = None, with_hnsw: bool | None = None, with_bm25: bool | None = None,
+          with_graph: bool = False, graph_top_m: int = 8, blob_refs: list[dict] | None = None,
+          blob_data_paths: list[str | None] | None = None,
+          chunk_blob_spans: list[dict] | None = None, spaces: list[dict] | None = None,
+          hnsw_m: int = 16, hnsw_ef_construction: int = 400, hnsw_seed: int = 42) -> str:
+    """Build a .urna file from already-embedded chunks; returns the output path.
+
+    ``chunks`` are dicts with canonical_text, source_uri, byte_start, byte_end and embedding
+    (L2-normalised floats). Same inputs give the reference's bytes. Example::
+
+        urna.build("k.urna", "demo", 4, "demo-chunker/1", "sha256:" + "0" * 64,
+                   [{"canonical_text": "hi", "source_uri": "doc.txt", "byte_start": 0,
+                     "byte_end": 2, "embedding": [1.0, 0.0, 0.0, 0.0]}])
+    """
+    data = build_bytes(
+        embedding_model, embedding_dim, chunker_version, model_hash, chunks, title=title,
+        version=version, created=created, description=description, authors=authors,
+        license=license, provenance=provenance, reproducible=reproducible, preset=preset,
+        text_encoding=text_encoding, dtype=dtype, mrl_dim=mrl_dim, with_hnsw=with_hnsw,
+        with_bm25=with_bm25, with_graph=with_graph, graph_top_m=graph_top_m, blob_refs=blob_refs,
+        blob_data_paths=blob_data_paths, chunk_blob_spans=chunk_blob_spans, spaces=spaces,
+        hnsw_m=hnsw_m, hnsw_ef_construction=hnsw_ef_construction, hnsw_seed=hnsw_seed)
+    write_atomic(output_path, data)
+    return str(output_path)
+
+
+def build_bytes(embedding_model: str, embedding_dim: int, chunker_version: str, model_hash: str,
+                chunks: Sequence[dict], **kw: Any) -> bytes:
+    """Everything ``build`` does except writing: returns the file's bytes."""
+    opts = resolve_options(kw.get("preset", "exact"), kw.get("text_encoding"), kw.get("dtype"),
+                           kw.get("with_hnsw"), kw.get("with_bm25"))
+    texts, spans, rows = _take_chunks(chunks)
+    mrl_dim = kw.get("mrl_dim")
+    dim = int(embedding_dim)
+    if mrl_dim is not None:
+        if not 0 < mrl_dim <= dim:
+            raise BuildError(f"mrl_dim must satisfy 0 < mrl_dim <= embedding_dim ({dim}), got {mrl_dim}")
+        rows = mrl_truncate(rows, mrl_dim)
+    effective_dim = mrl_dim if mrl_dim is not None else dim
+    if opts.dtype == "int4" and effective_dim % 64:
+        raise BuildError(f"int4 requires (effective) embedding_dim divisible by 64, got {effective_dim}")
+    if kw.get("blob_data_paths") is not None and kw.get("blob_refs") is None:
+        raise BuildError("blob_data_paths requires blob_refs (the 0x17 table parallels the 0x14 order)")
+
+    manifest = Manifest.new(embedding_model, effective_dim, len(rows), chunker_version, model_hash)
+    for key in ("title", "version", "created", "description", "license"):
+        setattr(manifest, key, kw.get(key))
+    if kw.get("authors") is not None:
+        manifest.authors = [str(a) for a in kw["authors"]]
+    if mrl_dim is not None:
+        manifest.mrl_dim, manifest.full_dim = mrl_dim, dim
+    manifest.dtype = opts.dtype
+    provenance_json = _provenance_json(kw.get("provenance"))
+
+    optional: list[EncodedSection] = []
+    _attach_indexes(manifest, opts, rows, texts, kw, optional)
+    _attach_media(manifest, kw, len(rows), optional)
+    if kw.get("reproducible"):
+        manifest.created = layout.REPRODUCIBLE_CREATED
+    manifest.validate()
+    _check_chunks(manifest, rows, spans)
+    matrix = np.stack(rows).astype(np.float32) if rows else np.zeros((0, effective_dim), np.float32)
+    ids = [chunk_id(t, s[0], s[1], s[2], chunker_version) for t, s in zip(texts, spans)]
+    sections = _canonical_sections(manifest, opts, texts, spans, ids, matrix, provenance_json)
+    return assemble(manifest.to_json_bytes(), manifest.embedding_dim, manifest.n_chunks,
+                    len(rows), sections + optional)
+
+
+def _canonical_sections(manifest: Manifest, opts: BuildOptions, texts: list[str],
+                        spans: list[tuple[str, int, int]], ids: list[str], matrix: np.ndarray,
+                        provenance_json: bytes) -> list[EncodedSection]:
+    from .format import encodings
+
+    raw_ids = canonical.encode_chunk_ids(ids)
+    raw_texts = canonical.encode_texts(texts)
+    raw_spans = canonical.encode_spans(spans)
+    raw_prov = canonical.encode_provenance(provenance_json)
+    raw_contract = canonical.encode_contract({k: getattr(manifest, k) for k in canonical.CONTRACT_KEYS})
+    emb_encoding, emb_payload = encodings.encode_embeddings(matrix, opts.dtype)
+    out = [EncodedSection(layout.SECTION_EMBEDDINGS, emb_encoding, emb_payload)]
+    if opts.text_encoding == "raw":
+        out += [EncodedSection(layout.SECTION_CHUNK_IDS, 0, raw_ids),
+                EncodedSection(layout.SECTION_CHUNKS_CANONICAL, 0, raw_texts),
+                EncodedSection(layout.SECTION_CHUNKS_ORIGINAL_SPANS, 0, raw_spans),
+                EncodedSection(layout.SECTION_PROVENANCE, 0, raw_prov),
+                EncodedSection(layout.SECTION_SEARCH_CONTRACT, 0, raw_contract)]
+        return out
+    enc, payload = encodings.choose_chunk_ids(raw_ids, ids)
+    out.append(EncodedSection(layout.SECTION_CHUNK_IDS, enc, payload))
+    enc, payload, aux = encodings.choose_chunks_canonical(texts)
+    out.append(EncodedSection(layout.SECTION_CHUNKS_CANONICAL, enc, payload))
+    out += [EncodedSection(sid, 0, body) for sid, body in aux]
+    enc, payload = encodings.choose_spans(raw_spans, spans)
+    out.append(EncodedSection(layout.SECTION_CHUNKS_ORIGINAL_SPANS, enc, payload))
+    out.append(EncodedSection(layout.SECTION_PROVENANCE, 1, encodings.zstd_compress(raw_prov)))
+    out.append(EncodedSection(layout.SECTION_SEARCH_CONTRACT, 1, encodings.zstd_compress(raw_contract)))
+    return out
+
+
+def _attach_indexes(manifest: Manifest, opts: BuildOptions, rows: list[np.ndarray],
+                    texts: list[str], kw: dict, out: list[EncodedSection]) -> None:
+    """HNSW, BM25 and graph payloads, with the manifest changes their setters make."""
+    want_graph = bool(kw.get("with_graph")) and len(rows) >= 2
+    graph = None
+    if opts.with_hnsw or want_graph:
+        from .format.sections.hnsw import encode_hnsw
+        from .index.hnsw import build_hnsw
+
+        _require_finite(manifest, rows)
+        vectors = np.stack(rows).astype(np.float32)
+        graph = build_hnsw(vectors, int(kw.get("hnsw_m", 16)), int(kw.get("hnsw_ef_construction", 400)),
+                           int(kw.get("hnsw_seed", 42)))
+        if opts.with_hnsw:
+            out.append(EncodedSection(layout.SECTION_HNSW_INDEX, 0, encode_hnsw(graph)))
+            manifest.index_type, manifest.rerank_policy = "hnsw", "exact"
+            manifest.capabilities.supports_ann = True
+    if opts.with_bm25:
+        from .format import encodings
+        from .index.bm25 import Bm25Index
+
+        payload = Bm25Index.build(texts).to_bytes()
+        if opts.text_encoding == "zstd":
+            out.append(EncodedSection(layout.SECTION_BM25_INDEX, 1, encodings.zstd_compress(payload)))
+        else:
+            out.append(EncodedSection(layout.SECTION_BM25_INDEX, 0, payload))
+        manifest.capabilities.supports_bm25 = True
+    if want_graph:
+        from .format.sections.graph import encode_graph
+        from .index.graph import graph_edges
+        from .index.hnsw import level0_neighbors
+
+        level0 = [level0_neighbors(graph, i) for i in range(len(rows))]
+        edges = graph_edges(len(rows), level0, int(kw.get("graph_top_m", 8)))
+        out.append(EncodedSection(layout.SECTION_GRAPH_ADJACENCY, 0, encode_graph(len(rows), edges)))
+        _ext(manifest).graph_present = True
+
+
+def _require_finite(manifest: Manifest, rows: list[np.ndarray]) -> None:
+    # The index build needs well-formed rows: run the writer's chunk checks first.
+    for row in rows:
+        if row.shape[0] != manifest.embedding_dim:
+            raise DimensionMismatch(manifest.embedding_dim, int(row.shape[0]))
+        if not np.isfinite(row).all():
+            raise InvalidEmbeddingValue()
+
+
+def _attach_media(manifest: Manifest, kw: dict, n_chunks: int, out: list[EncodedSection]) -> None:
+    """Blob refs/overlay/data (0x14/0x16/0x17) and named spaces (0x15 + bands)."""
+    if kw.get("blob_refs") is not None:
+        from .build_media import blob_sections
+
+        out += blob_sections(kw["blob_refs"], kw.get("blob_data_paths"), kw.get("chunk_blob_spans"),
+                             n_chunks)
+        _ext(manifest).blobs_present = True
+    elif kw.get("chunk_blob_spans") is not None:
+        from .build_media import overlay_section
+
+        out.append(overlay_section(kw["chunk_blob_spans"], n_chunks))
+        _ext(manifest).blobs_present = True
+    if kw.get("spaces"):
+        from .build_media import space_sections
+
+        out += space_sections(kw["spaces"], n_chunks)
+        _ext(manifest).supports_multimodal = True
+
+
+def write_atomic(path: str | os.PathLike, data: bytes) -> None:
+    """Write ``data`` to ``path`` via a temp file in the same folder, fsync, then rename."""
+    target = Path(path)
+    folder = target.parent if str(target.parent) else Path(".")
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=folder)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, target)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
+    try:
+        dir_fd = os.open(folder, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(dir_fd)
+    except OSError:
+        pass
+    finally:
+        os.close(dir_fd)

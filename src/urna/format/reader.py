@@ -1,0 +1,251 @@
+"""UrnaView: the format reader over a bytes-like object (01-container §10).
+
+``UrnaView.from_bytes`` runs the reference's 19 checks in the reference's order and stops at
+the first failure; each table entry is fully checked (encoding class, alignment, bounds,
+checksum) before the next one. It does no I/O: it takes bytes, a memoryview or an mmap.
+What it deliberately does not enforce (§10.4): an allow-list of section ids, unique ids,
+a sorted table, non-overlapping sections, flags/reserved/footer_size, n_embeddings vs
+n_chunks, and the contents of 0x01..0x05 (decoded on demand).
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+from ..errors import (EmbeddingSizeMismatch, FileSizeMismatch, FileTruncated,
+                      FooterHashMismatch, InvalidHeaderChecksum, MagicMismatch, ManifestInvalid,
+                      MissingRequiredSection, SectionChecksumMismatch, SectionMisaligned,
+                      SectionOffsetOutOfBounds, UnsupportedDType, UnsupportedIndexType,
+                      UnsupportedMetric, UnsupportedNormalize, UnsupportedRerankPolicy,
+                      UnsupportedScoreType, UnsupportedSectionEncoding, UnsupportedVersion)
+from . import encodings
+from .identity import content_hash as _content_hash
+from .layout import (CANONICAL_SECTIONS, LEGACY_MAGIC, SECTION_ALIGNMENT,
+                     SECTION_CHUNKS_CANONICAL, SECTION_DEDUP_MAP, SECTION_DICTIONARY,
+                     SECTION_EMBEDDINGS, SECTION_SEARCH_CONTRACT, SECTION_SPACE_EMBEDDINGS_BASE,
+                     SECTION_SPACE_TABLE, U64_MAX, URNA_FOOTER_SIZE, URNA_HEADER_SIZE, URNA_MAGIC,
+                     URNA_SECTION_ENTRY_SIZE, URNA_VERSION_MAJOR, URNA_VERSION_MINOR,
+                     VECTOR_ENCODINGS, Footer, Header, SectionEntry, encoding_legal, h8,
+                     header_checksum)
+from .manifest import Manifest
+from .sections.canonical import CONTRACT_KEYS, decode_contract
+
+DTYPE_ENCODINGS = {"float32": 0, "float16": 2, "int8": 3, "int4": 7}
+SPACE_DTYPES = {0: "float32", 1: "float16", 2: "int8", 3: "int4"}
+_CONTRACT_ERRORS = {
+    "metric": UnsupportedMetric, "score_type": UnsupportedScoreType,
+    "normalize": UnsupportedNormalize, "index_type": UnsupportedIndexType,
+    "rerank_policy": UnsupportedRerankPolicy,
+}
+
+
+def checked_size(dtype: str, n: int, dim: int) -> int | None:
+    """Expected slab size with the reference's 64-bit overflow rule (None = unknown)."""
+    size = encodings.expected_embeddings_size(dtype, n, dim)
+    if size is None or size > U64_MAX or n * dim > U64_MAX:
+        return None
+    return size
+
+
+class UrnaView:
+    """A validated view of a .urna file's bytes."""
+
+    def __init__(self, buf: memoryview, header: Header, entries: list[SectionEntry],
+                 manifest: Manifest, manifest_bytes: bytes) -> None:
+        self.buf = buf
+        self.header = header
+        self.entries = entries
+        self.manifest = manifest
+        self.manifest_bytes = manifest_bytes
+        self._decoded: dict[int, bytes | memoryview] = {}
+        self._content_hash: str | None = None
+
+    # -- reading ---------------------------------------------------------------------------
+
+    @classmethod
+    def from_bytes(cls, data: bytes | bytearray | memoryview) -> "UrnaView":
+        """Parse and validate ``data`` (steps 1-19 of 01-container §10.1)."""
+        buf = memoryview(data)
+        if buf.format != "B" or buf.ndim != 1:
+            buf = buf.cast("B")
+        length = len(buf)
+        if length < URNA_HEADER_SIZE + URNA_FOOTER_SIZE:
+            raise FileTruncated()
+        header = Header.unpack(buf)
+        if header.magic not in (URNA_MAGIC, LEGACY_MAGIC):
+            raise MagicMismatch(URNA_MAGIC, header.magic)
+        if header.version_major != URNA_VERSION_MAJOR or header.version_minor > URNA_VERSION_MINOR:
+            raise UnsupportedVersion(header.version_major, header.version_minor)
+        if header_checksum(buf[:URNA_HEADER_SIZE]) != header.header_checksum:
+            raise InvalidHeaderChecksum()
+        if header.file_size != length:
+            raise FileSizeMismatch(header.file_size, length)
+        body_end = length - URNA_FOOTER_SIZE
+        count, table_offset = header.section_table_count, header.section_table_offset
+        table_len = count * URNA_SECTION_ENTRY_SIZE
+        if table_len > U64_MAX or table_offset + table_len > U64_MAX:
+            raise SectionOffsetOutOfBounds(0, 0)
+        if table_offset + table_len > body_end:
+            raise FileTruncated()
+        entries = []
+        for i in range(count):
+            entry = SectionEntry.unpack(buf, table_offset + i * URNA_SECTION_ENTRY_SIZE)
+            cls._check_entry(buf, entry, body_end)
+            entries.append(entry)
+        m_off, m_size = header.manifest_offset, header.manifest_size
+        if m_off + m_size > U64_MAX or m_off + m_size > body_end:
+            raise FileTruncated()
+        manifest_bytes = bytes(buf[m_off:m_off + m_size])
+        manifest = Manifest.from_json_bytes(manifest_bytes)
+        manifest.validate()
+        footer = Footer.unpack(buf, body_end)
+        if hashlib.sha256(buf[:body_end]).digest() != footer.file_hash:
+            raise FooterHashMismatch()
+        if manifest.embedding_dim != header.embedding_dim:
+            raise ManifestInvalid("manifest embedding_dim disagrees with header")
+        if manifest.n_chunks != header.n_chunks:
+            raise ManifestInvalid("manifest n_chunks disagrees with header")
+        view = cls(buf, header, entries, manifest, manifest_bytes)
+        for section_id, name in CANONICAL_SECTIONS:
+            if view.entry(section_id) is None:
+                raise MissingRequiredSection(name)
+        view.check_embeddings_layout()
+        if view.entry(SECTION_SPACE_TABLE) is not None:
+            view.check_space_bands()
+        view.check_contract()
+        return view
+
+    @staticmethod
+    def _check_entry(buf: memoryview, entry: SectionEntry, body_end: int) -> None:
+        sid = entry.section_id
+        if not encoding_legal(sid, entry.encoding):
+            raise UnsupportedSectionEncoding(sid, entry.encoding)
+        if entry.offset % SECTION_ALIGNMENT:
+            raise SectionMisaligned(sid, entry.offset, SECTION_ALIGNMENT)
+        end = entry.offset + entry.size
+        if end > U64_MAX or end > body_end:
+            raise SectionOffsetOutOfBounds(sid, entry.offset)
+        if h8(buf[entry.offset:end]) != entry.checksum:
+            raise SectionChecksumMismatch(sid)
+
+    # -- semantic checks (steps 17-19) ------------------------------------------------------
+
+    def check_embeddings_layout(self) -> SectionEntry:
+        """Step 17: dtype/encoding pairing and exact size of the first 0x04 entry."""
+        entry = self.entry(SECTION_EMBEDDINGS)
+        dtype = self.manifest.dtype
+        if DTYPE_ENCODINGS.get(dtype) != entry.encoding:
+            raise ManifestInvalid(
+                f"embeddings section encoding={entry.encoding} does not match dtype={dtype}")
+        n, dim = self.header.n_embeddings, self.header.embedding_dim
+        expected = checked_size(dtype, n, dim)
+        if expected is None:
+            raise UnsupportedDType(f"unknown embeddings dtype {dtype}, or n={n} x dim={dim} overflows")
+        if entry.size != expected:
+            raise EmbeddingSizeMismatch(expected, entry.size)
+        return entry
+
+    def space_entries(self) -> list:
+        """Decode the 0x15 space table (wire-decoded)."""
+        from .sections.space_table import decode_space_table
+
+        return decode_space_table(self.decoded(SECTION_SPACE_TABLE))
+
+    def check_space_bands(self) -> None:
+        """Step 18: every listed band exists with the size its table entry implies."""
+        for space in self.space_entries():
+            if space.n_vectors != self.header.n_chunks:
+                raise ManifestInvalid(f"space {space.name} lists {space.n_vectors} vectors but "
+                                      f"the corpus has {self.header.n_chunks} chunks")
+            band_id = SECTION_SPACE_EMBEDDINGS_BASE + space.space_index
+            band = self.entry(band_id)
+            if band is None:
+                raise ManifestInvalid(
+                    f"space {space.name} lists band {band_id:#04x} but the section is missing")
+            dtype = SPACE_DTYPES.get(space.dtype_code)
+            expected = None if dtype is None else checked_size(dtype, space.n_vectors, space.dim)
+            if expected is None:
+                raise UnsupportedDType(f"space {space.name} dtype code {space.dtype_code}")
+            if band.size != expected:
+                raise EmbeddingSizeMismatch(expected, band.size)
+
+    def search_contract(self) -> dict[str, str]:
+        """The decoded 0x06 search contract."""
+        return decode_contract(self.decoded(SECTION_SEARCH_CONTRACT))
+
+    def check_contract(self) -> None:
+        """Step 19: the search contract agrees with the manifest, field by field."""
+        contract = self.search_contract()
+        for key in CONTRACT_KEYS:
+            declared = getattr(self.manifest, key)
+            if contract[key] != declared:
+                raise _CONTRACT_ERRORS[key](f"section says {contract[key]} but manifest says {declared}")
+
+    def validate_embeddings_values(self) -> None:
+        """Re-check the 0x04 layout, then reject any non-finite value or scale."""
+        entry = self.check_embeddings_layout()
+        encodings.validate_embedding_values(SECTION_EMBEDDINGS, entry.encoding, self.payload(entry),
+                                            self.header.n_embeddings, self.header.embedding_dim)
+
+    # -- access -----------------------------------------------------------------------------
+
+    def entry(self, section_id: int) -> SectionEntry | None:
+        """The first table entry with ``section_id``, or None."""
+        for entry in self.entries:
+            if entry.section_id == section_id:
+                return entry
+        return None
+
+    def payload(self, entry: SectionEntry | int) -> memoryview:
+        """Physical (encoded) bytes of a section, zero-copy."""
+        if isinstance(entry, int):
+            found = self.entry(entry)
+            if found is None:
+                from ..errors import SectionNotFound
+                raise SectionNotFound(entry)
+            entry = found
+        return self.buf[entry.offset:entry.offset + entry.size]
+
+    def decoded(self, section_id: int) -> bytes | memoryview:
+        """Wire-decoded bytes of the first ``section_id`` entry (0x02 dictionary/dedup aware)."""
+        if section_id in self._decoded:
+            return self._decoded[section_id]
+        entry = self.entry(section_id)
+        if entry is None:
+            from ..errors import SectionNotFound
+            raise SectionNotFound(section_id)
+        payload = self.payload(entry)
+        if section_id == SECTION_CHUNKS_CANONICAL:
+            dictionary = self.entry(SECTION_DICTIONARY)
+            dedup = self.entry(SECTION_DEDUP_MAP)
+            out = encodings.decode_chunks_canonical_section(
+                entry.encoding, payload,
+                bytes(self.payload(dictionary)) if dictionary is not None else None,
+                bytes(self.payload(dedup)) if dedup is not None else None)
+        elif entry.encoding in VECTOR_ENCODINGS:
+            out = payload  # identity encodings: no copy (0x04 can be large)
+        else:
+            out = encodings.decode_section(section_id, entry.encoding, payload)
+        self._decoded[section_id] = out
+        return out
+
+    def content_hash(self) -> str:
+        """``sha256:`` hash of the six decoded canonical sections."""
+        if self._content_hash is None:
+            self._content_hash = _content_hash(self.decoded)
+        return self._content_hash
+
+    @property
+    def magic(self) -> str:
+        """``URNA`` or, for 0.4.0 files, ``NEST``."""
+        return self.header.magic.decode("ascii")
+
+    @property
+    def is_legacy(self) -> bool:
+        """True for a file written by 0.4.0 (magic NEST)."""
+        return self.header.magic == LEGACY_MAGIC
+
+    def release(self) -> None:
+        """Drop cached views so an underlying mmap can be closed."""
+        self._decoded.clear()
+        self.buf.release()

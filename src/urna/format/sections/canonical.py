@@ -1,0 +1,161 @@
+"""Raw forms of the canonical sections 0x01, 0x02, 0x03, 0x05, 0x06 (01-container §8).
+
+Each payload starts with ``u32 version = 1 | u64 count``. Decoders check, in this order:
+the 12-byte prefix, the version, the count against the caller's expectation, each
+length against the bytes left, UTF-8, and trailing bytes.
+"""
+
+from __future__ import annotations
+
+import json
+import struct
+
+from ...errors import (InvalidInput, Json, MalformedSectionPayload, SectionCountMismatch,
+                       UnsupportedSectionVersion)
+from ..cursor import Cursor, lp
+from ..layout import (PREFIX, SECTION_CHUNK_IDS, SECTION_CHUNKS_CANONICAL,
+                      SECTION_CHUNKS_ORIGINAL_SPANS, SECTION_PAYLOAD_VERSION,
+                      SECTION_PROVENANCE, SECTION_SEARCH_CONTRACT, U32_MAX, pack_prefix)
+
+_SPAN_TAIL = struct.Struct("<QQ")
+CONTRACT_KEYS = ("metric", "score_type", "normalize", "index_type", "rerank_policy")
+
+
+def _lp_checked(data: bytes) -> bytes:
+    if len(data) > U32_MAX:
+        raise InvalidInput(f"string too long: {len(data)} bytes")
+    return lp(data)
+
+
+def encode_strings(strings: list[str]) -> bytes:
+    """``prefix(n)`` then ``n x lp(utf8)``: the raw form of 0x01 and 0x02."""
+    return pack_prefix(len(strings)) + b"".join(_lp_checked(s.encode("utf-8")) for s in strings)
+
+
+encode_chunk_ids = encode_strings
+encode_texts = encode_strings
+
+
+def encode_spans(spans: list[tuple[str, int, int]]) -> bytes:
+    """Raw 0x03: ``prefix(n)`` then ``lp(uri) | u64 start | u64 end`` per chunk."""
+    parts = [pack_prefix(len(spans))]
+    for uri, start, end in spans:
+        parts.append(_lp_checked(uri.encode("utf-8")))
+        parts.append(_SPAN_TAIL.pack(start, end))
+    return b"".join(parts)
+
+
+def _open(raw: bytes | memoryview, section_id: int, expected: int | None) -> tuple[Cursor, int]:
+    if len(raw) < PREFIX.size:
+        raise MalformedSectionPayload(section_id, "payload shorter than 12 byte prefix")
+    version, count = PREFIX.unpack_from(raw, 0)
+    if version != SECTION_PAYLOAD_VERSION:
+        raise UnsupportedSectionVersion(section_id, version)
+    if expected is not None and count != expected:
+        raise SectionCountMismatch(section_id, expected, count)
+    return Cursor(raw, section_id, PREFIX.size), count
+
+
+def decode_strings(raw: bytes | memoryview, expected: int | None, section_id: int) -> list[str]:
+    """Parse ``prefix(n) + n x lp(utf8)`` with the reference's checks."""
+    cur, count = _open(raw, section_id, expected)
+    # Each record costs at least 4 bytes: bound the loop by the bytes present.
+    if count > cur.remaining // 4:
+        cur.take(4 * count)  # raises the reference's "want N bytes" text
+    out = [cur.lp_str() for _ in range(count)]
+    cur.expect_end()
+    return out
+
+
+def decode_chunk_ids(raw: bytes | memoryview, expected: int | None) -> list[str]:
+    """Decode raw 0x01 to chunk id strings."""
+    return decode_strings(raw, expected, SECTION_CHUNK_IDS)
+
+
+def decode_texts(raw: bytes | memoryview, expected: int | None) -> list[str]:
+    """Decode raw 0x02 to canonical texts."""
+    return decode_strings(raw, expected, SECTION_CHUNKS_CANONICAL)
+
+
+def decode_spans(raw: bytes | memoryview, expected: int | None) -> list[tuple[str, int, int]]:
+    """Decode raw 0x03 to ``(source_uri, byte_start, byte_end)`` tuples."""
+    cur, count = _open(raw, SECTION_CHUNKS_ORIGINAL_SPANS, expected)
+    if count > cur.remaining // 20:
+        cur.take(20 * count)
+    out = []
+    for _ in range(count):
+        uri = cur.lp_str()
+        start, end = _SPAN_TAIL.unpack(cur.take(16))
+        out.append((uri, start, end))
+    cur.expect_end()
+    return out
+
+
+def encode_json_section(json_bytes: bytes, too_large: str) -> bytes:
+    """``u32 1 | u64 len | json``: the form of 0x05 provenance and 0x06 search_contract."""
+    if len(json_bytes) > U32_MAX:
+        raise InvalidInput(too_large)
+    return pack_prefix(len(json_bytes)) + json_bytes
+
+
+def encode_provenance(json_bytes: bytes) -> bytes:
+    """Raw 0x05 from compact provenance JSON bytes."""
+    return encode_json_section(json_bytes, "provenance JSON too large")
+
+
+def encode_contract(fields: dict[str, str]) -> bytes:
+    """Raw 0x06 from the five contract fields, in the reference's key order."""
+    body = "{" + ",".join(f'"{k}":{json.dumps(fields[k], ensure_ascii=False)}'
+                          for k in CONTRACT_KEYS) + "}"
+    return encode_json_section(body.encode("utf-8"), "search_contract JSON too large")
+
+
+def _json_body(raw: bytes | memoryview, section_id: int) -> bytes:
+    if len(raw) < PREFIX.size:
+        raise MalformedSectionPayload(section_id, "payload shorter than prefix")
+    version, length = PREFIX.unpack_from(raw, 0)
+    if version != SECTION_PAYLOAD_VERSION:
+        raise UnsupportedSectionVersion(section_id, version)
+    cur = Cursor(raw, section_id, PREFIX.size)
+    body = cur.take(length)
+    cur.expect_end()
+    return body
+
+
+def decode_contract(raw: bytes | memoryview) -> dict[str, str]:
+    """Decode raw 0x06 to its five fields (unknown keys ignored, as serde does)."""
+    from ..json_text import parse_json
+
+    body = _json_body(raw, SECTION_SEARCH_CONTRACT)
+    value = parse_json(body)
+    if not isinstance(value, dict):
+        raise Json(f"invalid type: {_json_kind(value)}, expected struct SearchContract at line 1 column 0")
+    out = {}
+    for key in CONTRACT_KEYS:
+        if key not in value:
+            raise Json(f"missing field `{key}` at line 1 column {len(body)}")
+        if not isinstance(value[key], str):
+            raise Json(f"invalid type: {_json_kind(value[key])}, expected a string at line 1 column 0")
+        out[key] = value[key]
+    return out
+
+
+def decode_provenance(raw: bytes | memoryview) -> object:
+    """Decode raw 0x05 to its JSON value."""
+    from ..json_text import parse_json
+
+    return parse_json(_json_body(raw, SECTION_PROVENANCE))
+
+
+def _json_kind(value: object) -> str:
+    if isinstance(value, list):
+        return "sequence"
+    if isinstance(value, dict):
+        return "map"
+    if isinstance(value, bool):
+        return f"boolean `{str(value).lower()}`"
+    if value is None:
+        return "null"
+    if isinstance(value, (int, float)):
+        return f"floating point `{value}`" if isinstance(value, float) else f"integer `{value}`"
+    return f'string "{value}"'
