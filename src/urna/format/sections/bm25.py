@@ -1,0 +1,253 @@
+"""Section 0x08 (bm25_index): encode version 2, decode versions 1 and 2 (03-runtime §8.3).
+
+Both versions open with ``u32 version | f32 k1 | f32 b | f32 avgdl | u32 n_docs | u32 n_terms``.
+Version 2 (what we write) follows with three intpack columns framed by ``u32 byte_len``: the
+doc lengths, then per term (UTF-8 byte order) ``u32 len | bytes | u32 df``, then the doc-id
+gaps of all postings (restarting at every term) and their term frequencies. Version 1 stores
+flat ``u32`` doc lengths and ``df x (u32 doc, u32 tf)`` after each term.
+
+The decoder reads in the reference's order and raises its exact reasons; every count is
+checked against the bytes left before anything is allocated. As in the reference, trailing
+bytes are ignored, intpack failures keep section id 0, a repeated term replaces the earlier
+one (only the survivors' postings are kept and range-checked) and the stored ``n_terms`` is
+kept as read, not recounted. This module works on decompressed payload bytes only.
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ...errors import MalformedSectionPayload, UnsupportedSectionVersion
+from ..cursor import utf8_error_text
+from ..encodings.intpack import pack_u64s, unpack_u64s
+from ..layout import SECTION_BM25_INDEX
+
+BM25_PAYLOAD_VERSION = 2
+_HEAD_U = struct.Struct("<IfffII")
+_U32 = struct.Struct("<I")
+_U32_MASK = np.uint64(0xFFFFFFFF)
+
+
+def _malformed(reason: str) -> MalformedSectionPayload:
+    return MalformedSectionPayload(SECTION_BM25_INDEX, reason)
+
+
+@dataclass(eq=False)
+class Bm25Payload:
+    """A decoded 0x08 payload: parameters plus postings as flat arrays in term order.
+
+    ``terms[t]`` owns postings ``post_offsets[t]:post_offsets[t+1]`` of ``post_docs`` /
+    ``post_tfs`` (doc ids ascending in anything we build). ``k1``, ``b`` and ``avgdl`` are
+    f32 values held as Python floats.
+    """
+
+    version: int
+    k1: float
+    b: float
+    avgdl: float
+    n_docs: int
+    n_terms: int
+    doc_lens: np.ndarray  # uint32, n_docs
+    terms: list[str]
+    post_offsets: np.ndarray  # int64, len(terms) + 1
+    post_docs: np.ndarray  # uint32
+    post_tfs: np.ndarray  # uint32
+    _key: tuple = field(init=False, repr=False, default=())
+
+    @property
+    def dfs(self) -> np.ndarray:
+        """Document frequency of each term (its number of postings)."""
+        return np.diff(self.post_offsets)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Bm25Payload):
+            return NotImplemented
+        same_f32 = all(
+            struct.pack("<f", x) == struct.pack("<f", y)
+            for x, y in ((self.k1, other.k1), (self.b, other.b), (self.avgdl, other.avgdl))
+        )
+        return (
+            same_f32
+            and (self.version, self.n_docs, self.n_terms, self.terms)
+            == (other.version, other.n_docs, other.n_terms, other.terms)
+            and np.array_equal(self.doc_lens, other.doc_lens)
+            and np.array_equal(self.post_offsets, other.post_offsets)
+            and np.array_equal(self.post_docs, other.post_docs)
+            and np.array_equal(self.post_tfs, other.post_tfs)
+        )
+
+
+def encode_bm25(p: Bm25Payload) -> bytes:
+    """Encode ``p`` as the reference's version-2 payload (terms written in UTF-8 byte order)."""
+    out = [_HEAD_U.pack(BM25_PAYLOAD_VERSION, p.k1, p.b, p.avgdl,
+                        p.n_docs & 0xFFFFFFFF, p.n_terms & 0xFFFFFFFF)]
+    _blob(out, pack_u64s(np.asarray(p.doc_lens, dtype=np.uint64)))
+    offsets = np.asarray(p.post_offsets, dtype=np.int64)
+    docs = np.asarray(p.post_docs, dtype=np.uint32)
+    # Python str order is code point order, which is UTF-8 byte order.
+    order = sorted(range(len(p.terms)), key=p.terms.__getitem__)
+    gap_parts: list[np.ndarray] = []
+    tf_parts: list[np.ndarray] = []
+    for t in order:
+        raw = p.terms[t].encode("utf-8")
+        lo, hi = int(offsets[t]), int(offsets[t + 1])
+        out.append(_U32.pack(len(raw)) + raw + _U32.pack(hi - lo))
+        d = docs[lo:hi]
+        if hi > lo:
+            # first posting absolute, then differences; u32 wrapping like the reference
+            gap_parts.append(np.diff(d, prepend=np.uint32(0)).astype(np.uint32))
+            tf_parts.append(np.asarray(p.post_tfs[lo:hi], dtype=np.uint32))
+    gaps = np.concatenate(gap_parts) if gap_parts else np.zeros(0, np.uint32)
+    tfs = np.concatenate(tf_parts) if tf_parts else np.zeros(0, np.uint32)
+    _blob(out, pack_u64s(gaps.astype(np.uint64)))
+    _blob(out, pack_u64s(tfs.astype(np.uint64)))
+    return b"".join(out)
+
+
+def _blob(out: list[bytes], blob: bytes) -> None:
+    out.append(_U32.pack(len(blob)) + blob)
+
+
+class _Reader:
+    """The reference's BM25 byte cursor: one EOF text, ``bm25: unexpected EOF (need n)``."""
+
+    __slots__ = ("buf", "pos")
+
+    def __init__(self, buf: bytes | memoryview) -> None:
+        self.buf = memoryview(buf).cast("B")
+        self.pos = 0
+
+    def need(self, n: int) -> None:
+        if n > len(self.buf) - self.pos:
+            raise _malformed(f"bm25: unexpected EOF (need {n})")
+
+    def take(self, n: int) -> memoryview:
+        self.need(n)
+        out = self.buf[self.pos:self.pos + n]
+        self.pos += n
+        return out
+
+    def u32(self) -> int:
+        self.need(4)
+        v = _U32.unpack_from(self.buf, self.pos)[0]
+        self.pos += 4
+        return v
+
+    def term(self) -> str:
+        raw = bytes(self.take(self.u32()))
+        try:
+            return raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise _malformed(f"term utf-8: {utf8_error_text(raw, exc)}") from exc
+
+    def u32_array(self, count: int) -> np.ndarray:
+        # The reference reads one u32 at a time, so a short buffer always fails "need 4".
+        if 4 * count > len(self.buf) - self.pos:
+            raise _malformed("bm25: unexpected EOF (need 4)")
+        arr = np.frombuffer(self.buf, dtype="<u4", count=count, offset=self.pos)
+        self.pos += 4 * count
+        return arr.astype(np.uint32)
+
+    def intpack_column(self) -> np.ndarray:
+        blob = self.take(self.u32())
+        return unpack_u64s(blob)  # errors keep section id 0, as the reference
+
+
+def decode_bm25(payload: bytes | memoryview) -> Bm25Payload:
+    """Decode a (decompressed) 0x08 payload of version 1 or 2 with the reference's checks.
+
+    Raises ``UnsupportedSectionVersion(8, v)`` for another version and
+    ``MalformedSectionPayload`` (section 8, or 0 for intpack) for anything malformed.
+    """
+    cur = _Reader(payload)
+    version = cur.u32()
+    k1, b, avgdl = (struct.unpack("<f", bytes(cur.take(4)))[0] for _ in range(3))
+    n_docs = cur.u32()
+    n_terms = cur.u32()
+    if version == 1:
+        doc_lens, names, counts, docs, tfs = _decode_v1(cur, n_docs, n_terms)
+    elif version == 2:
+        doc_lens, names, counts, docs, tfs = _decode_v2(cur, n_docs, n_terms)
+    else:
+        raise UnsupportedSectionVersion(SECTION_BM25_INDEX, version)
+    if not all(np.isfinite((k1, b, avgdl))):
+        raise _malformed("bm25: non-finite k1 / b / avgdl")
+    if len(doc_lens) != n_docs:
+        raise _malformed("bm25: doc-length count != n_docs")
+    names, offsets, docs, tfs = _keep_last(names, counts, docs, tfs)
+    if len(docs) and int(docs.max()) >= n_docs:
+        raise _malformed("bm25: posting doc id >= n_docs")
+    return Bm25Payload(version, k1, b, avgdl, n_docs, n_terms, doc_lens, names, offsets,
+                       docs, tfs)
+
+
+def _decode_v1(cur: _Reader, n_docs: int, n_terms: int):
+    doc_lens = cur.u32_array(n_docs)
+    names: list[str] = []
+    counts: list[int] = []
+    doc_parts: list[np.ndarray] = []
+    tf_parts: list[np.ndarray] = []
+    for _ in range(n_terms):  # each term costs >= 8 bytes, so this loop is bounded
+        names.append(cur.term())
+        df = cur.u32()
+        pairs = cur.u32_array(2 * df)
+        counts.append(df)
+        doc_parts.append(pairs[0::2])
+        tf_parts.append(pairs[1::2])
+    docs = np.concatenate(doc_parts) if doc_parts else np.zeros(0, np.uint32)
+    tfs = np.concatenate(tf_parts) if tf_parts else np.zeros(0, np.uint32)
+    return doc_lens, names, counts, docs, tfs
+
+
+def _decode_v2(cur: _Reader, n_docs: int, n_terms: int):
+    dls = cur.intpack_column()
+    if len(dls) != n_docs:
+        raise _malformed("bm25 v2: doc-length column mismatch")
+    doc_lens = (dls & _U32_MASK).astype(np.uint32)
+    names: list[str] = []
+    counts: list[int] = []
+    for _ in range(n_terms):
+        names.append(cur.term())
+        counts.append(cur.u32())
+    total = sum(counts)
+    gaps = cur.intpack_column()
+    tfs = cur.intpack_column()
+    if len(gaps) != total or len(tfs) != total:
+        raise _malformed("bm25 v2: posting column mismatch")
+    docs = _undo_gaps(gaps, counts)
+    return doc_lens, names, counts, docs, (tfs & _U32_MASK).astype(np.uint32)
+
+
+def _undo_gaps(gaps: np.ndarray, counts: list[int]) -> np.ndarray:
+    """Doc ids from per-term gaps: a running u32 sum that restarts at every term."""
+    if len(gaps) == 0:
+        return np.zeros(0, np.uint32)
+    g = gaps & _U32_MASK
+    # uint64 wraps mod 2**64, a multiple of 2**32, so the low 32 bits stay exact.
+    csum = np.cumsum(g, dtype=np.uint64)
+    starts = np.zeros(len(counts) + 1, dtype=np.int64)
+    np.cumsum(np.asarray(counts, dtype=np.int64), out=starts[1:])
+    before = np.concatenate(([np.uint64(0)], csum))[starts[:-1]]
+    base = np.repeat(before, counts)
+    with np.errstate(over="ignore"):
+        return ((csum - base) & _U32_MASK).astype(np.uint32)
+
+
+def _keep_last(names: list[str], counts: list[int], docs: np.ndarray, tfs: np.ndarray):
+    """Resolve repeated terms the reference's way: the last occurrence wins."""
+    starts = np.zeros(len(counts) + 1, dtype=np.int64)
+    if counts:
+        np.cumsum(np.asarray(counts, dtype=np.int64), out=starts[1:])
+    last = {name: i for i, name in enumerate(names)}
+    if len(last) == len(names):
+        return names, starts, docs, tfs
+    keep = sorted(last.values())
+    idx = np.concatenate([np.arange(starts[i], starts[i + 1]) for i in keep] or
+                         [np.zeros(0, np.int64)]).astype(np.int64)
+    kept_counts = np.asarray([counts[i] for i in keep], dtype=np.int64)
+    offsets = np.zeros(len(keep) + 1, dtype=np.int64)
+    np.cumsum(kept_counts, out=offsets[1:])
+    return [names[i] for i in keep], offsets, docs[idx], tfs[idx]
