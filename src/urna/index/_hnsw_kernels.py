@@ -1,0 +1,346 @@
+"""Hot loops of the HNSW index (03-runtime §7.4-7.7), compiled with numba when it is installed.
+
+Everything here works on flat arrays: vectors ``(n, dim)`` float32, and a graph given as
+``node_ptr`` (n+1) + per-row ``row_start``/``row_end`` offsets into an int32 ``ids`` array
+(row ``node_ptr[i] + l`` is node ``i``'s list on layer ``l``). The build writes into
+fixed-capacity rows and moves ``row_end``; a decoded payload passes ``nbr_ptr[:-1]`` and
+``nbr_ptr[1:]``, so build and query run the same traversal code.
+
+Bit-exactness with the reference depends on three things kept here on purpose:
+``dist8`` adds in the reference's fixed order, in float32, without FMA (numba does not
+contract without fastmath); the two heaps replay Rust's ``BinaryHeap`` sift rules, tie choices
+included; and every sort uses an integer key (distance in IEEE total order with NaN last, then
+a tie-break) so no comparison-based sort can reorder equal distances.
+
+Without numba the same functions run as plain Python (correct, slow).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+try:  # numba is the "fast" extra; the plain path gives the same answers
+    from numba import njit as _njit
+
+    def jit(fn):
+        """Compile ``fn`` with numba (cached on disk, no fastmath)."""
+        return _njit(cache=True, nogil=True)(fn)
+
+    HAVE_NUMBA = True
+except ImportError:  # pragma: no cover - exercised only where numba is absent
+    def jit(fn):
+        """Identity: run ``fn`` as plain Python."""
+        return fn
+
+    HAVE_NUMBA = False
+
+_F32_ONE = np.float32(1.0)
+_F32_ZERO = np.float32(0.0)
+_F32_INF = np.float32(np.inf)
+
+
+@jit
+def dist8(a, b):
+    """``1 - dot8(a, b)`` in float32: eight lanes, fixed reduction tree, sequential tail."""
+    dim = a.shape[0]
+    nb = dim // 8
+    a0 = a1 = a2 = a3 = a4 = a5 = a6 = a7 = _F32_ZERO
+    for c in range(nb):
+        o = c * 8
+        a0 += a[o] * b[o]
+        a1 += a[o + 1] * b[o + 1]
+        a2 += a[o + 2] * b[o + 2]
+        a3 += a[o + 3] * b[o + 3]
+        a4 += a[o + 4] * b[o + 4]
+        a5 += a[o + 5] * b[o + 5]
+        a6 += a[o + 6] * b[o + 6]
+        a7 += a[o + 7] * b[o + 7]
+    tail = _F32_ZERO
+    for j in range(nb * 8, dim):
+        tail += a[j] * b[j]
+    dot = ((a0 + a1) + (a2 + a3)) + ((a4 + a5) + (a6 + a7)) + tail
+    return _F32_ONE - dot
+
+
+@jit
+def order_key(d, bits, tie):
+    """An int64 that sorts like (distance ``d`` in total order, NaN last; then ``tie``).
+
+    ``bits`` is the IEEE bit pattern of ``d`` (read through a uint32 view of its array).
+    """
+    if d != d:
+        o = np.int64(0x7FFFFFFF)
+    else:
+        b = np.int64(bits)
+        o = np.int64(0x7FFFFFFF) - b if b >= 0x80000000 else b
+    return o * np.int64(4294967296) + np.int64(tie)
+
+
+# --- Rust BinaryHeap replica: a max-heap on ``key`` ("greater" means key_a > key_b, so a NaN
+# --- key compares Equal to everything, as partial_cmp().unwrap_or(Equal) does).
+
+@jit
+def _sift_up(key, val, start, pos):
+    k = key[pos]
+    v = val[pos]
+    while pos > start:
+        parent = (pos - 1) >> 1
+        if not (k > key[parent]):
+            break
+        key[pos] = key[parent]
+        val[pos] = val[parent]
+        pos = parent
+    key[pos] = k
+    val[pos] = v
+
+
+@jit
+def _push(key, val, size, k, v):
+    key[size] = k
+    val[size] = v
+    _sift_up(key, val, 0, size)
+    return size + 1
+
+
+@jit
+def _sift_down_to_bottom(key, val, end):
+    k = key[0]
+    v = val[0]
+    pos = 0
+    child = 1
+    while child <= end - 2:
+        if not (key[child] > key[child + 1]):  # right child wins ties, as in Rust
+            child += 1
+        key[pos] = key[child]
+        val[pos] = val[child]
+        pos = child
+        child = 2 * pos + 1
+    if child == end - 1:
+        key[pos] = key[child]
+        val[pos] = val[child]
+        pos = child
+    key[pos] = k
+    val[pos] = v
+    _sift_up(key, val, 0, pos)
+
+
+@jit
+def _pop_root(key, val, size):
+    """Remove the root (caller read it already); returns the new size."""
+    size -= 1
+    if size > 0:
+        key[0] = key[size]
+        val[0] = val[size]
+        _sift_down_to_bottom(key, val, size)
+    return size
+
+
+@jit
+def greedy(curr, q, layer, vecs, node_ptr, row_start, row_end, ids):
+    """Greedy descent on one layer: move to a strictly closer neighbour until none is."""
+    cd = dist8(q, vecs[curr])
+    while True:
+        if layer >= node_ptr[curr + 1] - node_ptr[curr]:
+            return curr
+        row = node_ptr[curr] + layer
+        best = curr
+        bd = cd
+        for j in range(row_start[row], row_end[row]):
+            nb = ids[j]
+            d = dist8(q, vecs[nb])
+            if d < bd:
+                best = nb
+                bd = d
+        if best == curr:
+            return curr
+        curr = best
+        cd = bd
+
+
+@jit
+def layer_search(entry, q, layer, ef, vecs, node_ptr, row_start, row_end, ids, skip,
+                 mark, epoch, fk, fv, rk, rv):
+    """Beam search of width ``ef`` from ``entry``; result heap left in ``rk``/``rv``.
+
+    ``fk``/``fv`` hold the frontier (key = -distance, so the max-heap pops the closest);
+    ``rk``/``rv`` the result (key = distance, root = farthest). Returns the result size.
+    """
+    fs = 0
+    rs = 0
+    if entry != skip:
+        d = dist8(q, vecs[entry])
+        fs = _push(fk, fv, fs, -d, entry)
+        rs = _push(rk, rv, rs, d, entry)
+        mark[entry] = epoch
+    while fs > 0:
+        cdist = -fk[0]
+        c = fv[0]
+        fs = _pop_root(fk, fv, fs)
+        worst = rk[0] if rs > 0 else _F32_INF
+        if cdist > worst and rs >= ef:
+            break
+        if layer >= node_ptr[c + 1] - node_ptr[c]:
+            continue
+        row = node_ptr[c] + layer
+        for j in range(row_start[row], row_end[row]):
+            nb = ids[j]
+            if nb == skip or mark[nb] == epoch:
+                continue
+            mark[nb] = epoch
+            d = dist8(q, vecs[nb])
+            worst = rk[0] if rs > 0 else _F32_INF
+            if rs < ef or d < worst:
+                fs = _push(fk, fv, fs, -d, nb)
+                rs = _push(rk, rv, rs, d, nb)
+                if rs > ef:
+                    rs = _pop_root(rk, rv, rs)
+    return rs
+
+
+@jit
+def select_heuristic(cids, cdist, count, t, vecs, out, pruned):
+    """Heuristic neighbour selection with keep_pruned (03-runtime §7.7); returns len(out)."""
+    if count == 0 or t == 0:
+        return 0
+    keys = np.empty(count, dtype=np.int64)
+    bits = cdist.view(np.uint32)
+    for j in range(count):
+        keys[j] = order_key(cdist[j], bits[j], cids[j])
+    order = np.argsort(keys)
+    nch = 0
+    npr = 0
+    for jj in range(count):
+        if nch >= t:
+            break
+        p = order[jj]
+        cid = cids[p]
+        d = cdist[p]
+        shadowed = False
+        for s in range(nch):
+            if dist8(vecs[cid], vecs[out[s]]) < d:
+                shadowed = True
+                break
+        if shadowed:
+            pruned[npr] = cid
+            npr += 1
+        else:
+            out[nch] = cid
+            nch += 1
+    s = 0
+    while nch < t and s < npr:
+        out[nch] = pruned[s]
+        nch += 1
+        s += 1
+    return nch
+
+
+@jit
+def build_graph(vecs, levels, m, ef_c, node_ptr, row_start, row_end, ids):
+    """Insert nodes 0..n-1 in id order; fills rows in place, returns (entry_point, max_level)."""
+    n = vecs.shape[0]
+    if n == 0:
+        return 0, 0
+    m_max0 = 2 * m
+    mark = np.zeros(n, dtype=np.int64)
+    epoch = np.int64(0)
+    fk = np.empty(n + 2, dtype=np.float32)
+    fv = np.empty(n + 2, dtype=np.int32)
+    rk = np.empty(ef_c + 3, dtype=np.float32)
+    rv = np.empty(ef_c + 3, dtype=np.int32)
+    wide = max(m, m_max0) + 2
+    sel = np.empty(wide, dtype=np.int32)
+    pruned = np.empty(max(ef_c + 3, wide), dtype=np.int32)
+    tmp_ids = np.empty(wide, dtype=np.int32)
+    tmp_d = np.empty(wide, dtype=np.float32)
+    kept = np.empty(wide, dtype=np.int32)
+    entry_point = 0
+    max_level = levels[0]
+    for i in range(1, n):
+        lvl = levels[i]
+        q = vecs[i]
+        curr = entry_point
+        for layer in range(max_level, lvl, -1):
+            curr = greedy(curr, q, layer, vecs, node_ptr, row_start, row_end, ids)
+        entry = curr
+        for layer in range(min(lvl, max_level), -1, -1):
+            epoch += 1
+            rs = layer_search(entry, q, layer, ef_c, vecs, node_ptr, row_start, row_end, ids,
+                              i, mark, epoch, fk, fv, rk, rv)
+            nsel = select_heuristic(rv, rk, rs, m, vecs, sel, pruned)
+            row = node_ptr[i] + layer
+            base = row_start[row]
+            for s in range(nsel):
+                ids[base + s] = sel[s]
+            row_end[row] = base + nsel
+            cap = m_max0 if layer == 0 else m
+            for s in range(nsel):
+                v = sel[s]
+                if layer >= node_ptr[v + 1] - node_ptr[v]:
+                    continue
+                vrow = node_ptr[v] + layer
+                vs = row_start[vrow]
+                vc = row_end[vrow] - vs
+                if vc >= cap:
+                    for j in range(vc):
+                        x = ids[vs + j]
+                        tmp_ids[j] = x
+                        tmp_d[j] = dist8(vecs[v], vecs[x])
+                    tmp_ids[vc] = i
+                    tmp_d[vc] = dist8(vecs[v], q)
+                    k = select_heuristic(tmp_ids, tmp_d, vc + 1, cap, vecs, kept, pruned)
+                    for j in range(k):
+                        ids[vs + j] = kept[j]
+                    row_end[vrow] = vs + k
+                else:
+                    present = False
+                    for j in range(vc):
+                        if ids[vs + j] == i:
+                            present = True
+                            break
+                    if not present:
+                        ids[vs + vc] = i
+                        row_end[vrow] = vs + vc + 1
+            if nsel > 0:
+                entry = sel[0]
+            elif rs > 0:
+                # closest candidate; equal distances keep the heap's array order (stable sort)
+                best = 0
+                rbits = rk.view(np.uint32)
+                bkey = order_key(rk[0], rbits[0], 0)
+                for j in range(1, rs):
+                    kj = order_key(rk[j], rbits[j], j)
+                    if kj < bkey:
+                        best = j
+                        bkey = kj
+                entry = rv[best]
+        if lvl > max_level:
+            max_level = lvl
+            entry_point = i
+    return entry_point, max_level
+
+
+@jit
+def search_graph(q, ef, entry_point, max_level, vecs, node_ptr, row_start, row_end, ids):
+    """Greedy descent to layer 1, beam of width ``ef`` on layer 0; ids ascending by distance."""
+    n = vecs.shape[0]
+    if n == 0:
+        return np.zeros(0, dtype=np.int32)
+    curr = entry_point
+    for layer in range(max_level, 0, -1):
+        curr = greedy(curr, q, layer, vecs, node_ptr, row_start, row_end, ids)
+    mark = np.zeros(n, dtype=np.uint8)
+    fk = np.empty(n + 2, dtype=np.float32)
+    fv = np.empty(n + 2, dtype=np.int32)
+    rk = np.empty(ef + 3, dtype=np.float32)
+    rv = np.empty(ef + 3, dtype=np.int32)
+    rs = layer_search(curr, q, 0, ef, vecs, node_ptr, row_start, row_end, ids, -1,
+                      mark, 1, fk, fv, rk, rv)
+    keys = np.empty(rs, dtype=np.int64)
+    rbits = rk.view(np.uint32)
+    for j in range(rs):
+        keys[j] = order_key(rk[j], rbits[j], j)  # stable: heap array order breaks distance ties
+    order = np.argsort(keys)
+    out = np.empty(rs, dtype=np.int32)
+    for j in range(rs):
+        out[j] = rv[order[j]]
+    return out

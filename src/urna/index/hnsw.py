@@ -1,0 +1,146 @@
+"""HNSW over decoded arrays: the deterministic build and the graph search (03-runtime §7.4-7.7).
+
+``build_hnsw`` reproduces the reference graph bit for bit (same RNG and level rule, ``dot8``
+distance, Rust ``BinaryHeap`` tie behaviour, heuristic selection with keep_pruned, back-link
+pruning), so ``encode_hnsw(build_hnsw(...))`` is the reference's 0x07 payload.
+``hnsw_search`` returns candidate ids only; scoring them (the exact rerank) is the caller's job.
+
+This module never parses a file: it takes vectors and an ``HnswPayload``; the loops live in
+``_hnsw_kernels`` (numba when installed).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..format.sections.hnsw import HnswPayload
+from . import _hnsw_kernels as _k
+
+DEFAULT_M = 16  # "M" in Malkov & Yashunin: target out-degree above layer 0
+DEFAULT_EF_CONSTRUCTION = 400  # "efConstruction": beam width while inserting
+DEFAULT_SEED = 42
+MAX_SAMPLED_LEVEL = 31
+
+_MASK64 = (1 << 64) - 1
+_INV_2_53 = 1.0 / float(1 << 53)
+
+
+class Lcg:
+    """The reference's 64-bit LCG (levels and the pinned test corpora draw from it)."""
+
+    __slots__ = ("state",)
+
+    def __init__(self, seed: int) -> None:
+        self.state = ((seed & _MASK64) * 2862933555777941757 + 3037000493) & _MASK64
+
+    def next_u64(self) -> int:
+        """Advance and return the new state."""
+        self.state = (self.state * 6364136223846793005 + 1442695040888963407) & _MASK64
+        return self.state
+
+    def next_f64(self) -> float:
+        """Uniform in [0, 1): the top 53 bits times 2^-53."""
+        return (self.next_u64() >> 11) * _INV_2_53
+
+
+def sample_levels(n: int, m: int, seed: int) -> np.ndarray:
+    """Draw the ``n`` node levels exactly as the reference does (all before any insertion)."""
+    rng = Lcg(seed)
+    # m_l = 1/ln(m) in binary64; m = 1 gives +inf (every positive draw lands on the cap),
+    # m = 0 gives -0.0 (every node on layer 0), as Rust's float arithmetic does.
+    if m == 1:
+        m_l = math.inf
+    elif m == 0:
+        m_l = -0.0
+    else:
+        m_l = 1.0 / math.log(m)
+    out = np.zeros(n, dtype=np.int32)
+    for i in range(n):
+        r = rng.next_f64()
+        if r <= 0.0:
+            continue
+        x = -math.log(r) * m_l
+        if math.isinf(x):
+            out[i] = MAX_SAMPLED_LEVEL if x > 0 else 0
+        else:
+            out[i] = min(max(math.floor(x), 0), MAX_SAMPLED_LEVEL)
+    return out
+
+
+def _as_matrix(vectors: np.ndarray) -> np.ndarray:
+    vecs = np.ascontiguousarray(vectors, dtype=np.float32)
+    if vecs.ndim != 2:
+        raise ValueError(f"vectors must be a 2-D (n, dim) array, got shape {vecs.shape}")
+    return vecs
+
+
+def build_hnsw(vectors: np.ndarray, m: int = DEFAULT_M,
+               ef_construction: int = DEFAULT_EF_CONSTRUCTION,
+               seed: int = DEFAULT_SEED) -> HnswPayload:
+    """Build the reference's HNSW graph over ``vectors`` (n, dim) float32, L2-normalised.
+
+    Args: ``m`` ("M", out-degree; layer 0 allows ``2*m``), ``ef_construction``
+    ("efConstruction"), ``seed`` (level draws). Same inputs give the same graph on every
+    machine. Returns the graph as an ``HnswPayload`` ready for ``encode_hnsw``.
+    """
+    if m < 0 or ef_construction < 0:
+        raise ValueError("hnsw m and ef_construction must be >= 0")
+    vecs = _as_matrix(vectors)
+    n = vecs.shape[0]
+    m_max0 = 2 * m
+    levels = sample_levels(n, m, seed)
+    rows_per_node = levels.astype(np.int64) + 1
+    node_ptr = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(rows_per_node, out=node_ptr[1:])
+    n_rows = int(node_ptr[-1])
+    layer_of_row = np.arange(n_rows, dtype=np.int64) - np.repeat(node_ptr[:-1], rows_per_node)
+    cap = np.where(layer_of_row == 0, m_max0, m).astype(np.int64)
+    row_start = np.zeros(n_rows, dtype=np.int64)
+    if n_rows:
+        np.cumsum(cap[:-1], out=row_start[1:])
+    row_end = row_start.copy()
+    ids = np.zeros(int(cap.sum()), dtype=np.int32)
+    # A beam wider than n+1 behaves exactly like n+1 (nothing is ever evicted); clamping
+    # keeps a huge ef_construction from allocating.
+    ef_eff = min(ef_construction, n + 1)
+    entry_point, max_level = _k.build_graph(vecs, levels, m, ef_eff, node_ptr, row_start,
+                                            row_end, ids)
+    counts = row_end - row_start
+    nbr_ptr = np.zeros(n_rows + 1, dtype=np.int64)
+    np.cumsum(counts, out=nbr_ptr[1:])
+    gather = np.repeat(row_start - nbr_ptr[:-1], counts) + np.arange(int(nbr_ptr[-1]))
+    return HnswPayload(m, m_max0, ef_construction, int(entry_point), int(max_level), n,
+                       levels, node_ptr, nbr_ptr, ids[gather])
+
+
+def hnsw_search(graph: HnswPayload, vectors_f32: np.ndarray, q: np.ndarray,
+                ef: int) -> np.ndarray:
+    """Candidate ids for normalised query ``q``, ascending by ``dot8`` distance (§7.5).
+
+    The beam width is ``max(ef, graph.ef_construction)``, the reference's floor. ``vectors_f32``
+    are the graph's rows as float32 (dequantised stored rows at query time). Terminates on any
+    graph ``decode_hnsw`` accepts.
+    """
+    if graph.n_nodes == 0:
+        return np.zeros(0, dtype=np.int64)
+    vecs = _as_matrix(vectors_f32)
+    if vecs.shape[0] != graph.n_nodes:
+        raise ValueError(f"graph has {graph.n_nodes} nodes but {vecs.shape[0]} vectors given")
+    qv = np.ascontiguousarray(q, dtype=np.float32).reshape(-1)
+    if qv.shape[0] != vecs.shape[1]:
+        raise ValueError(f"query has {qv.shape[0]} values, vectors have {vecs.shape[1]}")
+    ef_eff = max(min(max(ef, graph.ef_construction), graph.n_nodes + 1), 0)
+    out = _k.search_graph(qv, ef_eff, graph.entry_point, graph.max_level, vecs,
+                          graph.node_ptr, graph.nbr_ptr[:-1], graph.nbr_ptr[1:], graph.ids)
+    return out.astype(np.int64)
+
+
+def level0_neighbors(graph: HnswPayload, i: int) -> np.ndarray:
+    """Layer-0 neighbours of node ``i`` in stored order (empty when ``i`` is out of range)."""
+    return graph.neighbors(i, 0)
+
+
+__all__ = ["DEFAULT_EF_CONSTRUCTION", "DEFAULT_M", "DEFAULT_SEED", "Lcg", "build_hnsw",
+           "hnsw_search", "level0_neighbors", "sample_levels"]
