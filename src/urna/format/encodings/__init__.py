@@ -1,0 +1,81 @@
+"""Wire encodings of section payloads and the vector dtypes (02-encodings), one codec per module.
+
+``decode_section`` / ``decode_chunks_canonical_section`` are the reader's registry (§1.2):
+identity for 0/2/3/7, zstd (1), repack (4), fsst (9), txt_streams (10); zstd_dict (5) only for
+0x02 with its 0x0A dictionary; anything else (5 elsewhere, the reserved 6 and 8, unknown ids) is
+``UnsupportedSectionEncoding``. Codec errors are re-tagged with the section being decoded.
+The writer's choices live in ``chooser``; vector layouts in ``vectors``.
+"""
+
+from __future__ import annotations
+
+from ...errors import MalformedSectionPayload, UnsupportedSectionEncoding
+from .chooser import choose_chunk_ids, choose_chunks_canonical, choose_spans
+from .dedup import decode_map, expand_pool
+from .fsst import decode_fsst
+from .repack import decode_repack
+from .textcontainer import decode_txt_streams, malformed
+from .vectors import (dequantize, encode_embeddings, expected_embeddings_size, f16_view,
+                      int4_view, int8_view, validate_embedding_values)
+from .zstd import zstd_compress, zstd_decompress
+from .zstd_dict import decode_zstd_dict
+
+_SECTION_CANONICAL = 0x02
+_SECTION_DEDUP_MAP = 0x0B
+_IDENTITY = frozenset({0, 2, 3, 7})
+_DECODERS = {1: zstd_decompress, 4: decode_repack, 9: decode_fsst, 10: decode_txt_streams}
+
+
+def _retag(exc: Exception, section_id: int) -> Exception:
+    if isinstance(exc, MalformedSectionPayload):
+        return MalformedSectionPayload(section_id, exc.reason)
+    if isinstance(exc, UnsupportedSectionEncoding):
+        return UnsupportedSectionEncoding(section_id, exc.encoding)
+    return exc
+
+
+def _decode_plain(encoding: int, payload: bytes | memoryview) -> bytes | memoryview:
+    if encoding in _IDENTITY:
+        return payload
+    decoder = _DECODERS.get(encoding)
+    if decoder is None:
+        raise UnsupportedSectionEncoding(0, encoding)
+    return decoder(payload)
+
+
+def decode_section(section_id: int, encoding: int, payload: bytes | memoryview) -> bytes:
+    """Logical bytes of any section other than 0x02 (identity encodings return the payload)."""
+    try:
+        out = _decode_plain(encoding, payload)
+    except (MalformedSectionPayload, UnsupportedSectionEncoding) as exc:
+        raise _retag(exc, section_id) from None
+    return out if isinstance(out, bytes) else bytes(out)
+
+
+def decode_chunks_canonical_section(encoding: int, payload: bytes | memoryview,
+                                    dictionary: bytes | None, dedup_map: bytes | None) -> bytes:
+    """The raw chunks_canonical payload of 0x02 (dictionary for id 5, dedup map when given)."""
+    try:
+        if encoding == 5:
+            if dictionary is None:
+                raise malformed("zstd_dict: dict-framed section but no dictionary (0x0A)")
+            out = decode_zstd_dict(payload, dictionary)
+        else:
+            out = _decode_plain(encoding, payload)
+    except (MalformedSectionPayload, UnsupportedSectionEncoding) as exc:
+        raise _retag(exc, _SECTION_CANONICAL) from None
+    if dedup_map is None:
+        return out if isinstance(out, bytes) else bytes(out)
+    try:
+        refs = decode_map(dedup_map)
+    except (MalformedSectionPayload, UnsupportedSectionEncoding) as exc:
+        raise _retag(exc, _SECTION_DEDUP_MAP) from None
+    return expand_pool(out, refs)
+
+
+__all__ = [
+    "decode_section", "decode_chunks_canonical_section", "zstd_compress", "zstd_decompress",
+    "choose_chunk_ids", "choose_spans", "choose_chunks_canonical", "encode_embeddings",
+    "expected_embeddings_size", "validate_embedding_values", "f16_view", "int8_view",
+    "int4_view", "dequantize",
+]

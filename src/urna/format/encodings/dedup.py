@@ -1,0 +1,62 @@
+"""The dedup map (section 0x0B) and the re-expansion of a deduplicated 0x02 pool (02-encodings §7).
+
+A map is ``u8 0 | pack_u64s(back_refs)``: one pool index per chunk, the pool holding each
+distinct text once in first-seen order. Bytes after the intpack blocks are ignored, as the
+reference does. Errors carry section 0x0B (intpack ones 0, re-tagged by the caller).
+"""
+
+from __future__ import annotations
+
+from ...errors import MalformedSectionPayload
+from ._canonical import build_canonical, byte_view, parse_canonical
+from .intpack import IntpackReader, pack_u64s
+
+DEDUP_MAP_V1 = 0
+SECTION_DEDUP_MAP = 0x0B
+_SECTION_CANONICAL = 0x02
+
+
+def dedup(texts: list[str]) -> tuple[list[str], list[int]]:
+    """First-seen pool of distinct texts and each chunk's index into it."""
+    index: dict[str, int] = {}
+    refs = [index.setdefault(t, len(index)) for t in texts]
+    return list(index), refs
+
+
+def encode_map(back_refs: list[int]) -> bytes:
+    """Serialise the back-references (kind byte 0, then intpack)."""
+    return bytes([DEDUP_MAP_V1]) + pack_u64s(back_refs)
+
+
+def decode_map(payload: bytes | memoryview) -> list[int]:
+    """Parse a 0x0B payload into its back-references, each checked to fit a u32."""
+    view = byte_view(payload)
+    if len(view) == 0:
+        raise MalformedSectionPayload(SECTION_DEDUP_MAP, "dedup_map: empty")
+    if view[0] != DEDUP_MAP_V1:
+        raise MalformedSectionPayload(SECTION_DEDUP_MAP, f"dedup_map: unknown kind {view[0]}")
+    reader = IntpackReader(view[1:])
+    refs: list[int] = []
+    # Block by block, so a too-large ref is reported before a later block's damage.
+    for b in range(reader.n_blocks):
+        block = reader.block(b)
+        if int(block.max()) > 0xFFFFFFFF:
+            raise MalformedSectionPayload(SECTION_DEDUP_MAP, "dedup_map: back-ref exceeds u32")
+        refs.extend(block.tolist())
+    return refs
+
+
+def expand_pool(pool_payload: bytes | memoryview, back_refs: list[int]) -> bytes:
+    """Re-expand a raw pool payload (its own count) through ``back_refs`` to the full payload."""
+    if len(pool_payload) < 12:
+        raise MalformedSectionPayload(_SECTION_CANONICAL, "chunks_canonical: truncated count prefix")
+    count = int.from_bytes(bytes(pool_payload[4:12]), "little")
+    pool = parse_canonical(pool_payload, _SECTION_CANONICAL, count)
+    n = len(pool)
+    out = []
+    for r in back_refs:
+        if r >= n:
+            raise MalformedSectionPayload(SECTION_DEDUP_MAP,
+                                          "dedup_map: back-ref out of unique-pool range")
+        out.append(pool[r])
+    return build_canonical(out)

@@ -1,0 +1,117 @@
+"""Wire encoding 4, the repack container: chunk_ids as raw digests, spans as intpack columns.
+
+02-encodings §4. The first byte selects the body (0 = chunk_ids, 1 = spans), never the section
+id. Both bodies decode to the exact raw payload of §2, so content_hash does not depend on the
+choice. Decoders bound every count by the bytes present; errors are
+``MalformedSectionPayload`` (0x01 / 0x03 / 0 inside) that the dispatcher re-tags.
+"""
+
+from __future__ import annotations
+
+import re
+import struct
+
+from ...errors import MalformedSectionPayload
+from ..cursor import Cursor, decode_utf8
+from ._canonical import byte_view
+from .intpack import pack_u64s, unpack_u64s
+
+KIND_CHUNK_IDS = 0
+KIND_SPANS = 1
+_SECTION_CHUNK_IDS = 0x01
+_SECTION_SPANS = 0x03
+_U32 = struct.Struct("<I")
+_U64 = struct.Struct("<Q")
+_PREFIX = struct.Struct("<IQ")
+_MASK64 = (1 << 64) - 1
+_CANONICAL_ID = re.compile(r"sha256:[0-9a-f]{64}\Z")
+_ID_HEAD = _U32.pack(71) + b"sha256:"
+
+
+def chunk_ids_eligible(chunk_ids: list[str]) -> bool:
+    """Whether every id is ``sha256:`` + 64 lowercase hex (else the writer stores 0x01 raw)."""
+    return all(_CANONICAL_ID.match(cid) for cid in chunk_ids)
+
+
+def encode_chunk_ids(chunk_ids: list[str]) -> bytes:
+    """Kind 0: ``00 | u32 n | n x 32-byte digest``; ids must be eligible."""
+    if not chunk_ids_eligible(chunk_ids):
+        raise ValueError("chunk ids are not all canonical sha256:<64 lowercase hex>")
+    digests = b"".join(bytes.fromhex(cid[7:]) for cid in chunk_ids)
+    return bytes([KIND_CHUNK_IDS]) + _U32.pack(len(chunk_ids)) + digests
+
+
+def _decode_chunk_ids(body: memoryview) -> bytes:
+    if len(body) < 4:
+        raise MalformedSectionPayload(_SECTION_CHUNK_IDS, "chunk_ids intpack: truncated count")
+    count = _U32.unpack_from(body, 0)[0]
+    digests = body[4:]
+    if len(digests) != 32 * count:
+        raise MalformedSectionPayload(_SECTION_CHUNK_IDS,
+                                      "chunk_ids intpack: digest body size mismatch")
+    parts = [_PREFIX.pack(1, count)]
+    raw = bytes(digests)
+    for i in range(count):
+        parts.append(_ID_HEAD + raw[32 * i:32 * i + 32].hex().encode("ascii"))
+    return b"".join(parts)
+
+
+def encode_spans(spans: list[tuple[str, int, int]]) -> bytes:
+    """Kind 1: URI pool in first-seen order plus three intpack columns (index, start, length)."""
+    pool: dict[str, int] = {}
+    idx: list[int] = []
+    starts: list[int] = []
+    lens: list[int] = []
+    for uri, start, end in spans:
+        idx.append(pool.setdefault(uri, len(pool)))
+        starts.append(start)
+        lens.append((end - start) & _MASK64)
+    out = [bytes([KIND_SPANS]), _U32.pack(len(spans) & 0xFFFFFFFF), _U32.pack(len(pool))]
+    for uri in pool:
+        raw = uri.encode("utf-8")
+        out.append(_U32.pack(len(raw)) + raw)
+    for col in (idx, starts, lens):
+        blob = pack_u64s(col)
+        out.append(_U32.pack(len(blob)) + blob)
+    return b"".join(out)
+
+
+def _decode_spans(body: memoryview) -> bytes:
+    cur = Cursor(body, _SECTION_SPANS)
+    count = cur.u32()
+    n_uris = cur.u32()
+    # Every pooled URI costs at least its 4-byte length: refuse a claim the bytes cannot hold.
+    if n_uris > cur.remaining // 4:
+        raise MalformedSectionPayload(_SECTION_SPANS, "spans intpack: uri pool count exceeds payload")
+    pool = []
+    for _ in range(n_uris):
+        raw = cur.lp_bytes()
+        decode_utf8(raw, _SECTION_SPANS)
+        pool.append(raw)
+    cols = [unpack_u64s(cur.view(cur.u32())) for _ in range(3)]
+    if any(len(col) != count for col in cols):
+        raise MalformedSectionPayload(_SECTION_SPANS, "spans intpack: column length mismatch")
+    cur.expect_end()
+    idx, starts, lens = (col.tolist() for col in cols)
+    parts = [_PREFIX.pack(1, count)]
+    for i in range(count):
+        j = idx[i]
+        if j >= n_uris:
+            raise MalformedSectionPayload(_SECTION_SPANS, "spans intpack: uri index out of range")
+        uri = pool[j]
+        s = starts[i]
+        parts.append(_U32.pack(len(uri)) + uri + _U64.pack(s) + _U64.pack((s + lens[i]) & _MASK64))
+    return b"".join(parts)
+
+
+def decode_repack(payload: bytes | memoryview) -> bytes:
+    """Rebuild the raw chunk_ids or spans payload from an id-4 payload (kind byte first)."""
+    view = byte_view(payload)
+    if len(view) == 0:
+        raise MalformedSectionPayload(0, "intpack repack: empty payload")
+    kind = view[0]
+    if kind == KIND_CHUNK_IDS:
+        return _decode_chunk_ids(view[1:])
+    if kind == KIND_SPANS:
+        return _decode_spans(view[1:])
+    raise MalformedSectionPayload(0, f"intpack repack: unknown kind {kind}")

@@ -1,0 +1,145 @@
+"""zstd (wire encoding 1) and the raw libzstd calls the text codecs share (02-encodings §5, §6.3).
+
+Byte-exactness depends on the call sequence, not only the level: the reference compresses with a
+streaming context (level 19, no pledged size), so a non-empty input yields a frame without a
+content size while an empty input yields the single-segment 9-byte frame. One-shot calls pledge
+the size and give other bytes. We therefore drive libzstd directly through python-zstandard's
+cffi backend, which bundles libzstd 1.5.7 (the version the reference 0.5.1 was built with).
+
+Decoding mirrors the reference's bulk path: a size cap of ``max(64 MiB, 128 x len)``, the frame
+bound from ``ZSTD_decompressBound``, then one ``ZSTD_decompressDCtx`` (so concatenated frames
+decode to their concatenation). Failures are ``MalformedSectionPayload`` with section id 0 and
+libzstd's own error names; the dispatcher re-tags them with the real section.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import zstandard
+from zstandard import backend_cffi as _cffi
+
+from ...errors import InvalidInput, MalformedSectionPayload
+
+LEVEL = 19
+MIN_DECOMPRESS_CAP = 64 * 1024 * 1024
+MAX_DECOMPRESS_RATIO = 128
+ZSTD_VERSION: tuple[int, int, int] = tuple(zstandard.ZSTD_VERSION)  # type: ignore[assignment]
+# libzstd version whose level-19 output the reference files carry (checked against them).
+REFERENCE_ZSTD_VERSION = (1, 5, 7)
+
+lib: Any = _cffi.lib
+ffi: Any = _cffi.ffi
+# Output buffers are filled by libzstd; clearing them first would cost a memset per call.
+_alloc = ffi.new_allocator(should_clear_after_alloc=False)
+_CONTENTSIZE_ERROR = int(lib.ZSTD_CONTENTSIZE_ERROR)
+_local = threading.local()
+
+
+def error_name(code: int) -> str:
+    """libzstd's text for an error return code (e.g. ``Unknown frame descriptor``)."""
+    return ffi.string(lib.ZSTD_getErrorName(code)).decode("utf-8", "replace")
+
+
+def is_error(code: int) -> bool:
+    """Whether a libzstd size_t return value is an error code."""
+    return bool(lib.ZSTD_isError(code))
+
+
+def decompress_cap(compressed_len: int) -> int:
+    """The decoder's output ceiling for a payload of ``compressed_len`` bytes."""
+    return max(MIN_DECOMPRESS_CAP, MAX_DECOMPRESS_RATIO * compressed_len)
+
+
+def frame_bound(payload: bytes | memoryview) -> int | None:
+    """Upper bound of the decompressed size of every frame in ``payload``, or None if unknown."""
+    src = ffi.from_buffer(payload)
+    bound = int(lib.ZSTD_decompressBound(src, len(payload)))
+    return None if bound == _CONTENTSIZE_ERROR else bound
+
+
+def _drain(cctx: Any, inbuf: Any, outbuf: Any, out: Any, directive: int, parts: list[bytes]) -> int:
+    outbuf.pos = 0
+    rc = lib.ZSTD_compressStream2(cctx, outbuf, inbuf, directive)
+    if is_error(rc):
+        raise InvalidInput(f"zstd compression failed: {error_name(rc)}")
+    if outbuf.pos:
+        parts.append(ffi.buffer(out, outbuf.pos)[:])
+    return int(rc)
+
+
+def _stream_cctx() -> Any:
+    """This thread's level-19 streaming context (creating one per call costs ~80 ms at level 19)."""
+    cctx = getattr(_local, "cctx", None)
+    if cctx is None:
+        cctx = ffi.gc(lib.ZSTD_createCCtx(), lib.ZSTD_freeCCtx)
+        rc = lib.ZSTD_CCtx_setParameter(cctx, lib.ZSTD_c_compressionLevel, LEVEL)
+        if is_error(rc):
+            raise InvalidInput(f"zstd compression failed: {error_name(rc)}")
+        _local.cctx = cctx
+    # A session reset keeps the parameters and gives the same bytes as a fresh context.
+    lib.ZSTD_CCtx_reset(cctx, lib.ZSTD_reset_session_only)
+    return cctx
+
+
+def zstd_compress(data: bytes | memoryview) -> bytes:
+    """Compress ``data`` into one level-19 frame exactly as the reference writer does (§5.1)."""
+    cctx = _stream_cctx()
+    out_size = int(lib.ZSTD_CStreamOutSize())
+    out = _alloc("char[]", out_size)
+    outbuf = ffi.new("ZSTD_outBuffer *")
+    outbuf.dst, outbuf.size = out, out_size
+    inbuf = ffi.new("ZSTD_inBuffer *")
+    keep = ffi.from_buffer(data) if len(data) else ffi.NULL
+    inbuf.src, inbuf.size, inbuf.pos = keep, len(data), 0
+    parts: list[bytes] = []
+    try:
+        # Feeding with e_continue first is what makes libzstd write an unsized frame; an empty
+        # input skips it, so libzstd sees the end at once and records content size 0.
+        while inbuf.pos < inbuf.size:
+            _drain(cctx, inbuf, outbuf, out, lib.ZSTD_e_continue, parts)
+        empty = ffi.new("ZSTD_inBuffer *")
+        empty.src, empty.size, empty.pos = ffi.NULL, 0, 0
+        while _drain(cctx, empty, outbuf, out, lib.ZSTD_e_end, parts):
+            pass
+    except BaseException:
+        _local.cctx = None  # never reuse a context left mid-frame
+        raise
+    return b"".join(parts)
+
+
+def decompress_into(dctx: Any, payload: bytes | memoryview, capacity: int) -> bytes:
+    """One ``ZSTD_decompressDCtx`` into ``capacity`` bytes; returns bytes or raises ``_ZstdFail``."""
+    dst = _alloc("char[]", max(capacity, 1))
+    src = ffi.from_buffer(payload) if len(payload) else ffi.NULL
+    rc = lib.ZSTD_decompressDCtx(dctx, dst, capacity, src, len(payload))
+    if is_error(rc):
+        raise _ZstdFail(error_name(rc))
+    return ffi.buffer(dst, rc)[:]
+
+
+class _ZstdFail(Exception):
+    """Internal carrier of a libzstd error name, turned into a typed error by the caller."""
+
+
+def new_dctx() -> Any:
+    """A fresh decompression context, freed with its Python owner."""
+    return ffi.gc(lib.ZSTD_createDCtx(), lib.ZSTD_freeDCtx)
+
+
+def decompress_with(dctx: Any, payload: bytes | memoryview) -> bytes:
+    """The §5.2 decoder on a caller-owned context (lets a container reuse one context)."""
+    cap = decompress_cap(len(payload))
+    bound = frame_bound(payload)
+    if bound is not None and bound > cap:
+        raise MalformedSectionPayload(0, f"zstd frame declares {bound} bytes, exceeds cap {cap}")
+    try:
+        return decompress_into(dctx, payload, cap if bound is None else bound)
+    except _ZstdFail as exc:
+        raise MalformedSectionPayload(0, f"zstd decompression failed: {exc}") from None
+
+
+def zstd_decompress(payload: bytes | memoryview) -> bytes:
+    """Decode one or more concatenated zstd frames under the reference's size cap (§5.2)."""
+    return decompress_with(new_dctx(), payload)
