@@ -19,12 +19,18 @@ from pathlib import Path
 from typing import Any
 
 
-class SpecError(ValueError):
-    """A spec violation; the message names the offending key."""
+from urna.errors import SpecError, UrnaError
+
+__all__ = ["SpecError", "RegistryError", "CorpusSpec", "ModelSpec", "SourceSpec", "load_spec",
+           "parse_spec", "validate", "expand", "cache_root"]
 
 
-class RegistryError(ValueError):
-    """A ``[[models]] preset`` this build cannot provide."""
+class RegistryError(UrnaError):
+    """A ``[[models]] preset`` this build cannot provide (the forge exits 4 on it)."""
+
+    def __init__(self, detail: str) -> None:
+        self.detail = detail
+        ValueError.__init__(self, detail)
 
 
 TABLES = ("build", "corpus", "embedding", "media", "models", "output", "source")

@@ -1,0 +1,252 @@
+"""The agent verbs: ``build``, ``ask``, ``retrieve``, ``search-text`` and ``doctor``.
+
+Thin click commands over ``urna.forge``; the main group imports ``COMMANDS``. Exit status:
+0 success; 1 the file or input failed a check (``Error: <text>`` on stderr); 2 usage, and
+for ``build`` a spec error (``spec error: <text>``); 4 a ``[[models]]`` preset this build
+cannot provide (``registry error: <text>``). ``doctor`` exits with its first failure code.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any, NoReturn
+
+import click
+
+from urna.errors import UrnaError
+
+
+class _Exit(click.ClickException):
+    """A one-line error with its own prefix and exit code."""
+
+    def __init__(self, prefix: str, message: str, code: int) -> None:
+        super().__init__(message)
+        self.prefix, self.exit_code = prefix, code
+
+    def show(self, file: Any = None) -> None:
+        click.echo(f"{self.prefix}: {self.message}", err=True)
+
+
+def _fail(e: BaseException, code: int = 1, prefix: str = "Error") -> NoReturn:
+    if isinstance(e, UrnaError) and prefix == "Error":
+        raise _Exit(prefix, f"{type(e).__name__}: {e}", code) from None
+    raise _Exit(prefix, str(e), code) from None
+
+
+def _open(path: str) -> Any:
+    import urna
+
+    try:
+        return urna.open(path)
+    except (UrnaError, OSError) as e:
+        _fail(e)
+
+
+# ------------------------------------------------------------------------------ build
+
+
+@click.command("build")
+@click.option("--spec", "spec_path", required=True, type=click.Path(dir_okay=False),
+              help="corpus.toml (or .json / .yaml) build spec.")
+@click.option("--sample", type=click.IntRange(min=1), default=None,
+              help="Keep N evenly spaced rows (a quick trial build).")
+@click.option("--out-dir", default=None, help="Override [output] dir.")
+@click.option("--cache-dir", default=None, help="Embed-cache root (else URNA_CACHE_DIR, XDG).")
+@click.option("--dry-run", is_flag=True, help="Validate and print the plan; load nothing.")
+@click.option("--json", "as_json", is_flag=True, help="With --dry-run: the plan as JSON.")
+@click.option("--rebuild-only", is_flag=True, help="Re-emit from the embed cache only.")
+@click.option("--stop-on-error", is_flag=True,
+              help="documents source: stop at the first unusable file instead of skipping it.")
+def build_cmd(spec_path: str, sample: int | None, out_dir: str | None, cache_dir: str | None,
+              dry_run: bool, as_json: bool, rebuild_only: bool, stop_on_error: bool) -> None:
+    """Build .urna file(s) from a declarative spec; prints the result JSON.
+
+    Example: urna build --spec examples/quickstart/corpus.toml
+    """
+    from urna.forge import pipeline
+    from urna.forge.ingest import IngestError
+    from urna.forge.spec import RegistryError, SpecError, load_spec
+
+    try:
+        spec = load_spec(spec_path)
+        if stop_on_error:
+            spec.source.on_error = "stop"
+        if dry_run:
+            plan = pipeline.plan(spec, out_dir=out_dir, cache_dir=cache_dir)
+            click.echo(json.dumps(plan, indent=1, sort_keys=True) if as_json
+                       else pipeline.format_plan(plan))
+            return
+        result = pipeline.build(spec, sample=sample, out_dir=out_dir, cache_dir=cache_dir,
+                                rebuild_only=rebuild_only,
+                                report=lambda m: click.echo(m, err=True))
+    except RegistryError as e:
+        _fail(e, 4, "registry error")
+    except SpecError as e:
+        _fail(e, 2, "spec error")
+    except (IngestError, pipeline.ForgeError, UrnaError, OSError) as e:
+        _fail(e)
+    click.echo(json.dumps(result, indent=1, sort_keys=True))
+
+
+# ------------------------------------------------------------------- ask / retrieve
+
+
+def _query_options(fn: Any) -> Any:
+    fn = click.option("--model-path", default=None,
+                      help="Local model dir (a sentence-transformers snapshot).")(fn)
+    fn = click.option("--candidates", type=click.IntRange(min=1), default=None,
+                      help="Candidates per path (default max(4k, 64)).")(fn)
+    fn = click.option("-k", "k", type=click.IntRange(min=1), default=10, show_default=True)(fn)
+    fn = click.argument("text")(fn)
+    return click.argument("file", type=click.Path(exists=True, dir_okay=False))(fn)
+
+
+def _hit_dict(h: Any) -> dict[str, Any]:
+    keys = ("chunk_id", "score", "score_type", "source_uri", "offset_start", "offset_end",
+            "citation_id", "text", "file_hash", "content_hash", "rerank_source")
+    return {k: getattr(h, k) for k in keys}
+
+
+@click.command("ask")
+@_query_options
+@click.option("--disclose", type=click.Choice(["answer", "explain"]), default="answer",
+              show_default=True, help="explain: also print route, candidates, rerank.")
+@click.option("--json", "as_json", is_flag=True, help="One JSON document on stdout.")
+def ask_cmd(file: str, text: str, k: int, candidates: int | None, model_path: str | None,
+            disclose: str, as_json: bool) -> None:
+    """Ask a question in plain text; prints cited passages.
+
+    Example: urna ask quickstart.urna "can I use this offline" -k 1
+    """
+    from urna.forge.embed import EmbedderError
+    from urna.forge.query import retrieve_text
+
+    with _open(file) as f:
+        try:
+            res = retrieve_text(f, text, k, candidates=candidates, model_path=model_path)
+        except (UrnaError, EmbedderError) as e:
+            _fail(e)
+    if as_json:
+        click.echo(json.dumps({"route": res.route, "candidates": res.candidates,
+                               "fusion": res.fusion, "rerank_source": res.rerank_source,
+                               "hits": [_hit_dict(h) for h in res.hits]}, indent=1))
+        return
+    out: list[str] = []
+    if disclose == "explain":
+        c = res.candidates
+        out += [f"route:         {res.route}",
+                f"candidates:    exact={c['exact']} ann={c['ann']} bm25={c['bm25']} "
+                f"graph={c['graph']} fusion={res.fusion}",
+                f"rerank_source: {res.rerank_source}",
+                f"recall:        {'1' if res.route == 'exact' else '(not computed; rerank guarantees real cosine)'}",
+                ""]
+    if not res.hits:
+        out.append("no hits.")
+    for h in res.hits:
+        out += [h.text, f"  -- {h.citation_id} ({h.source_uri})", ""]
+    click.echo("\n".join(out))
+
+
+@click.command("retrieve")
+@_query_options
+@click.option("--format", "fmt", type=click.Choice(["jsonl", "json"]), default="jsonl",
+              show_default=True)
+def retrieve_cmd(file: str, text: str, k: int, candidates: int | None, model_path: str | None,
+                 fmt: str) -> None:
+    """Retrieve cited hits as JSON lines (or one JSON array) for a program.
+
+    Example: urna retrieve quickstart.urna "how do citations work" -k 2 --format jsonl
+    """
+    from urna.forge.embed import EmbedderError
+    from urna.forge.query import retrieve_text
+
+    with _open(file) as f:
+        try:
+            res = retrieve_text(f, text, k, candidates=candidates, model_path=model_path)
+        except (UrnaError, EmbedderError) as e:
+            _fail(e)
+    hits = [_hit_dict(h) for h in res.hits]
+    if fmt == "json":
+        click.echo(json.dumps(hits, indent=2))
+    else:
+        for h in hits:
+            click.echo(json.dumps(h, separators=(",", ":")))
+
+
+@click.command("search-text")
+@_query_options
+@click.option("--skip-model-hash-check", is_flag=True,
+              help="Only lets a corpus with the all-zero placeholder hash through.")
+@click.option("--json", "as_json", is_flag=True, help="One JSON document on stdout.")
+def search_text_cmd(file: str, text: str, k: int, candidates: int | None,
+                    model_path: str | None, skip_model_hash_check: bool, as_json: bool) -> None:
+    """Embed TEXT with the file's model and search (routed like ask).
+
+    Example: urna search-text quickstart.urna "how do citations work" -k 3
+    """
+    from urna.forge.embed import EmbedderError
+    from urna.forge.query import search_text
+
+    click.echo(f"[urna] embedding query with {'(file model)'} in-process", err=True)
+    with _open(file) as f:
+        try:
+            res = search_text(f, text, k, candidates=candidates, model_path=model_path,
+                              skip_placeholder=skip_model_hash_check)
+        except (UrnaError, EmbedderError) as e:
+            _fail(e)
+        n = int(f.n_embeddings)
+    if as_json:
+        keys = ("chunk_id", "score", "score_type", "source_uri", "offset_start", "offset_end",
+                "embedding_model", "index_type", "reranked", "file_hash", "content_hash",
+                "citation_id")
+        click.echo(json.dumps({"index_type": res.route, "k_requested": k,
+                               "k_returned": len(res.hits), "truncated": k < n,
+                               "query_time_ms": res.query_ms,
+                               "hits": [{key: getattr(h, key) for key in keys}
+                                        for h in res.hits]}, indent=1))
+        return
+    c = res.candidates
+    lines = [f"index_type:   {res.route}",
+             f"recall:       {'1' if res.route == 'exact' else '(not computed; rerank guarantees real cosine)'}",
+             f"truncated:    {'true' if k < n else 'false'}",
+             f"k_requested:  {k}", f"k_returned:   {len(res.hits)}",
+             f"candidates:   exact={c['exact']} ann={c['ann']} bm25={c['bm25']} "
+             f"graph={c['graph']} fusion={res.fusion}",
+             f"query_time:   {res.query_ms:.3f} ms", "hits:"]
+    for i, h in enumerate(res.hits, 1):
+        lines.append(
+            f"  [{i:>3}] chunk_id={h.chunk_id} score={h.score:.6f} score_type={h.score_type} "
+            f"source_uri={h.source_uri} offset={h.offset_start}-{h.offset_end} "
+            f"model={h.embedding_model} index_type={h.index_type} "
+            f"reranked={'true' if h.reranked else 'false'} file_hash={h.file_hash} "
+            f"content_hash={h.content_hash} citation_id={h.citation_id}")
+    click.echo("\n".join(lines))
+
+
+# ----------------------------------------------------------------------------- doctor
+
+
+@click.command("doctor")
+@click.option("--json", "as_json", is_flag=True, help="The checks as one JSON document.")
+def doctor_cmd(as_json: bool) -> None:
+    """Check the install: package, potion table and its hash, extras, one offline embed.
+
+    Exit 0 ok, 3 a required dependency is missing, 5 the potion table is missing or an
+    LFS pointer, 6 the offline embed failed.
+    """
+    from urna.forge.doctor import run_checks
+
+    checks, code = run_checks()
+    if as_json:
+        click.echo(json.dumps({"ok": code == 0, "exit_code": code, "checks": checks}, indent=1))
+    else:
+        click.echo("urna doctor")
+        for c in checks:
+            status = c["status"] if c["status"] != "fail" else f"fail({c['code']})"
+            click.echo(f"  {status:<8} {c['what']}: {c['detail']}")
+        click.echo(f"urna doctor: {'ok' if code == 0 else 'failed'}")
+    sys.exit(code)
+
+
+COMMANDS: list[click.Command] = [build_cmd, ask_cmd, retrieve_cmd, search_text_cmd, doctor_cmd]

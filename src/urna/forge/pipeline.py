@@ -1,0 +1,444 @@
+"""The declarative build: rows -> embed (cache first) -> emit -> finalize (04-surface §3.5).
+
+Transactional: the ``.urna`` is written into ``<out>/.tmp/`` and moved into ``<out>`` with
+an atomic rename only once it is complete, so a killed build leaves no ``.urna`` behind
+(an older file of the same name stays untouched until the rename). The embed cache lives
+under the cache root, content-addressed by (model_hash, recipe hash, corpus_input_hash):
+``embed/<preset>/<triad>.npz`` with a ``.sha256`` sidecar. While a corpus is being embedded,
+every finished batch is also kept as a part file keyed by its own rows, so a build killed
+mid-embed resumes from the batches it already paid for.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import os
+import platform
+import sys
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from urna.forge.embed import Embedder, create_embedder
+from urna.forge.ingest import Row, corpus_input_hash, load_rows
+from urna.forge.spec import CorpusSpec, ModelSpec, SpecError, cache_root, validate
+
+PART_ROWS = 256  # rows per resumable embed part
+
+
+class ForgeError(RuntimeError):
+    """A build step failed for a reason other than the spec (no rows, a missing cache...)."""
+
+
+def canonical_hash(obj: Any) -> str:
+    """``sha256:`` of the sorted-key compact JSON of ``obj``."""
+    raw = json.dumps(obj, sort_keys=True, separators=(",", ":"))
+    return "sha256:" + hashlib.sha256(raw.encode("utf-8")).hexdigest()
+
+
+def _fsync_write(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` atomically (temp file in the same folder, fsync, rename)."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        with tmp.open("wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    finally:
+        if tmp.exists():
+            tmp.unlink()
+
+
+def write_json(path: Path, obj: Any) -> None:
+    """Atomically write sorted-key, one-space-indented JSON."""
+    _fsync_write(path, (json.dumps(obj, sort_keys=True, indent=1) + "\n").encode("utf-8"))
+
+
+# ----------------------------------------------------------------------- progress
+
+
+class Progress:
+    """Per-stage progress: a rich bar on a terminal, silent in a pipe."""
+
+    def __init__(self, enabled: bool | None = None) -> None:
+        self.enabled = sys.stderr.isatty() if enabled is None else enabled
+
+    @contextmanager
+    def stage(self, name: str, total: int) -> Iterator[Callable[[int], None]]:
+        """Context yielding ``advance(n)`` for one stage of ``total`` units."""
+        if not self.enabled:
+            yield lambda n: None
+            return
+        from rich.progress import BarColumn, MofNCompleteColumn, TimeRemainingColumn
+        from rich.progress import Progress as RichProgress
+
+        with RichProgress("[bold]{task.description}", BarColumn(), MofNCompleteColumn(),
+                          TimeRemainingColumn(), transient=True) as bar:
+            task = bar.add_task(name, total=total)
+            yield lambda n: bar.advance(task, n)
+
+
+# -------------------------------------------------------------------------- cache
+
+
+class EmbedCache:
+    """One content-addressed cache entry plus its resumable parts."""
+
+    def __init__(self, root: Path, preset: str, triad: dict[str, Any]) -> None:
+        self.dir = root / "embed" / preset
+        self.key = canonical_hash(triad).removeprefix("sha256:")
+        self.path = self.dir / f"{self.key}.npz"
+        self.sidecar = self.dir / f"{self.key}.npz.sha256"
+        self.parts = self.dir / "parts"
+
+    def load(self, n: int, dim: int) -> np.ndarray | None:
+        """The cached (n, dim) float32 matrix, or None when absent, corrupt or mis-shaped."""
+        try:
+            data = self.path.read_bytes()
+            want = self.sidecar.read_text().strip()
+        except OSError:
+            return None
+        if hashlib.sha256(data).hexdigest() != want:
+            return None
+        try:
+            with np.load(io.BytesIO(data), allow_pickle=False) as z:
+                text = np.asarray(z["text"], dtype=np.float32)
+        except (OSError, ValueError, KeyError):
+            return None
+        return text if text.shape == (n, dim) else None
+
+    def store(self, text: np.ndarray) -> None:
+        """Write the entry (npz, then its checksum sidecar, each atomically)."""
+        self.dir.mkdir(parents=True, exist_ok=True)
+        buf = io.BytesIO()
+        np.savez(buf, text=text.astype(np.float32))
+        data = buf.getvalue()
+        _fsync_write(self.path, data)
+        _fsync_write(self.sidecar, (hashlib.sha256(data).hexdigest() + "\n").encode())
+
+    def part_path(self, model_hash: str, recipe_hash: str, rows: list[Row]) -> Path:
+        """Where the vectors of one batch of rows are kept while a corpus embeds."""
+        h = hashlib.sha256(f"{model_hash}\0{recipe_hash}\0".encode())
+        for r in rows:
+            h.update(r.input_hash.encode("ascii"))
+        return self.parts / f"{h.hexdigest()}.npy"
+
+
+def _load_part(path: Path, n: int, dim: int) -> np.ndarray | None:
+    try:
+        arr = np.load(path, allow_pickle=False)
+    except (OSError, ValueError):
+        return None
+    return arr if arr.shape == (n, dim) and arr.dtype == np.float32 else None
+
+
+def _store_part(path: Path, arr: np.ndarray) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    buf = io.BytesIO()
+    np.save(buf, arr.astype(np.float32), allow_pickle=False)
+    _fsync_write(path, buf.getvalue())
+
+
+# ------------------------------------------------------------------------- stages
+
+
+@dataclass
+class BuildContext:
+    """Everything one build carries from stage to stage."""
+
+    spec: CorpusSpec
+    out_dir: Path
+    cache_dir: Path
+    progress: Progress
+    rows: list[Row] = field(default_factory=list)
+    input_hash: str = ""
+    vectors: dict[str, np.ndarray] = field(default_factory=dict)
+    embedders: dict[str, Embedder] = field(default_factory=dict)
+    model_meta: dict[str, dict[str, Any]] = field(default_factory=dict)
+    timings: dict[str, float] = field(default_factory=dict)
+    cache_stats: dict[str, dict[str, int]] = field(default_factory=dict)
+
+    @property
+    def tmp_dir(self) -> Path:
+        """Where outputs are written before their rename."""
+        return self.out_dir / ".tmp"
+
+    @property
+    def state_dir(self) -> Path:
+        """Per-stage state (the last finished stage and its parameters)."""
+        return self.out_dir / ".forge-state"
+
+
+def _recipe(ms: ModelSpec) -> dict[str, Any]:
+    """What changes the vectors besides the model and the inputs."""
+    return {"preset": ms.preset, "text_corpus_mode": ms.text_corpus_mode,
+            "normalize": ms.normalize, "encode_kwargs": ms.encode_kwargs}
+
+
+def embed_stage(ctx: BuildContext, ms: ModelSpec, *, rebuild_only: bool = False) -> None:
+    """Vectors for one model: the cache entry, else resumable parts, else the embedder."""
+    emb = create_embedder(ms.preset, model_path=ms.model_path, batch_size=ms.batch_size,
+                          device=ms.device or None)
+    ctx.embedders[ms.preset] = emb
+    model_hash = emb.model_hash()
+    recipe = _recipe(ms)
+    recipe_hash = canonical_hash(recipe)
+    triad = {"model_hash": model_hash, "embedding_recipe_hash": recipe_hash,
+             "corpus_input_hash": ctx.input_hash, "arrays": {"text": True, "image": False}}
+    cache = EmbedCache(ctx.cache_dir, ms.preset, triad)
+    n, dim = len(ctx.rows), emb.embedding_dim
+    t0 = time.perf_counter()
+    text = cache.load(n, dim)
+    stats = {"rows": n, "cached_rows": n if text is not None else 0, "embedded_rows": 0}
+    if text is None:
+        if rebuild_only:
+            raise ForgeError(f"--rebuild-only: cache for '{ms.preset}' is missing or stale")
+        text = np.empty((n, dim), dtype=np.float32)
+        with ctx.progress.stage(f"embed {ms.preset}", n) as advance:
+            for lo in range(0, n, PART_ROWS):
+                batch = ctx.rows[lo : lo + PART_ROWS]
+                part = cache.part_path(model_hash, recipe_hash, batch)
+                got = _load_part(part, len(batch), dim)
+                if got is None:
+                    got = np.asarray(emb.embed([r.canonical_text for r in batch]),
+                                     dtype=np.float32)
+                    if got.shape != (len(batch), dim):
+                        raise ForgeError(f"embedder '{ms.preset}' returned shape {got.shape}, "
+                                         f"expected {(len(batch), dim)}")
+                    _store_part(part, got)
+                    stats["embedded_rows"] += len(batch)
+                else:
+                    stats["cached_rows"] += len(batch)
+                text[lo : lo + len(batch)] = got
+                advance(len(batch))
+        cache.store(text)
+        for lo in range(0, n, PART_ROWS):  # the full entry now covers these
+            cache.part_path(model_hash, recipe_hash, ctx.rows[lo : lo + PART_ROWS]).unlink(
+                missing_ok=True)
+    elapsed = time.perf_counter() - t0
+    ctx.timings[f"embed.{ms.preset}"] = round(elapsed, 3)
+    ctx.vectors[ms.preset] = text
+    ctx.cache_stats[ms.preset] = stats
+    ctx.model_meta[ms.preset] = {"model_hash": model_hash, "embedding_recipe_hash": recipe_hash,
+                                 "recipe": recipe, "embedding_model": emb.embedding_model,
+                                 "embedding_dim": dim}
+    if stats["embedded_rows"]:
+        ctx.model_meta[ms.preset]["items_per_s"] = round(stats["embedded_rows"] / max(elapsed, 1e-9), 2)
+
+
+def _spaces(ctx: BuildContext, only: str | None = None) -> list[dict[str, Any]]:
+    return [{"name": f"{m.preset}-text", "model_hash": ctx.model_meta[m.preset]["model_hash"],
+             "dtype": m.space_dtype, "vectors": ctx.vectors[m.preset].tolist()}
+            for m in ctx.spec.models if m.text == "space" and only in (None, m.preset)]
+
+
+def _emit_one(ctx: BuildContext, filename: str, spaces: list[dict[str, Any]]) -> dict[str, Any]:
+    import urna
+
+    spec = ctx.spec
+    dm = spec.default_model()
+    text = ctx.vectors[dm.preset]
+    chunks = [dict(r.as_chunk(), embedding=text[i]) for i, r in enumerate(ctx.rows)]
+    tmp = ctx.tmp_dir / filename
+    final = ctx.out_dir / filename
+    t0 = time.perf_counter()
+    try:
+        urna.build(str(tmp), ctx.model_meta[dm.preset]["embedding_model"], int(text.shape[1]),
+                   spec.chunker_version, ctx.model_meta[dm.preset]["model_hash"], chunks,
+                   title=spec.title or spec.name, version=spec.version,
+                   reproducible=spec.reproducible, preset=spec.build.preset,
+                   dtype=spec.build.dtype or None, mrl_dim=spec.build.mrl_dim or None,
+                   with_graph=spec.build.with_graph, graph_top_m=spec.build.graph_top_m,
+                   spaces=spaces or None,
+                   provenance={"dataset": spec.name, "corpus_input_hash": ctx.input_hash})
+        data = tmp.read_bytes()
+        os.replace(tmp, final)
+    finally:
+        tmp.unlink(missing_ok=True)
+    from urna.format.identity import file_hash
+
+    return {"file": str(final), "bytes": len(data), "file_hash": file_hash(data),
+            "build_s": round(time.perf_counter() - t0, 3)}
+
+
+def emit_stage(ctx: BuildContext) -> dict[str, dict[str, Any]]:
+    """Write every output file the spec asks for (tmp, then atomic rename)."""
+    spec = ctx.spec
+    outputs: dict[str, dict[str, Any]] = {}
+    with ctx.progress.stage("emit", 1) as advance:
+        if spec.output.mode in ("single", "both"):
+            outputs[f"{spec.name}.urna"] = _emit_one(ctx, f"{spec.name}.urna", _spaces(ctx))
+        if spec.output.mode in ("per-model", "both"):
+            dm = spec.default_model()
+            for ms in spec.models:
+                if ms.preset == dm.preset and spec.output.mode == "per-model":
+                    continue  # alone it would duplicate the single file's core
+                name = f"{spec.name}-{ms.preset}.urna"
+                outputs[name] = _emit_one(ctx, name, _spaces(ctx, ms.preset))
+        advance(1)
+    return outputs
+
+
+def _redact(path: str, mode: str, spec_dir: Path) -> str:
+    if mode == "full":
+        return str(Path(path).resolve())
+    try:
+        return os.path.relpath(Path(path).resolve(), spec_dir.resolve())
+    except ValueError:
+        return Path(path).name
+
+
+def _package_versions() -> dict[str, str]:
+    from importlib import metadata
+
+    out = {}
+    for pkg in ("urna", "numpy", "tokenizers", "zstandard", "numba"):
+        try:
+            out[pkg] = metadata.version(pkg)
+        except metadata.PackageNotFoundError:
+            continue
+    return out
+
+
+def finalize(ctx: BuildContext, result: dict[str, Any]) -> None:
+    """Write ``<name>.manifest.json`` and ``<name>.build.lock.json`` (atomic)."""
+    spec = ctx.spec
+    mode = spec.output.provenance
+    spec_dir = Path(spec.spec_path).parent if spec.spec_path else ctx.out_dir
+    resolved = spec.to_dict()
+    resolved["output"].pop("cache_dir", None)
+    lock = {"lock_schema_version": 1, "platform": {"python": platform.python_version(),
+            "system": platform.system(), "machine": platform.machine()},
+            "packages": _package_versions(),
+            "models": {p: m["model_hash"] for p, m in ctx.model_meta.items()},
+            "device": os.environ.get("URNA_ST_DEVICE", "auto"), "spec": resolved}
+    lock_path = ctx.out_dir / f"{spec.name}.build.lock.json"
+    write_json(lock_path, lock)
+    items: Any
+    if mode == "minimal":
+        items = [{"key": r.key, "ordinal": r.ordinal} for r in ctx.rows]
+    else:
+        items = [{"key": r.key, "label": r.label, "ordinal": r.ordinal,
+                  "source_uri": r.source_uri} for r in ctx.rows]
+    manifest = {
+        "manifest_schema_version": 1, "name": spec.name, "n_items": len(ctx.rows),
+        "n_unique_frames": len(ctx.rows), "corpus_input_hash": ctx.input_hash,
+        "text_quality": "template" if spec.source.text.template or spec.source.kind == "documents"
+        else "identity-only",
+        "models": ctx.model_meta, "spaces": [
+            {"name": f"{m.preset}-text", "preset": m.preset, "modality": "text", "dim": None,
+             "space_dtype": m.space_dtype} for m in spec.models if m.text == "space"],
+        "media": None, "provenance_mode": mode, "timings": ctx.timings,
+        "outputs": {k: {**v, "file": _redact(v["file"], mode, spec_dir)}
+                    for k, v in result["outputs"].items()},
+        "items": items,
+    }
+    if mode == "full":
+        manifest["sql"] = spec.source.query
+    man_path = ctx.out_dir / f"{spec.name}.manifest.json"
+    write_json(man_path, manifest)
+    result["manifest"] = str(man_path)
+    result["build_lock"] = str(lock_path)
+
+
+def build(spec: CorpusSpec, *, sample: int | None = None, out_dir: str | None = None,
+          cache_dir: str | None = None, rebuild_only: bool = False,
+          progress: Progress | None = None,
+          report: Callable[[str], None] | None = None) -> dict[str, Any]:
+    """Run a whole declarative build; returns the result document of §3.5."""
+    validate(spec)
+    if out_dir:
+        spec.output.dir = out_dir
+    ctx = BuildContext(spec=spec, out_dir=Path(spec.output.dir),
+                       cache_dir=cache_root(spec, cache_dir), progress=progress or Progress())
+    try:
+        ctx.out_dir.mkdir(parents=True, exist_ok=True)
+        ctx.tmp_dir.mkdir(exist_ok=True)
+        ctx.state_dir.mkdir(exist_ok=True)
+    except OSError as e:
+        raise SpecError(f"output.dir: {ctx.out_dir} is not a usable directory ({e.strerror})") from e
+    try:
+        ctx.cache_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise SpecError(f"output.cache_dir: cache root {ctx.cache_dir} is not a usable directory "
+                        f"({e.strerror}); set [output] cache_dir, --cache-dir or URNA_CACHE_DIR") from e
+    t0 = time.perf_counter()
+    ctx.rows = load_rows(spec, sample=sample, report=report)
+    if not ctx.rows:
+        raise ForgeError("source produced no rows")
+    ctx.input_hash = corpus_input_hash(ctx.rows)
+    ctx.timings["rows"] = round(time.perf_counter() - t0, 3)
+    write_json(ctx.state_dir / "rows.json", {"corpus_input_hash": ctx.input_hash,
+                                             "n_items": len(ctx.rows)})
+    for ms in spec.models:
+        embed_stage(ctx, ms, rebuild_only=rebuild_only)
+    write_json(ctx.state_dir / "embed.json", {"models": ctx.model_meta})
+    t1 = time.perf_counter()
+    outputs = emit_stage(ctx)
+    ctx.timings["emit"] = round(time.perf_counter() - t1, 3)
+    result: dict[str, Any] = {"outputs": outputs, "n_items": len(ctx.rows),
+                              "n_unique_frames": len(ctx.rows),
+                              "corpus_input_hash": ctx.input_hash, "timings": ctx.timings,
+                              "embed_cache": ctx.cache_stats}
+    finalize(ctx, result)
+    return result
+
+
+def plan(spec: CorpusSpec, *, out_dir: str | None = None,
+         cache_dir: str | None = None) -> dict[str, Any]:
+    """The ``--dry-run`` plan: validated spec, models, outputs; loads nothing."""
+    validate(spec)
+    if out_dir:
+        spec.output.dir = out_dir
+    names = []
+    if spec.output.mode in ("single", "both"):
+        names.append(f"{spec.name}.urna")
+    if spec.output.mode in ("per-model", "both"):
+        dm = spec.default_model()
+        names += [f"{spec.name}-{m.preset}.urna" for m in spec.models
+                  if not (m.preset == dm.preset and spec.output.mode == "per-model")]
+    models = []
+    for m in spec.models:
+        deps = "ok"
+        if m.preset == "potion":
+            try:
+                import tokenizers  # noqa: F401
+            except ImportError:
+                deps = "MISSING"
+        elif m.preset == "st":
+            try:
+                import sentence_transformers  # noqa: F401
+            except ImportError:
+                deps = "MISSING"
+        models.append({"preset": m.preset, "text": m.text, "image": m.image, "dims": m.dims,
+                       "deps": deps})
+    return {"name": spec.name, "source": {"kind": spec.source.kind},
+            "image_input_mode": "source", "media": None, "models": models,
+            "spaces": [f"{m.preset}-text" for m in spec.models if m.text == "space"],
+            "output_mode": spec.output.mode, "outputs": names,
+            "out_dir": str(Path(spec.output.dir).resolve()),
+            "cache_dir": str(cache_root(spec, cache_dir).resolve()),
+            "provenance": spec.output.provenance}
+
+
+def format_plan(p: dict[str, Any]) -> str:
+    """Human form of a dry-run plan (§3.6 layout)."""
+    lines = [f"corpus: {p['name']}  (source={p['source']['kind']}, "
+             f"image_input={p['image_input_mode']}, output={p['output_mode']})"]
+    for m in p["models"]:
+        dims = ",".join(map(str, m["dims"])) or "-"
+        lines.append(f"model:  {m['preset']:<20} text={m['text']:<7} image={m['image']:<5} "
+                     f"dims={dims} deps={m['deps']}")
+    lines.append(f"spaces: {', '.join(p['spaces']) or '(none)'}")
+    lines.append(f"files:  {', '.join(p['outputs'])}")
+    lines.append(f"out:    {p['out_dir']}")
+    lines.append(f"cache:  {p['cache_dir']}  (embed/<preset>/<triad>.npz, shared)")
+    return "\n".join(lines)
