@@ -17,7 +17,6 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
-from decimal import Decimal
 from typing import Any
 
 from ..errors import Json
@@ -107,18 +106,6 @@ def format_float(x: float) -> str:
         return f"{sign}0.{'0' * (-k - 1)}{mant}"
     body = mant[0] + ("." + mant[1:] if len(mant) > 1 else "")
     return f"{sign}{body}e{'+' if k >= 0 else '-'}{abs(k)}"
-
-
-def _display_float(x: float) -> str:
-    """Rust ``Display`` of an f64 plus serde's ``.0`` (shown in invalid-type messages)."""
-    if math.isnan(x):
-        return "NaN"
-    if math.isinf(x):
-        return "inf" if x > 0 else "-inf"
-    text = format(Decimal(repr(x)), "f")
-    if x == 0.0 and math.copysign(1.0, x) < 0:
-        text = "-0"
-    return text if "." in text else text + ".0"
 
 
 def _rust_debug_str(s: str) -> str:
@@ -449,7 +436,7 @@ class _Reader:
             if c == 0x2D:
                 self.i += 1
             v = self.number(c != 0x2D)
-            what = f"floating point `{_display_float(v)}`" if isinstance(v, float) else f"integer `{v}`"
+            what = f"floating point `{format_float(v)}`" if isinstance(v, float) else f"integer `{v}`"
         elif c == 0x22:
             self.i += 1
             what = "string " + _rust_debug_str(self.string())
@@ -659,7 +646,7 @@ class _Reader:
                 self.i += 1
             v = self.number(c != 0x2D)
             if isinstance(v, float):
-                raise _Err(f"invalid type: floating point `{_display_float(v)}`, expected {name}")
+                raise _Err(f"invalid type: floating point `{format_float(v)}`, expected {name}")
             if v < 0 or v >= (1 << (32 if name == "u32" else 64)):
                 raise _Err(f"invalid value: integer `{v}`, expected {name}")
             return v
