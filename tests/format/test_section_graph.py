@@ -283,3 +283,24 @@ def test_reference_mutations_fail_with_the_reference_message(case):
         decode_graph(payload, L.Header.unpack(buf).n_embeddings)
     assert type(ei.value).__name__ == case["variant"]
     assert str(ei.value) == case["message"]
+
+
+def test_both_sort_paths_give_the_canonical_order():
+    # Graphs past 2^24 nodes cannot use the packed u64 sort key; both paths must agree.
+    from urna.format.sections.graph import _canonical_order
+
+    rng = np.random.default_rng(7)
+    src, typ, dst = (rng.integers(0, 50, 500), rng.integers(0, 256, 500), rng.integers(0, 50, 500))
+    expected = sorted(zip(src.tolist(), typ.tolist(), dst.tolist()))
+    for n_nodes in (50, (1 << 24) + 1):
+        got = _canonical_order(src, typ, dst, n_nodes)
+        assert list(zip(*(a.tolist() for a in got))) == expected
+
+
+def test_edges_may_be_given_as_an_array():
+    edges = [(0, 1, 2), (2, 0, 0), (1, 0, 2)]
+    assert encode_graph(3, np.array(edges)) == encode_graph(3, edges)
+    with pytest.raises(InvalidInput):
+        encode_graph(3, np.zeros((2, 2), dtype=np.int64))
+    with pytest.raises(InvalidInput):
+        encode_graph(3, [(0, 0, 2**70)])

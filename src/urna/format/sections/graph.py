@@ -76,30 +76,63 @@ def _lp_intpack(values: np.ndarray) -> bytes:
     return _U32.pack(len(blob)) + blob
 
 
-def encode_graph(n_nodes: int, edges: Iterable[tuple[int, int, int]]) -> bytes:
+def _edge_array(edges: Iterable[tuple[int, int, int]] | np.ndarray) -> np.ndarray:
+    """Edges as an (m, 3) int64 array of (src, type, dst), in input order."""
+    if not isinstance(edges, np.ndarray):
+        edges = list(edges)
+    try:
+        arr = np.asarray(edges, dtype=np.int64)
+    except OverflowError as exc:
+        raise InvalidInput("graph edge value does not fit the wire types (u32 ids, u8 type)") from exc
+    if arr.size == 0:
+        return np.zeros((0, 3), dtype=np.int64)
+    if arr.ndim != 2 or arr.shape[1] != 3:
+        raise InvalidInput(f"graph edges must be (src, edge_type, dst) triples, got shape {arr.shape}")
+    return arr
+
+
+def _canonical_order(src: np.ndarray, typ: np.ndarray, dst: np.ndarray, n_nodes: int
+                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Sort edges by (src, type, dst): one edge set, one byte form."""
+    if n_nodes <= 1 << 24:
+        # src (24 bits) | type (8) | dst (32) packs into one u64 key; one sort beats lexsort.
+        key = (src.astype(np.uint64) << np.uint64(40)) | (typ.astype(np.uint64) << np.uint64(32)) \
+            | dst.astype(np.uint64)
+        key.sort()
+        return ((key >> np.uint64(40)).astype(np.int64),
+                ((key >> np.uint64(32)) & np.uint64(0xFF)).astype(np.int64),
+                (key & _U32_MASK).astype(np.int64))
+    order = np.lexsort((dst, typ, src))
+    return src[order], typ[order], dst[order]
+
+
+def encode_graph(n_nodes: int, edges: Iterable[tuple[int, int, int]] | np.ndarray) -> bytes:
     """Encode ``(src, edge_type, dst)`` edges over ``n_nodes`` nodes into the 0x0C payload.
 
-    Raises ``MalformedSectionPayload(0x0C)`` for an endpoint >= n_nodes (the reference's
-    text) and ``InvalidInput`` for values the wire types cannot hold (negative ids, ids past
-    u32, edge types past u8).
+    ``edges`` may also be an (m, 3) integer array. Raises ``MalformedSectionPayload(0x0C)``
+    for an endpoint >= n_nodes (the reference's text, first such edge in input order) and
+    ``InvalidInput`` for values the wire types cannot hold (negative ids, ids past u32,
+    edge types past u8).
     """
     if n_nodes < 0 or n_nodes >= 1 << 64:
         raise InvalidInput(f"graph n_nodes {n_nodes} does not fit u64")
-    rows = [(int(s), int(t), int(d)) for s, t, d in edges]
-    for s, t, d in rows:
-        if not 0 <= t <= 0xFF:
-            raise InvalidInput(f"graph edge type {t} does not fit u8")
-        if s < 0 or d < 0 or s > 0xFFFFFFFF or d > 0xFFFFFFFF:
-            raise InvalidInput(f"graph edge ({s},{d}) does not fit u32 node ids")
-        if s >= n_nodes or d >= n_nodes:
-            raise MalformedSectionPayload(
-                SECTION_GRAPH_ADJACENCY, f"edge ({s},{d}) out of range for n_nodes {n_nodes}"
-            )
-    rows.sort()  # canonical (src, type, dst): one edge set, one byte form
-    m = len(rows)
-    src = np.fromiter((r[0] for r in rows), dtype=np.int64, count=m)
-    typ = np.fromiter((r[1] for r in rows), dtype=np.int64, count=m)
-    dst = np.fromiter((r[2] for r in rows), dtype=np.int64, count=m)
+    arr = _edge_array(edges)
+    src, typ, dst = arr[:, 0], arr[:, 1], arr[:, 2]
+    bad_type = (typ < 0) | (typ > 0xFF)
+    if bad_type.any():
+        raise InvalidInput(f"graph edge type {int(typ[np.argmax(bad_type)])} does not fit u8")
+    bad_id = (src < 0) | (dst < 0) | (src > 0xFFFFFFFF) | (dst > 0xFFFFFFFF)
+    if bad_id.any():
+        i = int(np.argmax(bad_id))
+        raise InvalidInput(f"graph edge ({int(src[i])},{int(dst[i])}) does not fit u32 node ids")
+    past = (src >= n_nodes) | (dst >= n_nodes)
+    if past.any():
+        i = int(np.argmax(past))
+        raise MalformedSectionPayload(
+            SECTION_GRAPH_ADJACENCY, f"edge ({int(src[i])},{int(dst[i])}) out of range for n_nodes {n_nodes}"
+        )
+    src, typ, dst = _canonical_order(src, typ, dst, n_nodes)
+    m = len(src)
     offsets = np.zeros(n_nodes + 1, dtype=np.uint64)
     offsets[1:] = np.cumsum(np.bincount(src, minlength=n_nodes)[:n_nodes], dtype=np.uint64)
     # A run restarts at every new (src, type) pair: its first edge keeps the absolute id.
