@@ -111,7 +111,9 @@ def _units(text: str, max_chars: int) -> list[tuple[int, int]]:
             if sa >= sb:
                 continue
             for w in range(sa, sb, max_chars):  # a sentence over budget: hard windows
-                units.append((pa + w, pa + min(w + max_chars, sb)))
+                wa, wb = _trim(sub, w, min(w + max_chars, sb))
+                if wa < wb:
+                    units.append((pa + wa, pa + wb))
     return units
 
 
