@@ -1,0 +1,64 @@
+"""The full integrity check behind ``urna validate`` (01-container §12.3, 04-surface §2.3).
+
+Runs every check the file format allows before reporting anything: the 19 reader checks,
+the NaN/Inf walk of 0x04, the search contract, the decoded canonical sections (with their
+record counts) and, when 0x17 exists, every inlined blob against its 0x14 SHA-256.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+
+from ..errors import MalformedSectionPayload
+from .identity import file_hash as _file_hash
+from .layout import (SECTION_BLOB_DATA, SECTION_BLOB_REFS, SECTION_CHUNK_IDS,
+                     SECTION_CHUNKS_CANONICAL, SECTION_CHUNKS_ORIGINAL_SPANS)
+from .reader import UrnaView
+from .sections.canonical import decode_chunk_ids, decode_spans, decode_texts
+
+
+@dataclass(frozen=True)
+class Verification:
+    """What a successful full check established."""
+
+    n_sections: int
+    blobs_verified: int | None
+    file_hash: str
+    content_hash: str
+
+
+def verify_blobs(view: UrnaView) -> int | None:
+    """Check every inlined blob of 0x17 against its 0x14 digest; None when there is no 0x17."""
+    from .sections.blobs import decode_blob_data, decode_blob_refs
+
+    data_entry = view.entry(SECTION_BLOB_DATA)
+    if data_entry is None:
+        return None
+    payload = view.payload(data_entry)
+    table, data_start = decode_blob_data(payload)
+    refs = decode_blob_refs(view.decoded(SECTION_BLOB_REFS)) if view.entry(SECTION_BLOB_REFS) else []
+    verified = 0
+    for i, (offset, length) in enumerate(table):
+        if i >= len(refs) or not refs[i].inlined:
+            continue
+        blob = payload[data_start + offset:data_start + offset + length]
+        if hashlib.sha256(blob).digest() != refs[i].content_hash:
+            raise MalformedSectionPayload(
+                SECTION_BLOB_DATA, f"blob {i} ({refs[i].original_uri}) does not match its blob_refs sha256")
+        verified += 1
+    return verified
+
+
+def verify(data: bytes | memoryview) -> Verification:
+    """Run the full check over a file's bytes; raises the first typed error found."""
+    view = UrnaView.from_bytes(data)
+    view.validate_embeddings_values()
+    view.search_contract()
+    n = view.header.n_embeddings
+    decode_chunk_ids(view.decoded(SECTION_CHUNK_IDS), n)
+    decode_spans(view.decoded(SECTION_CHUNKS_ORIGINAL_SPANS), n)
+    decode_texts(view.decoded(SECTION_CHUNKS_CANONICAL), view.header.n_chunks)
+    content = view.content_hash()
+    blobs = verify_blobs(view)
+    return Verification(len(view.entries), blobs, _file_hash(view.buf), content)

@@ -1,0 +1,35 @@
+"""Access to the reference vectors shared by several test modules."""
+
+from __future__ import annotations
+
+import json
+from functools import lru_cache
+from pathlib import Path
+
+DATA = Path(__file__).resolve().parent.parent / "data"
+REF = DATA / "ref-0.5.1"
+
+
+@lru_cache(maxsize=None)
+def expected() -> dict:
+    """The reference's answers for every file of ref-0.5.1 (expected.json ``files``)."""
+    return json.loads((REF / "expected.json").read_text())["files"]
+
+
+@lru_cache(maxsize=None)
+def corpus(name: str) -> dict:
+    """Build inputs of one corpus (<name>.chunks.json): meta, chunks, queries."""
+    return json.loads((REF / f"{name}.chunks.json").read_text())
+
+
+def build_kwargs(file_name: str) -> tuple[list, dict]:
+    """(positional args, keyword args) that rebuild ``file_name`` with urna.build."""
+    info = expected()[file_name]
+    data = corpus(info["corpus"])
+    meta = data["meta"]
+    opts = dict(info["build_options"])
+    if opts.get("blob_data_paths") is not None:
+        opts["blob_data_paths"] = [None if p is None else str(REF / p) for p in opts["blob_data_paths"]]
+    args = [meta["embedding_model"], meta["embedding_dim"], meta["chunker_version"],
+            meta["model_hash"], data["chunks"]]
+    return args, opts

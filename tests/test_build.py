@@ -1,0 +1,139 @@
+"""urna.build: same inputs => the reference's bytes; the binding's option checks; atomic writes."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+
+import pytest
+
+import urna
+from urna import errors as E
+from urna.format.reader import UrnaView
+
+from helpers.vectors import REF, build_kwargs, expected
+
+ZERO = "sha256:" + "0" * 64
+ONE = [{"canonical_text": "hi", "source_uri": "doc.txt", "byte_start": 0, "byte_end": 2,
+        "embedding": [1.0, 0.0, 0.0, 0.0]}]
+
+
+def _raw_float32_variants() -> list[str]:
+    """Vector files written with raw text, float32 and no index: writer-only byte identity."""
+    names = []
+    for name, info in expected().items():
+        opts = info["build_options"]
+        if opts.get("preset", "exact") != "exact" or opts.get("text_encoding") == "zstd":
+            continue
+        if opts.get("dtype", "float32") != "float32" or opts.get("with_hnsw") or opts.get("with_bm25"):
+            continue
+        if opts.get("with_graph") or opts.get("spaces") or opts.get("blob_refs"):
+            continue
+        names.append(name)
+    return sorted(names)
+
+
+RAW_F32 = _raw_float32_variants()
+
+
+def test_there_are_raw_float32_vectors_to_check():
+    assert {"quickstart-exact.urna", "synthetic-mrl.urna", "dedup-exact.urna",
+            "quickstart-provenance.urna"} <= set(RAW_F32)
+
+
+@pytest.mark.parametrize("name", RAW_F32)
+def test_rebuild_raw_float32_variant_gives_reference_bytes(tmp_path, name):
+    args, opts = build_kwargs(name)
+    out = tmp_path / name
+    urna.build(out, *args, **opts)
+    data = out.read_bytes()
+    info = expected()[name]
+    assert len(data) == info["bytes"]
+    assert "sha256:" + hashlib.sha256(data).hexdigest() == info["file_hash"]
+    assert data == (REF / name).read_bytes()
+
+
+@pytest.mark.parametrize("name", sorted(expected()))
+def test_every_vector_reports_the_reference_identity(name):
+    info = expected()[name]
+    data = (REF / name).read_bytes()
+    view = UrnaView.from_bytes(data)
+    assert view.content_hash() == info["content_hash"]
+    assert "sha256:" + hashlib.sha256(data).hexdigest() == info["file_hash"]
+    from urna.format.sections.canonical import decode_chunk_ids
+    assert decode_chunk_ids(view.decoded(1), view.header.n_chunks) == info["chunk_ids"]
+    assert view.manifest.to_dict() == info["inspect"]["manifest"]
+
+
+@pytest.mark.parametrize("kwargs, text", [
+    ({"preset": "foo"}, "unknown preset: foo (expected exact|compressed|tiny|nano|hybrid)"),
+    ({"text_encoding": "foo"}, "unknown text_encoding: foo (expected raw|zstd)"),
+    ({"dtype": "bfloat16"}, "unknown dtype: bfloat16 (expected float32|float16|int8|int4)"),
+    ({"dtype": "int4"}, "int4 requires (effective) embedding_dim divisible by 64, got 4"),
+    ({"mrl_dim": 0}, "mrl_dim must satisfy 0 < mrl_dim <= embedding_dim (4), got 0"),
+    ({"mrl_dim": 5}, "mrl_dim must satisfy 0 < mrl_dim <= embedding_dim (4), got 5"),
+    ({"blob_data_paths": ["x"]},
+     "blob_data_paths requires blob_refs (the 0x17 table parallels the 0x14 order)"),
+])
+def test_binding_option_errors_match_the_reference(tmp_path, kwargs, text):
+    with pytest.raises(E.BuildError) as info:
+        urna.build(tmp_path / "x.urna", "demo", 4, "c/1", ZERO, ONE, **kwargs)
+    assert str(info.value) == text
+    assert isinstance(info.value, ValueError)
+    assert not list(tmp_path.iterdir())
+
+
+@pytest.mark.parametrize("chunk, cls, text", [
+    ({"embedding": [float("nan"), 0, 0, 0]}, E.InvalidEmbeddingValue, "NaN or Inf detected in embeddings"),
+    ({"embedding": [1e39, 0, 0, 0]}, E.InvalidEmbeddingValue, "NaN or Inf detected in embeddings"),
+    ({"embedding": [1, 0, 0]}, E.DimensionMismatch, "dimension mismatch: expected 4, got 3"),
+    ({"byte_start": 3, "byte_end": 2}, E.InvalidInput, "invalid input: byte_end (2) < byte_start (3)"),
+])
+def test_writer_chunk_checks(tmp_path, chunk, cls, text):
+    with pytest.raises(cls) as info:
+        urna.build(tmp_path / "x.urna", "demo", 4, "c/1", ZERO, [{**ONE[0], **chunk}])
+    assert str(info.value) == text
+
+
+def test_missing_chunk_key_is_named(tmp_path):
+    chunk = dict(ONE[0])
+    del chunk["byte_end"]
+    with pytest.raises(E.BuildError, match=r"^chunks\[0\] missing byte_end$"):
+        urna.build(tmp_path / "x.urna", "demo", 4, "c/1", ZERO, [chunk])
+
+
+@pytest.mark.parametrize("kwargs, cls", [
+    ({"chunks": []}, E.ManifestInvalid),
+    ({"model_hash": "deadbeef"}, E.InvalidModelHash),
+    ({"embedding_model": ""}, E.ManifestInvalid),
+])
+def test_manifest_errors_from_the_writer(tmp_path, kwargs, cls):
+    args = {"embedding_model": "demo", "embedding_dim": 4, "chunker_version": "c/1",
+            "model_hash": ZERO, "chunks": ONE, **kwargs}
+    with pytest.raises(cls):
+        urna.build(tmp_path / "x.urna", **args)
+
+
+def test_failed_build_leaves_existing_file_untouched(tmp_path):
+    target = tmp_path / "keep.urna"
+    target.write_bytes(b"previous contents")
+    with pytest.raises(E.InvalidEmbeddingValue):
+        urna.build(target, "demo", 4, "c/1", ZERO, [{**ONE[0], "embedding": [float("inf"), 0, 0, 0]}])
+    assert target.read_bytes() == b"previous contents"
+    assert sorted(os.listdir(tmp_path)) == ["keep.urna"]
+
+
+def test_write_failure_leaves_no_temp_file(tmp_path, monkeypatch):
+    def broken_fsync(fd):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(os, "fsync", broken_fsync)
+    with pytest.raises(OSError):
+        urna.build(tmp_path / "x.urna", "demo", 4, "c/1", ZERO, ONE)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_same_inputs_same_bytes(tmp_path):
+    a = urna.build(tmp_path / "a.urna", "demo", 4, "c/1", ZERO, ONE * 3, reproducible=True)
+    b = urna.build(tmp_path / "b.urna", "demo", 4, "c/1", ZERO, ONE * 3, reproducible=True)
+    assert open(a, "rb").read() == open(b, "rb").read()
