@@ -1,0 +1,303 @@
+"""UrnaFile: a .urna file opened read-only through mmap (03-runtime §1, §13, §14).
+
+``open_file(path)`` maps the file and runs every open step eagerly (``opening.open_state``),
+so a file that opens answers every search. The object owns the map: ``close()`` (or leaving a
+``with`` block) releases it; a search still running in another thread keeps its pages alive
+until it returns. Searches only read shared state, so one UrnaFile serves many threads.
+"""
+
+from __future__ import annotations
+
+import errno
+import mmap
+import os
+import stat
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from ..errors import BlobNotInlined, CitationError, Io, MalformedSectionPayload
+from ..format.citation import ResolvedCitation
+from ..format.identity import format_citation, parse_citation
+from ..format.layout import SECTION_BLOB_DATA, SECTION_CHUNKS_CANONICAL
+from ..index import exact
+from . import search as _s
+from .hits import RetrieveHit, SearchHit, SearchResult
+from .opening import OpenedFile, open_state
+from .query import as_f32, as_i32, check_size, prepare_batch
+
+
+def _io_error(exc: OSError) -> Io:
+    code = exc.errno if exc.errno is not None else 0
+    return Io(f"{os.strerror(code) if code else exc} (os error {code})")
+
+
+def _map(path: str | os.PathLike) -> tuple[mmap.mmap | None, Any]:
+    """Map ``path`` read-only; an empty file maps to b"" (the reader then reports it)."""
+    try:
+        fd = os.open(os.fspath(path), os.O_RDONLY)
+    except OSError as exc:
+        raise _io_error(exc) from exc
+    try:
+        st = os.fstat(fd)
+        if stat.S_ISDIR(st.st_mode):  # mmap(2) on a directory fails with ENODEV
+            raise Io(f"{os.strerror(errno.ENODEV)} (os error {errno.ENODEV})")
+        if st.st_size == 0:
+            return None, b""
+        try:
+            mm = mmap.mmap(fd, 0, access=mmap.ACCESS_READ)
+        except OSError as exc:
+            raise _io_error(exc) from exc
+        except ValueError as exc:  # e.g. /dev/null: not mappable
+            raise Io(f"{os.strerror(errno.ENODEV)} (os error {errno.ENODEV})") from exc
+        return mm, mm
+    finally:
+        os.close(fd)
+
+
+class BatchResult(Sequence):
+    """Results of :meth:`UrnaFile.search_batch`: id/score arrays, hit lists built on access."""
+
+    def __init__(self, st: OpenedFile, ids: np.ndarray, scores: np.ndarray) -> None:
+        self._st, self.ids, self.scores = st, ids, scores
+
+    def __len__(self) -> int:
+        return self.ids.shape[0]
+
+    def __getitem__(self, i):  # type: ignore[override]
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(len(self)))]
+        return _s._hits(self._st, self.ids[i], self.scores[i], "exact", False)
+
+
+class UrnaFile:
+    """A validated, memory-mapped .urna file. Use :func:`open_file` (``urna.open``)."""
+
+    def __init__(self, path: str | os.PathLike) -> None:
+        self.path = os.fspath(path)
+        self._mm, buf = _map(path)
+        try:
+            self._st: OpenedFile | None = open_state(buf)
+        except BaseException:
+            self._st = None
+            if self._mm is not None:
+                self._mm.close()
+            raise
+        self._texts: list[str] | None = None
+        self._inspect: dict | None = None
+
+    @classmethod
+    def open(cls, path: str | os.PathLike) -> "UrnaFile":
+        """Open ``path`` (same as ``urna.open``)."""
+        return cls(path)
+
+    # -- lifetime ------------------------------------------------------------------------
+
+    @property
+    def _state(self) -> OpenedFile:
+        st = self._st
+        if st is None:
+            raise ValueError("I/O operation on closed UrnaFile")
+        return st
+
+    def close(self) -> None:
+        """Release the map (idempotent)."""
+        st, self._st = self._st, None
+        self._texts = None
+        if st is not None:
+            st.view.release()
+            del st
+        mm, self._mm = self._mm, None
+        if mm is not None:
+            try:
+                mm.close()
+            except BufferError:  # a view is still in use elsewhere; the GC unmaps later
+                pass
+
+    @property
+    def closed(self) -> bool:
+        """Whether :meth:`close` was called."""
+        return self._st is None
+
+    def __enter__(self) -> "UrnaFile":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        state = "closed" if self._st is None else f"n={self._st.n} dim={self._st.dim} dtype={self._st.dtype}"
+        return f"<UrnaFile {self.path!r} {state}>"
+
+    # -- properties ----------------------------------------------------------------------
+
+    embedding_dim = property(lambda self: self._state.dim, doc="Vector width (header).")
+    n_embeddings = property(lambda self: self._state.n, doc="Number of vectors (header).")
+    dtype = property(lambda self: self._state.dtype, doc="Stored dtype of 0x04.")
+    model_hash = property(lambda self: self._state.model_hash, doc="Manifest model_hash.")
+    file_hash = property(lambda self: self._state.file_hash, doc="sha256 of the whole file.")
+    content_hash = property(lambda self: self._state.content_hash, doc="Citation identity.")
+    has_ann = property(lambda self: self._state.hnsw is not None, doc="HNSW opened.")
+    has_bm25 = property(lambda self: self._state.bm25 is not None, doc="BM25 opened.")
+    has_graph = property(lambda self: self._state.graph is not None, doc="Graph opened.")
+    has_spaces = property(lambda self: self._state.spaces is not None, doc="Spaces opened.")
+    has_blobs = property(lambda self: self._state.blob_refs is not None, doc="Blob refs opened.")
+    embedding_model = property(lambda self: self._state.embedding_model, doc="Text model.")
+    index_type = property(lambda self: self._state.index_type, doc="Declared index type.")
+
+    @property
+    def space_names(self) -> list[str]:
+        """Names of the opened spaces in table order (empty when none)."""
+        return [s.entry.name for s in self._state.spaces or ()]
+
+    @property
+    def simd_backend(self) -> str:
+        """``scalar``, ``avx2`` or ``neon``: the kernels this process scores with."""
+        return exact.simd_backend()
+
+    # -- searches --------------------------------------------------------------------------
+
+    def search_result(self, query, k: int) -> SearchResult:
+        """Exact search with the reference's envelope (index_type, recall, timing, explain)."""
+        return _s.exact_search(self._state, as_f32(query), as_i32(k))
+
+    def search(self, query, k: int) -> list[SearchHit]:
+        """Exact top-k by cosine; recall 1.0."""
+        return self.search_result(query, k).hits
+
+    def search_ann_result(self, query, k: int, ef: int) -> SearchResult:
+        """:meth:`search_ann` with its envelope."""
+        return _s.ann_search(self._state, as_f32(query), as_i32(k), check_size(ef))
+
+    def search_ann(self, query, k: int, ef: int) -> list[SearchHit]:
+        """HNSW candidates (beam ``max(ef, k, ef_construction)``), exact rerank; exact without HNSW."""
+        return self.search_ann_result(query, k, ef).hits
+
+    def search_hybrid_result(self, query, query_text: str, k: int, candidates: int) -> SearchResult:
+        """:meth:`search_hybrid` with its envelope."""
+        x, k = as_f32(query), as_i32(k)
+        if not isinstance(query_text, str):
+            raise TypeError(f"query_text must be str, not {type(query_text).__name__}")
+        return _s.hybrid_search(self._state, x, query_text, k, check_size(candidates))
+
+    def search_hybrid(self, query, query_text: str, k: int, candidates: int) -> list[SearchHit]:
+        """Vector shortlist ∪ BM25 shortlist, fused by RRF, exact rerank (no fallback)."""
+        return self.search_hybrid_result(query, query_text, k, candidates).hits
+
+    def search_graph_result(self, query, k: int, hops: int = 1, ef: int = 100) -> SearchResult:
+        """:meth:`search_graph` with its envelope."""
+        return _s.graph_search(self._state, as_f32(query), as_i32(k), check_size(hops),
+                               check_size(ef))
+
+    def search_graph(self, query, k: int, hops: int = 1, ef: int = 100) -> list[SearchHit]:
+        """Exact seeds, bounded BFS over the chunk graph, exact rerank; exact without a graph."""
+        return self.search_graph_result(query, k, hops, ef).hits
+
+    def search_space_result(self, name: str, query, k: int,
+                            expected_model_hash: str | None = None) -> SearchResult:
+        """:meth:`search_space` with its envelope."""
+        return _s.space_search(self._state, name, as_f32(query), as_i32(k), expected_model_hash)
+
+    def search_space(self, name: str, query, k: int,
+                     expected_model_hash: str | None = None) -> list[SearchHit]:
+        """Exact search over one named vector space (never falls back to the text path)."""
+        return self.search_space_result(name, query, k, expected_model_hash).hits
+
+    def retrieve(self, query, k: int, candidates: int | None = None, hops: int = 1, ef: int = 100,
+                 expected_model_hash: str | None = None,
+                 query_text: str | None = None) -> list[RetrieveHit]:
+        """Routed search returning cited hits with their stored text and precision marker.
+
+        Without ``query_text`` it routes by the manifest's index_type like the reference
+        (hnsw -> ANN, hybrid -> hybrid with empty text, else exact); with it, by the sections
+        present (BM25 -> hybrid on that text, else HNSW -> ANN, else exact).
+        """
+        st = self._state
+        _s.check_model_hash(st, expected_model_hash)
+        x, k = as_f32(query), as_i32(k)
+        cand = None if candidates is None else check_size(candidates)
+        return _s.retrieve(st, self.texts(), x, k, cand, check_size(hops), check_size(ef),
+                           expected_model_hash, query_text)
+
+    def search_batch(self, queries, k: int) -> BatchResult:
+        """Exact top-k for many queries with one BLAS screen; equals :meth:`search` per row."""
+        st = self._state
+        Q, k = prepare_batch(queries, k, st.dim)
+        ids, scores = exact.search_batch(st.scoring, Q, k)
+        return BatchResult(st, ids, scores)
+
+    # -- file-level accessors ------------------------------------------------------------
+
+    def inspect(self) -> dict[str, Any]:
+        """The reference's inspect document (header, sections, manifest, blobs, spaces, hashes)."""
+        from ..format.inspect import inspect_view
+
+        if self._inspect is None:
+            st = self._state
+            self._inspect = inspect_view(st.view, self.simd_backend, st.file_hash)
+        return self._inspect
+
+    def validate(self) -> bool:
+        """Re-run the reader checks and the embeddings value walk; True or a typed error."""
+        from ..format.reader import UrnaView
+
+        view = UrnaView.from_bytes(self._state.view.buf)
+        view.validate_embeddings_values()
+        view.search_contract()
+        return True
+
+    def chunk_ids(self) -> list[str]:
+        """Chunk ids in file order."""
+        return list(self._state.chunk_ids)
+
+    def texts(self) -> list[str]:
+        """The stored canonical texts in file order (decoded once)."""
+        if self._texts is None:
+            from ..format.sections.canonical import decode_texts
+
+            st = self._state
+            self._texts = decode_texts(st.view.decoded(SECTION_CHUNKS_CANONICAL),
+                                       st.view.header.n_chunks)
+        return self._texts
+
+    def blob_refs(self) -> list[dict[str, Any]]:
+        """The 0x14 records as dicts (empty when the file has no blobs)."""
+        return [{"content_hash": "sha256:" + r.content_hash.hex(), "original_uri": r.original_uri,
+                 "byte_len": r.byte_len, "inlined": bool(r.inlined)}
+                for r in self._state.blob_refs or ()]
+
+    def blob_bytes(self, index: int) -> bytes:
+        """The bytes of inlined blob ``index``; BlobNotInlined when they are not in this file."""
+        index = check_size(index)
+        st = self._state
+        if st.blob_data is None or index >= len(st.blob_data.entries):
+            raise BlobNotInlined(index)
+        refs = st.blob_refs or []
+        if index >= len(refs) or not refs[index].inlined:
+            raise BlobNotInlined(index)
+        offset, length = st.blob_data.entries[index]
+        start = st.blob_data.abs_data_start + offset
+        if start + length > len(st.view.buf):
+            raise MalformedSectionPayload(SECTION_BLOB_DATA, f"blob {index} spans past the file")
+        return bytes(st.view.buf[start:start + length])
+
+    def cite(self, citation: str) -> ResolvedCitation:
+        """Resolve ``urna://<content_hash>/<chunk_id>`` to its stored text and (overlaid) span."""
+        st = self._state
+        expected, wanted = parse_citation(citation)
+        if expected != st.content_hash:
+            raise CitationError(
+                f"content_hash mismatch: citation says {expected} but file is {st.content_hash}")
+        try:
+            ordinal = st.chunk_ids.index(wanted)
+        except ValueError:
+            raise CitationError(f"chunk_id {wanted} not found in file") from None
+        uri, start, end = st.spans[ordinal]
+        return ResolvedCitation(format_citation(st.content_hash, wanted), wanted, st.content_hash,
+                                ordinal, self.texts()[ordinal], uri, start, end)
+
+
+def open_file(path: str | os.PathLike) -> UrnaFile:
+    """Open a .urna file read-only (mmap) and validate it; the reference's open errors."""
+    return UrnaFile(path)

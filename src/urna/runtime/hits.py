@@ -1,0 +1,116 @@
+"""Result types: SearchHit, RetrieveHit and the per-search envelope (03-runtime §6).
+
+Fields and values as the reference fills them: ``score_type`` is always ``"cosine"``,
+``citation_id`` is ``urna://<content_hash>/<chunk_id>``, spans are the ones after the blob
+overlay. The envelope (:class:`SearchResult`) carries what the CLI prints (index_type,
+recall, truncated, timing, explain); the Python methods return only the hit list, as the
+reference binding does.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+FULL_PRECISION = "full_precision"
+STORED_PRECISION = "stored_precision"
+DISCLOSURE = {FULL_PRECISION: "real cosine", STORED_PRECISION: "real cosine at stored precision"}
+
+
+def rerank_source(dtype: str) -> str:
+    """The precision marker of a dtype (§6.4): float32 is full precision, the rest stored."""
+    return FULL_PRECISION if dtype == "float32" else STORED_PRECISION
+
+
+@dataclass(frozen=True, slots=True)
+class SearchHit:
+    """One ranked chunk with its real cosine score and citation."""
+
+    chunk_id: str
+    score: float
+    score_type: str
+    source_uri: str
+    offset_start: int
+    offset_end: int
+    embedding_model: str
+    index_type: str
+    reranked: bool
+    file_hash: str
+    content_hash: str
+    citation_id: str
+
+    def to_dict(self) -> dict[str, Any]:
+        """The hit as a plain dict (field order as declared)."""
+        return asdict(self)
+
+
+@dataclass(frozen=True, slots=True)
+class RetrieveHit:
+    """A retrieve() hit: a SearchHit's identity plus the stored text and precision marker."""
+
+    chunk_id: str
+    citation_id: str
+    content_hash: str
+    file_hash: str
+    offset_start: int
+    offset_end: int
+    rerank_source: str
+    score: float
+    score_type: str
+    source_uri: str
+    text: str
+
+    def to_dict(self) -> dict[str, Any]:
+        """The hit as a plain dict (field order as declared)."""
+        return asdict(self)
+
+
+@dataclass(frozen=True, slots=True)
+class SearchExplain:
+    """How a search produced its candidates (computed per call, never stored)."""
+
+    route: str
+    exact_candidates: int = 0
+    ann_candidates: int = 0
+    bm25_candidates: int = 0
+    graph_candidates: int = 0
+    fusion_mode: str = "none"
+    rerank_source: str = FULL_PRECISION
+    recall_estimate: float = 1.0
+
+
+@dataclass(frozen=True, slots=True)
+class SearchResult:
+    """A ranked hit list with the reference's envelope fields."""
+
+    hits: list[SearchHit]
+    index_type: str
+    recall: float
+    truncated: bool
+    k_requested: int
+    query_time_ms: float
+    explain: SearchExplain
+    space: str | None = field(default=None)
+
+    @property
+    def k_returned(self) -> int:
+        """Number of hits returned."""
+        return len(self.hits)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form (recall NaN becomes None)."""
+        ex = asdict(self.explain)
+        if math.isnan(ex["recall_estimate"]):
+            ex["recall_estimate"] = None
+        out: dict[str, Any] = {}
+        if self.space is not None:
+            out["space"] = self.space
+        out.update({
+            "index_type": self.index_type,
+            "recall": None if math.isnan(self.recall) else self.recall,
+            "truncated": self.truncated, "k_requested": self.k_requested,
+            "k_returned": self.k_returned, "query_time_ms": self.query_time_ms,
+            "explain": ex, "hits": [h.to_dict() for h in self.hits],
+        })
+        return out

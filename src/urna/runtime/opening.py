@@ -1,0 +1,203 @@
+"""The runtime open steps over a mapped file (03-runtime §1.1, §11.3-11.4, §12.4).
+
+``open_state(buf)`` runs, in the reference's order and failing on the first error: the format
+reader (19 checks), the 0x04 value walk, the dtype, the optional 0x09 rerank slab, 0x01 and
+0x03 with the header's ``n_embeddings`` as the expected count, HNSW (iff a 0x07 entry),
+BM25 (iff a 0x08 entry), the graph (iff ``graph_present`` and 0x0C), blobs (iff
+``blobs_present``; the 0x16 overlay replaces spans), spaces (iff ``supports_multimodal`` and
+0x15), then ``file_hash`` and ``content_hash``. Everything is decoded eagerly, so a file that
+opens never fails later except in ``blob_bytes``. Vector slabs are numpy views on ``buf``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ..errors import MalformedSectionPayload, SectionNotFound, UnsupportedDType
+from ..format import encodings
+from ..format.identity import file_hash as _file_hash
+from ..format.layout import (SECTION_BLOB_DATA, SECTION_BLOB_REFS, SECTION_BLOB_SPAN_OVERLAY,
+                             SECTION_BM25_INDEX, SECTION_CHUNK_IDS,
+                             SECTION_CHUNKS_ORIGINAL_SPANS, SECTION_EMBEDDINGS,
+                             SECTION_EMBEDDINGS_FP, SECTION_GRAPH_ADJACENCY, SECTION_HNSW_INDEX,
+                             SECTION_SPACE_EMBEDDINGS_BASE, SECTION_SPACE_TABLE)
+from ..format.reader import SPACE_DTYPES, UrnaView
+from ..format.sections.canonical import decode_chunk_ids, decode_spans
+from ..index.exact import Slab
+
+DTYPES = ("float32", "float16", "int8", "int4")
+BLOB_REF_NONE = 0xFFFFFFFF
+
+
+@dataclass
+class OpenSpace:
+    """One opened space: its table entry and its band as a slab."""
+
+    entry: Any  # format.sections.space_table.SpaceEntry
+    slab: Slab
+    dtype: str
+
+
+@dataclass
+class BlobData:
+    """The opened 0x17 table: per-record (offset, len) and the absolute first data byte."""
+
+    entries: list[tuple[int, int]]
+    abs_data_start: int
+
+
+@dataclass
+class OpenedFile:
+    """Everything the searches need, decoded once at open."""
+
+    view: UrnaView
+    dim: int
+    n: int
+    dtype: str
+    stored: Slab  # 0x04: the HNSW beam walks it
+    scoring: Slab  # 0x09 when present, else 0x04: every score comes from here
+    scoring_dtype: str
+    chunk_ids: list[str]
+    spans: list[tuple[str, int, int]]
+    hnsw: Any | None
+    bm25: Any | None
+    graph: Any | None
+    blob_refs: list | None
+    blob_data: BlobData | None
+    spaces: list[OpenSpace] | None
+    embedding_model: str
+    model_hash: str
+    index_type: str
+    score_type: str
+    file_hash: str
+    content_hash: str
+
+
+def _flag(view: UrnaView, name: str) -> bool:
+    ext = view.manifest.capabilities_ext
+    return bool(ext is not None and getattr(ext, name, None) is True)
+
+
+def slab_from_payload(dtype: str, payload: memoryview, n: int, dim: int) -> Slab:
+    """A zero-copy slab over a fixed-stride vector payload (layouts of §2.1)."""
+    if dtype == "float32":
+        arr = np.frombuffer(payload, dtype="<f4", count=n * dim).reshape(n, dim)
+        return Slab.float32(arr)
+    if dtype == "float16":
+        return Slab.float16(encodings.f16_view(payload, n, dim))
+    if dtype == "int8":
+        scales, codes = encodings.int8_view(payload, n, dim)
+        return Slab.int8(scales, codes)
+    if dtype == "int4":
+        scales, packed = encodings.int4_view(payload, n, dim)
+        return Slab.int4(scales, packed, dim)
+    raise UnsupportedDType(dtype)
+
+
+def _fp_slab(view: UrnaView, n: int, dim: int) -> tuple[Slab, str] | None:
+    """Step 6: the optional full-precision rerank slab 0x09, dtype read from its stride."""
+    entry = view.entry(SECTION_EMBEDDINGS_FP)
+    if entry is None:
+        return None
+    nd = n * dim
+    stride = entry.size // nd if nd > 0 else None
+    dtype = {4: "float32", 2: "float16"}.get(stride) if stride is not None else None
+    if dtype is None:
+        raise MalformedSectionPayload(
+            SECTION_EMBEDDINGS_FP, f"fp slab {entry.size} bytes is not f32/f16 for n={n} dim={dim}")
+    payload = view.payload(entry)
+    encodings.validate_embedding_values(SECTION_EMBEDDINGS_FP, entry.encoding, payload, n, dim)
+    width = 4 if dtype == "float32" else 2
+    raw = payload[:nd * width]
+    arr = np.frombuffer(raw, dtype="<f4" if dtype == "float32" else "<f2").reshape(n, dim)
+    return (Slab.float32(arr) if dtype == "float32" else Slab.float16(arr)), dtype
+
+
+def _open_blobs(view: UrnaView, spans: list[tuple[str, int, int]]):
+    """Step 12: blob refs, the span overlay (in place) and the 0x17 table."""
+    from ..format.sections.blobs import decode_blob_data, decode_blob_refs, decode_overlay
+
+    if not _flag(view, "blobs_present"):
+        return None, None
+    refs = None
+    if view.entry(SECTION_BLOB_REFS) is not None:
+        refs = decode_blob_refs(view.decoded(SECTION_BLOB_REFS))
+    if view.entry(SECTION_BLOB_SPAN_OVERLAY) is not None:
+        overlay = decode_overlay(view.decoded(SECTION_BLOB_SPAN_OVERLAY))
+        for i, (idx, start, end) in enumerate(overlay[:len(spans)]):
+            if idx == BLOB_REF_NONE:
+                continue
+            if refs is None or idx >= len(refs):
+                raise MalformedSectionPayload(
+                    SECTION_BLOB_SPAN_OVERLAY, f"overlay entry {i} references missing blob_ref {idx}")
+            spans[i] = (refs[idx].original_uri, start, end)
+    data = None
+    entry = view.entry(SECTION_BLOB_DATA)
+    if refs is not None and entry is not None:
+        if entry.encoding != 0:
+            raise MalformedSectionPayload(
+                SECTION_BLOB_DATA, f"blob_data must be raw, found encoding {entry.encoding}")
+        table, data_start = decode_blob_data(view.payload(entry))
+        if len(table) != len(refs):
+            raise MalformedSectionPayload(
+                SECTION_BLOB_DATA,
+                f"blob_data has {len(table)} entries but blob_refs has {len(refs)} records")
+        data = BlobData(table, entry.offset + data_start)
+    return refs, data
+
+
+def _open_spaces(view: UrnaView) -> list[OpenSpace] | None:
+    """Step 13: the space table and each listed band, value-walked."""
+    if not _flag(view, "supports_multimodal") or view.entry(SECTION_SPACE_TABLE) is None:
+        return None
+    out = []
+    for space in view.space_entries():
+        band_id = SECTION_SPACE_EMBEDDINGS_BASE + space.space_index
+        band = view.entry(band_id)
+        if band is None:
+            raise SectionNotFound(band_id)
+        payload = view.payload(band)
+        # The NaN walk follows the band's wire encoding, scoring its dtype code (§11.3).
+        encodings.validate_embedding_values(band_id, band.encoding, payload, space.n_vectors,
+                                            space.dim)
+        dtype = SPACE_DTYPES.get(space.dtype_code)
+        if dtype is None:
+            raise UnsupportedDType(str(space.dtype_code))
+        out.append(OpenSpace(space, slab_from_payload(dtype, payload, space.n_vectors, space.dim),
+                             dtype))
+    return out
+
+
+def open_state(buf) -> OpenedFile:
+    """Validate and decode a mapped file; raises the reference's typed error on failure."""
+    view = UrnaView.from_bytes(buf)
+    view.validate_embeddings_values()
+    h, m = view.header, view.manifest
+    dim, n = h.embedding_dim, h.n_embeddings
+    if m.dtype not in DTYPES:
+        raise UnsupportedDType(m.dtype)
+    stored = slab_from_payload(m.dtype, view.payload(view.entry(SECTION_EMBEDDINGS)), n, dim)
+    fp = _fp_slab(view, n, dim)
+    scoring, scoring_dtype = fp if fp is not None else (stored, m.dtype)
+    chunk_ids = decode_chunk_ids(view.decoded(SECTION_CHUNK_IDS), n)
+    spans = list(decode_spans(view.decoded(SECTION_CHUNKS_ORIGINAL_SPANS), n))
+    hnsw = bm25 = graph = None
+    if view.entry(SECTION_HNSW_INDEX) is not None:
+        from ..format.sections.hnsw import decode_hnsw
+        hnsw = decode_hnsw(view.decoded(SECTION_HNSW_INDEX), n)
+    if view.entry(SECTION_BM25_INDEX) is not None:
+        from ..index.bm25 import Bm25Index
+        bm25 = Bm25Index.from_bytes(view.decoded(SECTION_BM25_INDEX))
+    if _flag(view, "graph_present") and view.entry(SECTION_GRAPH_ADJACENCY) is not None:
+        from ..format.sections.graph import decode_graph
+        graph = decode_graph(view.decoded(SECTION_GRAPH_ADJACENCY), n)
+    blob_refs, blob_data = _open_blobs(view, spans)
+    spaces = _open_spaces(view)
+    fhash = _file_hash(view.buf)
+    chash = view.content_hash()
+    return OpenedFile(view, dim, n, m.dtype, stored, scoring, scoring_dtype, chunk_ids, spans,
+                      hnsw, bm25, graph, blob_refs, blob_data, spaces, m.embedding_model,
+                      m.model_hash, m.index_type, m.score_type, fhash, chash)

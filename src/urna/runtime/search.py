@@ -1,0 +1,183 @@
+"""The search paths over an opened file (03-runtime §5, §7.6, §8.5, §9, §10.4, §11.5, §15).
+
+Every path only generates candidates; every returned score comes from the one exact kernel
+(``index.exact.score_rows``) over the scoring slab, so a chunk's score is identical whichever
+path returned it. Arguments arrive converted (``query.as_f32`` / ``as_i32`` / ``check_size``);
+the runtime checks of §3 run here, after each path's fallback decision, as in the reference.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import numpy as np
+
+from ..errors import ModelHashMismatch, SpaceModelMismatch, SpaceNotFound
+from ..format.identity import format_citation
+from ..index import exact
+from .hits import RetrieveHit, SearchExplain, SearchHit, SearchResult, rerank_source
+from .opening import OpenedFile
+from .query import validate
+
+NAN = float("nan")
+_U64_MAX = (1 << 64) - 1
+_vectors_lock = threading.Lock()
+
+
+def _hits(st: OpenedFile, ids: np.ndarray, scores: np.ndarray, label: str,
+          reranked: bool) -> list[SearchHit]:
+    out = []
+    for i, s in zip(ids.tolist(), scores.tolist()):
+        cid = st.chunk_ids[i]
+        uri, start, end = st.spans[i]
+        out.append(SearchHit(cid, s, "cosine", uri, start, end, st.embedding_model, label,
+                             reranked, st.file_hash, st.content_hash,
+                             format_citation(st.content_hash, cid)))
+    return out
+
+
+def _ms(t0: float) -> float:
+    return (time.perf_counter() - t0) * 1000.0
+
+
+def exact_search(st: OpenedFile, x: np.ndarray, k: int, t0: float | None = None) -> SearchResult:
+    """§5: score every row, keep the first ``min(k, n)`` of the total order."""
+    t0 = time.perf_counter() if t0 is None else t0
+    q = validate(x, k, st.dim)
+    ids, sc = exact.search(st.scoring, q, k)
+    explain = SearchExplain("exact", exact_candidates=st.n,
+                            rerank_source=rerank_source(st.scoring_dtype))
+    return SearchResult(_hits(st, ids, sc, "exact", False), "exact", 1.0, k < st.n, k, _ms(t0),
+                        explain)
+
+
+def hnsw_vectors(st: OpenedFile) -> np.ndarray:
+    """The stored 0x04 rows as float32 for the HNSW beam (a view for float32, else decoded once)."""
+    vecs = getattr(st, "_hnsw_f32", None)
+    if vecs is None:
+        with _vectors_lock:
+            vecs = getattr(st, "_hnsw_f32", None)
+            if vecs is None:
+                vecs = st.stored.dequantize(0, st.n)
+                st._hnsw_f32 = vecs  # type: ignore[attr-defined]
+    return vecs
+
+
+def _hnsw_candidates(st: OpenedFile, q: np.ndarray, width: int) -> np.ndarray:
+    from ..index.hnsw import hnsw_search
+    return hnsw_search(st.hnsw, hnsw_vectors(st), q, width)
+
+
+def ann_search(st: OpenedFile, x: np.ndarray, k: int, ef: int) -> SearchResult:
+    """§7.6: HNSW beam of width ``max(ef, k, ef_construction)``, exact rerank; exact without 0x07."""
+    t0 = time.perf_counter()
+    if st.hnsw is None:
+        return exact_search(st, x, k, t0)
+    q = validate(x, k, st.dim)
+    cand = _hnsw_candidates(st, q, max(ef, k))
+    ids, sc = exact.rerank(st.scoring, q, cand, k)
+    explain = SearchExplain("hnsw", ann_candidates=len(cand),
+                            rerank_source=rerank_source(st.scoring_dtype), recall_estimate=NAN)
+    return SearchResult(_hits(st, ids, sc, "hnsw", True), "hnsw", NAN, k < st.n, k, _ms(t0),
+                        explain)
+
+
+def hybrid_search(st: OpenedFile, x: np.ndarray, text: str, k: int, cpp: int) -> SearchResult:
+    """§8.5: vector shortlist ∪ BM25 shortlist (RRF-ordered), exact rerank; no fallback."""
+    from ..index.bm25 import rrf_union
+
+    t0 = time.perf_counter()
+    q = validate(x, k, st.dim)
+    exact_c = ann_c = 0
+    if st.hnsw is not None:
+        vec = _hnsw_candidates(st, q, max(cpp, k)).tolist()
+        ann_c = len(vec)
+    else:  # the exact shortlist is cut at cpp itself, not max(cpp, k) (§19)
+        vec = exact.search(st.scoring, q, cpp)[0].tolist()
+        exact_c = len(vec)
+    lex = [d for d, _ in st.bm25.search(text, cpp)] if st.bm25 is not None else []
+    union = rrf_union(vec, lex)
+    ids, sc = exact.rerank(st.scoring, q, np.asarray(union, dtype=np.int64), k)
+    explain = SearchExplain("hybrid", exact_candidates=exact_c, ann_candidates=ann_c,
+                            bm25_candidates=len(lex), fusion_mode="rrf",
+                            rerank_source=rerank_source(st.scoring_dtype), recall_estimate=NAN)
+    return SearchResult(_hits(st, ids, sc, "hybrid", True), "hybrid", NAN, k < st.n, k, _ms(t0),
+                        explain)
+
+
+def graph_search(st: OpenedFile, x: np.ndarray, k: int, hops: int, ef: int) -> SearchResult:
+    """§10.4: exact seeds (top ``max(ef, k)``), bounded BFS, exact rerank; exact without a graph."""
+    from ..index.graph import bounded_bfs
+
+    t0 = time.perf_counter()
+    if st.graph is None:
+        return exact_search(st, x, k, t0)
+    q = validate(x, k, st.dim)
+    scores = exact.score_rows(st.scoring, q)  # one scan scores seeds and union alike
+    budget = min(max(ef, k), st.n)
+    seeds = exact.top_k(scores, budget)[0]
+    frontier = min(max(budget * 8, budget), _U64_MAX)
+    union = np.asarray(bounded_bfs(st.graph, seeds.tolist(), hops, frontier), dtype=np.int64)
+    ids, sc = exact.rank(union, scores[union], k)
+    explain = SearchExplain("graph", exact_candidates=budget, graph_candidates=len(union),
+                            rerank_source=rerank_source(st.scoring_dtype), recall_estimate=NAN)
+    return SearchResult(_hits(st, ids, sc, "graph", True), "graph", NAN, k < st.n, k, _ms(t0),
+                        explain)
+
+
+def space_search(st: OpenedFile, name: str, x: np.ndarray, k: int,
+                 expected_model_hash: str | None) -> SearchResult:
+    """§11.5: exact search over one named band; hits map band row i to chunk i."""
+    t0 = time.perf_counter()
+    space = next((s for s in st.spaces or () if s.entry.name == name), None)
+    if space is None:
+        raise SpaceNotFound(name)
+    if expected_model_hash is not None and expected_model_hash != space.entry.model_hash:
+        raise SpaceModelMismatch(name, expected_model_hash, space.entry.model_hash)
+    q = validate(x, k, space.entry.dim)
+    ids, sc = exact.search(space.slab, q, k)
+    nv = space.entry.n_vectors
+    explain = SearchExplain("exact", exact_candidates=nv, rerank_source=rerank_source(space.dtype))
+    return SearchResult(_hits(st, ids, sc, "space", False), "space", 1.0, k < nv, k, _ms(t0),
+                        explain, space=name)
+
+
+def routed_search(st: OpenedFile, x: np.ndarray, k: int, candidates: int | None, hops: int,
+                  ef: int, query_text: str | None) -> SearchResult:
+    """The retrieve() route (§15): by declared index type, or by sections when text is given."""
+    cand = candidates if candidates is not None else max(max(k, 0) * 4, 64)
+    if query_text is None:  # 0.5.1: the manifest's declaration decides
+        if st.index_type == "hnsw":
+            return ann_search(st, x, k, max(ef, cand))
+        if st.index_type == "hybrid":
+            return hybrid_search(st, x, "", k, cand)
+        if st.index_type == "graph":
+            return graph_search(st, x, k, hops, ef)
+        return exact_search(st, x, k)
+    # with query text (0.5.2 routing): what the file carries decides; the graph never routes
+    if st.bm25 is not None:
+        return hybrid_search(st, x, query_text, k, cand)
+    if st.hnsw is not None:
+        return ann_search(st, x, k, cand)
+    return exact_search(st, x, k)
+
+
+def retrieve(st: OpenedFile, texts: list[str], x: np.ndarray, k: int, candidates: int | None,
+             hops: int, ef: int, expected_model_hash: str | None,
+             query_text: str | None) -> list[RetrieveHit]:
+    """Routed search whose hits carry the stored text and the precision marker."""
+    result = routed_search(st, x, k, candidates, hops, ef, query_text)
+    source = result.explain.rerank_source
+    index = {cid: i for i, cid in enumerate(st.chunk_ids)}
+    return [RetrieveHit(h.chunk_id, h.citation_id, h.content_hash, h.file_hash, h.offset_start,
+                        h.offset_end, source, h.score, h.score_type, h.source_uri,
+                        texts[index[h.chunk_id]] if index.get(h.chunk_id, len(texts)) < len(texts)
+                        else "")
+            for h in result.hits]
+
+
+def check_model_hash(st: OpenedFile, expected: str | None) -> None:
+    """retrieve()'s gate: a caller-supplied model hash must equal the corpus's."""
+    if expected is not None and expected != st.model_hash:
+        raise ModelHashMismatch(expected, st.model_hash)

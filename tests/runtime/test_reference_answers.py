@@ -1,0 +1,74 @@
+"""Every file and query of tests/data/ref-0.5.1/expected.json: our answers equal the reference's.
+
+Same chunk ids in the same order, scores within 1e-6, every other hit field equal; inspect()
+equals the reference dict except simd_backend; hashes and chunk ids equal.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+import urna
+
+from helpers.vectors import REF, expected
+
+EXPECTED = expected()
+
+FILES = sorted(EXPECTED)
+
+
+def _same_hits(got, want, path: str) -> None:
+    assert [h.chunk_id for h in got] == [w["chunk_id"] for w in want], path
+    for h, w in zip(got, want):
+        for key, value in w.items():
+            if key == "score":
+                assert abs(h.score - value) <= 1e-6, (path, key, h.score, value)
+            else:
+                assert getattr(h, key) == value, (path, key)
+
+
+@pytest.fixture(scope="module", params=FILES)
+def opened(request):
+    with urna.open(REF / request.param) as f:
+        yield request.param, f
+
+
+def test_identity_matches(opened) -> None:
+    name, f = opened
+    exp = EXPECTED[name]
+    assert f.file_hash == exp["file_hash"]
+    assert f.content_hash == exp["content_hash"]
+    assert f.chunk_ids() == exp["chunk_ids"]
+
+
+def test_inspect_matches(opened) -> None:
+    name, f = opened
+    got = dict(f.inspect())
+    want = dict(EXPECTED[name]["inspect"])
+    assert got.pop("simd_backend") in ("scalar", "avx2", "neon")
+    want.pop("simd_backend")
+    assert got == want
+    # expected.json stores keys sorted; the reference's own order is the one of §14.1
+    assert list(got) == ["magic", "version_major", "version_minor", "format_version",
+                         "schema_version", "embedding_dim", "n_chunks", "n_embeddings",
+                         "file_size", "manifest", "sections", "blobs", "spaces", "file_hash",
+                         "content_hash"]
+
+
+def test_every_query_path_matches(opened) -> None:
+    name, f = opened
+    for qi, q in enumerate(EXPECTED[name]["queries"]):
+        vec, text = q["vector"], q["text"]
+        _same_hits(f.search(vec, 5), q["search"], f"{name}#{qi} search")
+        _same_hits(f.retrieve(vec, 5), q["retrieve"], f"{name}#{qi} retrieve")
+        if "search_ann_ef32" in q:
+            _same_hits(f.search_ann(vec, 5, 32), q["search_ann_ef32"], f"{name}#{qi} ann")
+        if "search_hybrid" in q:
+            _same_hits(f.search_hybrid(vec, text, 5, 50), q["search_hybrid"], f"{name}#{qi} hybrid")
+        if "search_graph" in q:
+            _same_hits(f.search_graph(vec, 5), q["search_graph"], f"{name}#{qi} graph")
+        for key, value in q.items():
+            if key.startswith("search_space_"):
+                space = key[len("search_space_"):]
+                _same_hits(f.search_space(space, value["vector"], 5), value["hits"],
+                           f"{name}#{qi} {key}")
