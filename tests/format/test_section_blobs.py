@@ -309,3 +309,16 @@ def test_reference_mutations_fail_with_the_reference_message(sid, case):
     with pytest.raises(UrnaError) as ei:
         _DECODERS[sid](payload)
     assert (type(ei.value).__name__, str(ei.value)) == (case["variant"], case["message"])
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.data(), st.sampled_from([REFS, OVERLAY, BLOBDATA]))
+def test_corrupted_payloads_fail_only_with_typed_errors(data, sid):
+    payload = bytearray({REFS: ONE_REF, OVERLAY: TWO_SPANS, BLOBDATA: DATA_AB}[sid])
+    for _ in range(data.draw(st.integers(1, 4))):
+        at = data.draw(st.integers(0, len(payload) - 1))
+        payload[at] = data.draw(st.integers(0, 255))
+    try:
+        _DECODERS[sid](bytes(payload[:data.draw(st.integers(0, len(payload)))]))
+    except UrnaError:
+        pass

@@ -304,3 +304,17 @@ def test_edges_may_be_given_as_an_array():
         encode_graph(3, np.zeros((2, 2), dtype=np.int64))
     with pytest.raises(InvalidInput):
         encode_graph(3, [(0, 0, 2**70)])
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.data())
+def test_corrupted_payloads_fail_only_with_typed_errors(data):
+    payload = bytearray(REF_TOP_M2)
+    for _ in range(data.draw(st.integers(1, 4))):
+        at = data.draw(st.integers(0, len(payload) - 1))
+        payload[at] = data.draw(st.integers(0, 255))
+    cut = data.draw(st.integers(0, len(payload)))
+    try:
+        decode_graph(bytes(payload[:cut]), 5)
+    except UrnaError:
+        pass

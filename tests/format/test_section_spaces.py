@@ -237,3 +237,16 @@ def test_flipped_n_vectors_decodes_to_what_the_reader_then_rejects():
     # The reference's reader says "space vision lists 21648 vectors but the corpus has 400 chunks".
     assert case["message"].endswith("space vision lists 21648 vectors but the corpus has 400 chunks")
     assert (entries[0].name, entries[0].n_vectors) == ("vision", 21648)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.data())
+def test_corrupted_payloads_fail_only_with_typed_errors(data):
+    payload = bytearray(encode_space_table([entry(), entry(space_index=2, name="audio", dtype_code=1)]))
+    for _ in range(data.draw(st.integers(1, 4))):
+        at = data.draw(st.integers(0, len(payload) - 1))
+        payload[at] = data.draw(st.integers(0, 255))
+    try:
+        decode_space_table(bytes(payload[:data.draw(st.integers(0, len(payload)))]))
+    except UrnaError:
+        pass
