@@ -1,0 +1,73 @@
+"""The documents source: files -> chunks with spans into the file; bad files reported by name."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from urna.forge.documents import discover, load_document_rows
+from urna.forge.ingest import IngestError
+from urna.forge.spec import parse_spec, validate
+
+
+def _spec(path: str, **source):
+    spec = parse_spec({"corpus": {"name": "docs", "chunker_version": "docs/1"},
+                       "source": {"kind": "documents", "path": path, **source},
+                       "models": [{"preset": "potion", "text": "default"}]})
+    validate(spec)
+    return spec
+
+
+def test_bad_files_are_reported_by_name_and_skipped(docs_dir: Path) -> None:
+    said: list[str] = []
+    rows = load_document_rows(_spec(str(docs_dir), chunker="paragraph"), report=said.append)
+    assert {r.source_uri for r in rows} == {"a.md", "e.html", "sub/d.pdf"}
+    joined = "\n".join(said)
+    assert "skipping b-latin1.txt: not UTF-8" in joined
+    assert "skipping c-empty.txt: empty file" in joined
+    assert "skipping f-broken.pdf: unreadable PDF" in joined
+    assert len(said) == 3
+    assert "Offline answers come from the local file." in {r.canonical_text for r in rows}
+    html = [r.canonical_text for r in rows if r.source_uri == "e.html"]
+    assert html == ["Offline\nNo network is needed."]  # no script or style text
+
+
+def test_stop_on_error_names_the_file(docs_dir: Path) -> None:
+    with pytest.raises(IngestError, match=r"^b-latin1\.txt: not UTF-8 .*byte 3"):
+        load_document_rows(_spec(str(docs_dir), on_error="stop"))
+
+
+def test_text_spans_point_at_the_file_bytes(docs_dir: Path) -> None:
+    rows = load_document_rows(_spec(str(docs_dir), max_chars=40, overlap=5),
+                              report=lambda m: None)
+    raw = (docs_dir / "a.md").read_bytes()
+    md = [r for r in rows if r.source_uri == "a.md"]
+    assert len(md) > 2
+    for r in md:
+        assert raw[r.byte_start:r.byte_end].decode("utf-8") == r.canonical_text
+    assert md[0].byte_start == 3  # after the BOM
+    assert [r.ordinal for r in rows] == list(range(len(rows)))
+    assert rows[0].key == "a.md#0"
+
+
+def test_glob_and_discovery_order(docs_dir: Path) -> None:
+    base, files = discover(str(docs_dir / "**" / "*.pdf"))
+    assert base == docs_dir
+    assert [f.relative_to(base).as_posix() for f in files] == ["f-broken.pdf", "sub/d.pdf"]
+    base, files = discover(str(docs_dir))
+    assert [f.name for f in files] == ["a.md", "b-latin1.txt", "c-empty.txt", "e.html",
+                                       "f-broken.pdf", "d.pdf"]
+
+
+def test_nothing_usable_is_an_error(tmp_path: Path) -> None:
+    (tmp_path / "x.txt").write_bytes(b"")
+    with pytest.raises(IngestError, match="no usable text"):
+        load_document_rows(_spec(str(tmp_path)), report=lambda m: None)
+    with pytest.raises(IngestError, match="no such file"):
+        load_document_rows(_spec(str(tmp_path / "absent")))
+
+
+def test_md_text_fixture_is_what_the_file_holds(docs_dir: Path, md_text: str) -> None:
+    rows = load_document_rows(_spec(str(docs_dir), max_chars=10_000), report=lambda m: None)
+    assert [r.canonical_text for r in rows if r.source_uri == "a.md"] == [md_text]
