@@ -1,0 +1,167 @@
+"""Decompression bombs are refused with the typed error before any large allocation
+(02-encodings §5.2: cap = max(64 MiB, 128 x compressed length), checked against
+``ZSTD_decompressBound`` first).
+
+The frames are written by hand (RLE blocks of 128 KiB cost 4 bytes each) and placed in a real
+file with ``replace_payload``; the expected texts are the ones the reference 0.5.1 wheel
+printed for these very files. Memory is measured as the peak RSS of a fresh subprocess, so
+allocations made by libzstd or cffi count too.
+"""
+
+from __future__ import annotations
+
+import json
+import struct
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+import zstandard
+
+import urna
+from helpers import mutate as M
+from urna.errors import MalformedSectionPayload
+from urna.format.encodings.intpack import pack_u64s
+from urna.format.reader import UrnaView
+
+ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
+BLOCK = 1 << 17
+CAP = 64 << 20
+
+
+def rle_blocks(n: int, byte: bytes = b"a") -> bytes:
+    """``n`` RLE blocks of 128 KiB each (block header: size << 3 | type 1 << 1 | last)."""
+    return b"".join(((BLOCK << 3) | 2 | (i == n - 1)).to_bytes(3, "little") + byte
+                    for i in range(n))
+
+
+def frame_streaming(n_blocks: int, byte: bytes = b"a") -> bytes:
+    """A frame without content size (window 128 KiB) expanding to ``n_blocks`` x 128 KiB."""
+    return ZSTD_MAGIC + b"\x00" + bytes([7 << 3]) + rle_blocks(n_blocks, byte)
+
+
+def frame_declaring(size: int, body: bytes) -> bytes:
+    """A single-segment frame that declares ``size`` bytes (8-byte field) over ``body``."""
+    return ZSTD_MAGIC + b"\xe0" + struct.pack("<Q", size) + body
+
+
+def raw_block(data: bytes) -> bytes:
+    """One last raw block."""
+    return ((len(data) << 3) | 1).to_bytes(3, "little") + data
+
+
+def txt_streams(frames: list[bytes]) -> bytes:
+    """A txt_streams (id 10) container over ready-made frames (02-encodings §6)."""
+    off = [0]
+    for f in frames:
+        off.append(off[-1] + len(f))
+    return b"\x00" + struct.pack("<Q", len(frames)) + pack_u64s(off) + b"".join(frames)
+
+
+def _declares(n: int) -> str:
+    return f"zstd frame declares {n} bytes, exceeds cap {CAP}"
+
+
+HYBRID = "quickstart-hybrid.urna"  # 0x02, 0x03, 0x05, 0x06, 0x08 are zstd (encoding 1)
+EXACT = "quickstart-exact.urna"
+_SMALL = [zstandard.ZstdCompressor().compress(f"text {i}".encode()) for i in range(12)]
+
+# name -> (source, section, payload, new encoding or None, section in error, reason)
+BOMBS = {
+    "declares_2^40": (HYBRID, 2, frame_declaring(1 << 40, raw_block(b"x")), None, 2,
+                      _declares(1 << 40)),
+    "rle_128MiB": (HYBRID, 2, frame_streaming(1024), None, 2, _declares(128 << 20)),
+    "concatenated_66MiB": (HYBRID, 2, frame_streaming(16) * 33, None, 2, _declares(33 << 21)),
+    "size_lie_small": (HYBRID, 2, frame_declaring(100, rle_blocks(1)), None, 2,
+                       "zstd decompression failed: Destination buffer is too small"),
+    "size_lie_large": (HYBRID, 2, frame_declaring(1 << 20, rle_blocks(1024)), None, 2,
+                       "zstd decompression failed: Destination buffer is too small"),
+    "chunk_ids_rle": (HYBRID, 1, frame_streaming(1024), 1, 1, _declares(128 << 20)),
+    "spans_rle": (HYBRID, 3, frame_streaming(1024), None, 3, _declares(128 << 20)),
+    "provenance_rle": (HYBRID, 5, frame_streaming(1024), None, 5, _declares(128 << 20)),
+    "contract_rle": (HYBRID, 6, frame_streaming(1024), None, 6, _declares(128 << 20)),
+    "txt_streams_slice_rle": (EXACT, 2, txt_streams(_SMALL[:11] + [frame_streaming(1024)]), 10,
+                              2, _declares(128 << 20)),
+}
+
+
+def bomb_bytes(name: str) -> bytes:
+    """The file carrying bomb ``name``."""
+    src, sid, payload, enc, _, _ = BOMBS[name]
+    return bytes(M.replace_payload(M.source_bytes(src), sid, payload, encoding=enc))
+
+
+@pytest.mark.parametrize("name", sorted(BOMBS))
+def test_bomb_is_refused_with_the_reference_text(name: str, tmp_path: Path) -> None:
+    data = bomb_bytes(name)
+    _, _, _, _, sid, reason = BOMBS[name]
+    with pytest.raises(MalformedSectionPayload) as info:
+        UrnaView.from_bytes(data).content_hash()
+    assert (info.value.section_id, info.value.reason) == (sid, reason)
+    path = tmp_path / "bomb.urna"
+    path.write_bytes(data)
+    with pytest.raises(MalformedSectionPayload) as info:
+        urna.open(str(path))
+    assert str(info.value) == f"malformed section payload: section={sid} reason={reason}"
+
+
+def test_bm25_bomb_is_refused_at_open(tmp_path: Path) -> None:
+    path = tmp_path / "bm25.urna"
+    path.write_bytes(bytes(M.replace_payload(M.source_bytes(HYBRID), 8, frame_streaming(1024))))
+    with pytest.raises(MalformedSectionPayload) as info:
+        urna.open(str(path))
+    assert (info.value.section_id, info.value.reason) == (8, _declares(128 << 20))
+
+
+_RSS_SCRIPT = textwrap.dedent("""
+    import json, resource, sys
+    import urna
+    def peak():
+        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    with urna.open(sys.argv[1]) as f:   # warm every import and code path on a good file
+        f.inspect()
+    base = peak()
+    out = {}
+    for p in sys.argv[2:]:
+        try:
+            urna.open(p)
+            out[p] = ["ok", peak() - base]
+        except urna.errors.UrnaError as e:
+            out[p] = [type(e).__name__, peak() - base]
+    print(json.dumps(out))
+""")
+
+
+def test_refused_bombs_do_not_grow_memory(tmp_path: Path) -> None:
+    good = tmp_path / "good.urna"
+    good.write_bytes(M.source_bytes(HYBRID))
+    paths = []
+    for name in sorted(BOMBS):
+        p = tmp_path / f"{name}.urna"
+        p.write_bytes(bomb_bytes(name))
+        paths.append(str(p))
+    proc = subprocess.run([sys.executable, "-c", _RSS_SCRIPT, str(good), *paths],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    res = json.loads(proc.stdout)
+    assert all(v[0] == "MalformedSectionPayload" for v in res.values()), res
+    grown = max(v[1] for v in res.values())
+    assert grown < 16 << 20, f"peak RSS grew {grown >> 20} MiB: {res}"
+
+
+def test_expansion_under_the_cap_stays_proportional(tmp_path: Path) -> None:
+    """48 MiB of zeros in 0x02 is legal for the codec (the reference opens it); our peak
+    stays within a small multiple of the decoded size, and the bad text is a typed error."""
+    path = tmp_path / "big.urna"
+    path.write_bytes(bytes(M.replace_payload(M.source_bytes(HYBRID), 2,
+                                             frame_streaming(384, b"\x00"))))
+    good = tmp_path / "good.urna"
+    good.write_bytes(M.source_bytes(HYBRID))
+    proc = subprocess.run([sys.executable, "-c", _RSS_SCRIPT, str(good), str(path)],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    status, grown = json.loads(proc.stdout)[str(path)]
+    assert status == "ok"  # as the reference: open hashes 0x02 but does not parse it
+    assert grown < 3 * (48 << 20), f"{grown >> 20} MiB for 48 MiB of text"
