@@ -1,0 +1,227 @@
+"""The declarative build end to end: reference bytes, cache reuse, transactional outputs."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import click
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from urna.cli.forge_cmds import COMMANDS
+from urna.format.reader import UrnaView
+from urna.format.sections import canonical
+from urna.forge.embed import PotionEmbedder
+
+ROOT = Path(__file__).resolve().parents[2]
+REF_SPEC_FILE = Path(__file__).parent / "data" / "quickstart-spec-ref0.5.1.urna"
+REF_META = json.loads((ROOT / "tests/data/ref-0.5.1/quickstart.chunks.json").read_text())["meta"]
+ROW7_ID = "sha256:b5dfeb09a643f6f0afde3f361316dde3ea503ff86c525d297e6ba79b5781a4be"
+
+
+@click.group()
+def cli() -> None:
+    """Test group holding the forge verbs."""
+
+
+for _c in COMMANDS:
+    cli.add_command(_c)
+
+
+def _run(args: list[str]):
+    return CliRunner().invoke(cli, args, catch_exceptions=False)
+
+
+@pytest.fixture()
+def quickstart_build(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.chdir(ROOT)  # the spec's paths are relative to the repository root
+    out, cache = tmp_path / "out", tmp_path / "cache"
+    args = ["build", "--spec", "examples/quickstart/corpus.toml", "--out-dir", str(out),
+            "--cache-dir", str(cache)]
+    res = _run(args)
+    assert res.exit_code == 0, res.output
+    return out, args, json.loads(res.stdout)
+
+
+def test_quickstart_spec_build_equals_the_reference_bytes(quickstart_build) -> None:
+    out, _, result = quickstart_build
+    data = (out / "quickstart.urna").read_bytes()
+    assert data == REF_SPEC_FILE.read_bytes()
+    view = UrnaView.from_bytes(data)
+    assert view.manifest.model_hash == REF_META["model_hash"]
+    assert view.manifest.embedding_model == REF_META["embedding_model"]
+    assert result["n_items"] == 12
+    assert result["corpus_input_hash"] == (
+        "sha256:00ebc2f0e96cbbf0effd0ce5b38a80f8b8eb13c972fdcde4968affa21caaa8bb")
+    entry = result["outputs"]["quickstart.urna"]
+    # file_hash the reference reported for the bytes it wrote (tests/forge/data/README.md)
+    assert entry["bytes"] == len(data) and entry["file_hash"] == (
+        "sha256:fadd25ea7d4a72a3145e70304ca44da01d5613345d51360680e1e4d4cf74e16b")
+    manifest = json.loads((out / "quickstart.manifest.json").read_text())
+    assert manifest["manifest_schema_version"] == 1 and manifest["text_quality"] == "template"
+    assert manifest["models"]["potion"]["model_hash"] == REF_META["model_hash"]
+    lock = json.loads((out / "quickstart.build.lock.json").read_text())
+    assert lock["lock_schema_version"] == 1 and "cache_dir" not in lock["spec"]["output"]
+    assert list((out / ".tmp").iterdir()) == []
+
+
+def test_top_hit_for_how_do_citations_work_is_row_7(quickstart_build) -> None:
+    out, _, _ = quickstart_build
+    view = UrnaView.from_bytes((out / "quickstart.urna").read_bytes())
+    matrix = np.frombuffer(view.decoded(0x04), dtype="<f4").reshape(12, 256)
+    q = PotionEmbedder().embed(["how do citations work"])[0]
+    scores = matrix @ q
+    assert int(np.argmax(scores)) == 7
+    assert abs(float(scores[7]) - 0.5005) < 1e-4  # 04-surface §8.4(c)
+    assert canonical.decode_chunk_ids(view.decoded(0x01), 12)[7] == ROW7_ID
+
+
+def test_rerun_reuses_the_embed_cache(quickstart_build) -> None:
+    out, args, first = quickstart_build
+    assert first["embed_cache"]["potion"] == {"rows": 12, "cached_rows": 0, "embedded_rows": 12}
+    res = _run(args)
+    assert res.exit_code == 0
+    again = json.loads(res.stdout)
+    assert again["embed_cache"]["potion"] == {"rows": 12, "cached_rows": 12, "embedded_rows": 0}
+    assert again["outputs"]["quickstart.urna"]["file_hash"] == (
+        first["outputs"]["quickstart.urna"]["file_hash"])
+
+
+def _big_corpus(tmp_path: Path, n: int) -> Path:
+    rows = tmp_path / "rows.jsonl"
+    rows.write_text("".join(json.dumps({"id": f"{i:05d}", "text": f"passage {i} about topic "
+                                        f"{i % 17} and detail {i * 7919 % 1000}"}) + "\n"
+                            for i in range(n)))
+    spec = tmp_path / "corpus.toml"
+    spec.write_text(f"""
+[corpus]
+name = "big"
+chunker_version = "big/1"
+[source]
+kind = "jsonl"
+path = "{rows}"
+order_by = "id"
+[source.text]
+template = "{{text}}"
+[[models]]
+preset = "potion"
+text = "default"
+[build]
+preset = "exact"
+with_graph = false
+[output]
+dir = "{tmp_path / 'out'}"
+cache_dir = "{tmp_path / 'cache'}"
+""")
+    return spec
+
+
+# Runs the build in a child whose embedder stalls in its third part, so the parent can
+# SIGKILL it mid-embed at a known point.
+_CHILD = r"""
+import sys, time
+from pathlib import Path
+import urna.forge.pipeline as pl
+from urna.forge.embed import PotionEmbedder
+progress = Path(sys.argv[2])
+real = PotionEmbedder.embed
+def slow(self, texts):
+    out = real(self, texts)
+    with progress.open("a") as f:
+        f.write("part\n")
+    if len(progress.read_text().splitlines()) >= 3:
+        time.sleep(120)
+    return out
+PotionEmbedder.embed = slow
+pl.PART_ROWS = 100
+from urna.forge.spec import load_spec
+pl.build(load_spec(sys.argv[1]))
+"""
+
+
+def test_killed_build_leaves_no_urna_and_rerun_reuses_parts(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    spec_path = _big_corpus(tmp_path, 650)
+    progress = tmp_path / "progress.txt"
+    child = subprocess.Popen([sys.executable, "-c", _CHILD, str(spec_path), str(progress)],
+                             env={**os.environ, "PYTHONPATH": str(ROOT / "src")})
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if progress.exists() and len(progress.read_text().splitlines()) >= 3:
+            break
+        assert child.poll() is None, "the build ended before it could be killed"
+        time.sleep(0.05)
+    child.send_signal(signal.SIGKILL)
+    child.wait(timeout=30)
+    out = tmp_path / "out"
+    assert not list(out.rglob("*.urna"))  # nothing in out/, nothing half-written in .tmp
+    from urna.forge import pipeline
+    from urna.forge.spec import load_spec
+
+    monkeypatch.setattr(pipeline, "PART_ROWS", 100)
+    result = pipeline.build(load_spec(spec_path))
+    # killed inside the third embed call: the two finished parts are reused
+    assert result["embed_cache"]["potion"] == {"rows": 650, "cached_rows": 200,
+                                               "embedded_rows": 450}
+    assert (out / "big.urna").is_file()
+    assert not list((tmp_path / "cache").rglob("parts/*.npy"))  # folded into the entry
+
+
+def test_failed_emit_leaves_the_previous_file_untouched(tmp_path: Path) -> None:
+    spec_path = _big_corpus(tmp_path, 20)
+    assert _run(["build", "--spec", str(spec_path)]).exit_code == 0
+    before = (tmp_path / "out" / "big.urna").read_bytes()
+    spec_path.write_text(spec_path.read_text().replace('preset = "exact"', 'preset = "bogus"'))
+    res = _run(["build", "--spec", str(spec_path)])
+    assert res.exit_code == 1
+    assert "unknown preset: bogus" in res.stderr and "Traceback" not in res.output
+    assert (tmp_path / "out" / "big.urna").read_bytes() == before
+    assert list((tmp_path / "out" / ".tmp").iterdir()) == []
+
+
+def test_sample_builds_a_smaller_file(tmp_path: Path) -> None:
+    spec_path = _big_corpus(tmp_path, 40)
+    res = _run(["build", "--spec", str(spec_path), "--sample", "5"])
+    assert res.exit_code == 0
+    assert json.loads(res.stdout)["n_items"] == 5
+    view = UrnaView.from_bytes((tmp_path / "out" / "big.urna").read_bytes())
+    assert view.manifest.n_chunks == 5
+
+
+def test_documents_build_reports_bad_files_and_never_tracebacks(docs_dir: Path,
+                                                                tmp_path: Path) -> None:
+    spec = tmp_path / "docs.toml"
+    spec.write_text(f"""
+[corpus]
+name = "docs"
+chunker_version = "docs/1"
+[source]
+kind = "documents"
+path = "{docs_dir}"
+chunker = "paragraph"
+[[models]]
+preset = "potion"
+text = "default"
+[output]
+dir = "{tmp_path / 'out'}"
+cache_dir = "{tmp_path / 'cache'}"
+""")
+    res = _run(["build", "--spec", str(spec)])
+    assert res.exit_code == 0, res.output
+    for name in ("b-latin1.txt", "c-empty.txt", "f-broken.pdf"):
+        assert f"skipping {name}" in res.stderr
+    assert "Traceback" not in res.output
+    view = UrnaView.from_bytes((tmp_path / "out" / "docs.urna").read_bytes())
+    spans = canonical.decode_spans(view.decoded(0x03), view.manifest.n_chunks)
+    assert {s[0] for s in spans} == {"a.md", "e.html", "sub/d.pdf"}
+    stopped = _run(["build", "--spec", str(spec), "--stop-on-error"])
+    assert stopped.exit_code == 1
+    assert stopped.stderr.startswith("Error: b-latin1.txt: not UTF-8")
+    assert "Traceback" not in stopped.output
