@@ -178,7 +178,8 @@ def build_bytes(embedding_model: str, embedding_dim: int, chunker_version: str, 
     if mrl_dim is not None:
         if not 0 < mrl_dim <= dim:
             raise BuildError(f"mrl_dim must satisfy 0 < mrl_dim <= embedding_dim ({dim}), got {mrl_dim}")
-        rows = mrl_truncate(rows, mrl_dim)
+        if mrl_dim < dim:  # the reference leaves rows untouched when mrl_dim == dim
+            rows = mrl_truncate(rows, mrl_dim)
     effective_dim = mrl_dim if mrl_dim is not None else dim
     if opts.dtype == "int4" and effective_dim % 64:
         raise BuildError(f"int4 requires (effective) embedding_dim divisible by 64, got {effective_dim}")
