@@ -81,8 +81,7 @@ class UrnaFile:
             self._st: OpenedFile | None = open_state(buf)
         except BaseException:
             self._st = None
-            if self._mm is not None:
-                self._mm.close()
+            self._release_map()
             raise
         self._texts: list[str] | None = None
         self._inspect: dict | None = None
@@ -108,12 +107,15 @@ class UrnaFile:
         if st is not None:
             st.view.release()
             del st
+        self._release_map()
+
+    def _release_map(self) -> None:
         mm, self._mm = self._mm, None
         if mm is not None:
             try:
                 mm.close()
-            except BufferError:  # a view is still in use elsewhere; the GC unmaps later
-                pass
+            except BufferError:  # a view is still alive (a running search, a traceback);
+                pass  # the map is unmapped when its last view is collected
 
     @property
     def closed(self) -> bool:
