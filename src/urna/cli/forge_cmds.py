@@ -186,10 +186,12 @@ def search_text_cmd(file: str, text: str, k: int, candidates: int | None,
     Example: urna search-text quickstart.urna "how do citations work" -k 3
     """
     from urna.forge.embed import EmbedderError
-    from urna.forge.query import search_text
+    from urna.forge.query import manifest_of, search_text
 
-    click.echo(f"[urna] embedding query with {'(file model)'} in-process", err=True)
     with _open(file) as f:
+        model = manifest_of(f).get("embedding_model", "?")
+        click.echo(f"[urna] embedding query with {model} in-process"
+                   + (f" (--model-path {model_path})" if model_path else ""), err=True)
         try:
             res = search_text(f, text, k, candidates=candidates, model_path=model_path,
                               skip_placeholder=skip_model_hash_check)
