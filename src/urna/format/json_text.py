@@ -28,6 +28,9 @@ __all__ = ["parse_json", "dumps_compact", "deserialize", "Struct", "Opt", "U32",
 _STOP = re.compile(rb'["\\\x00-\x1f]')
 _WS = b" \n\t\r"
 _DIGITS = b"0123456789"
+_WS_RUN = re.compile(rb"[ \n\t\r]*")
+_DIGIT_RUN = re.compile(rb"[0-9]*")
+_ZERO_RUN = re.compile(rb"0*")
 _U64_MAX = (1 << 64) - 1
 _I64_MIN = -(1 << 63)
 _MAX_DEPTH = 128  # serde_json's recursion limit: the 128th nested bracket fails
@@ -168,11 +171,16 @@ class _Reader:
         return e
 
     def ws(self) -> int | None:
-        buf, i, n = self.buf, self.i, len(self.buf)
-        while i < n and buf[i] in _WS:
-            i += 1
-        self.i = i
-        return buf[i] if i < n else None
+        buf, i = self.buf, self.i
+        if i < len(buf) and buf[i] in _WS:
+            i = self.i = _WS_RUN.match(buf, i).end()  # long runs stay linear and fast
+        return buf[i] if i < len(buf) else None
+
+    def skip_digits(self) -> int:
+        """Step over a run of ASCII digits; returns how many there were."""
+        start = self.i
+        self.i = _DIGIT_RUN.match(self.buf, start).end()
+        return self.i - start
 
     def peek0(self) -> int:
         return self.buf[self.i] if self.i < len(self.buf) else 0
@@ -204,7 +212,7 @@ class _Reader:
         if not 0x31 <= c <= 0x39:
             raise self.err("invalid number")
         sig = c - 0x30
-        while (d := self.peek0()) in _DIGITS and d:
+        while (d := self.peek0()) in _DIGITS:
             digit = d - 0x30
             if sig * 10 + digit > _U64_MAX:
                 return self._long_integer(positive, sig)
@@ -216,7 +224,7 @@ class _Reader:
         c = self.peek0()
         if c == 0x2E:
             return self._decimal(positive, sig, 0)
-        if c in b"eE" and c:
+        if c in b"eE":
             return self._exponent(positive, sig, 0)
         if positive:
             return sig
@@ -225,28 +233,27 @@ class _Reader:
         return -sig
 
     def _long_integer(self, positive: bool, sig: int) -> float:
-        exp = 0
-        while True:
-            c = self.peek0()
-            if c in _DIGITS and c:
-                self.i += 1
-                exp += 1
-            elif c == 0x2E:
-                return self._decimal(positive, sig, exp)
-            elif c in b"eE" and c:
-                return self._exponent(positive, sig, exp)
-            else:
-                return self._from_parts(positive, sig, exp)
+        exp = self.skip_digits()  # digits past u64 only scale the value
+        c = self.peek0()
+        if c == 0x2E:
+            return self._decimal(positive, sig, exp)
+        if c in b"eE":
+            return self._exponent(positive, sig, exp)
+        return self._from_parts(positive, sig, exp)
 
     def _decimal(self, positive: bool, sig: int, exp_before: int) -> float:
         self.i += 1
         after = 0
-        while (d := self.peek0()) in _DIGITS and d:
+        while (d := self.peek0()) in _DIGITS:
+            if sig == 0 and d == 0x30:  # a run of leading zeros only moves the exponent
+                run = _ZERO_RUN.match(self.buf, self.i).end() - self.i
+                self.i += run
+                after -= run
+                continue
             digit = d - 0x30
             if sig * 10 + digit > _U64_MAX:
-                while (d := self.peek0()) in _DIGITS and d:
-                    self.i += 1
-                if self.peek0() in b"eE" and self.peek0():
+                self.skip_digits()  # the rest of the digits are dropped, as serde does
+                if self.peek0() in b"eE":
                     return self._exponent(positive, sig, exp_before + after)
                 return self._from_parts(positive, sig, exp_before + after)
             self.i += 1
@@ -256,7 +263,7 @@ class _Reader:
             if self.i < len(self.buf):
                 raise self.peek_err("invalid number")
             raise self.peek_err(EOF_VALUE)
-        if self.peek0() in b"eE" and self.peek0():
+        if self.peek0() in b"eE":
             return self._exponent(positive, sig, exp_before + after)
         return self._from_parts(positive, sig, exp_before + after)
 
@@ -275,14 +282,16 @@ class _Reader:
         if c not in _DIGITS:
             raise self.err("invalid number")
         exp = c - 0x30
-        while (d := self.peek0()) in _DIGITS and d:
+        while (d := self.peek0()) in _DIGITS:
+            if exp == 0 and d == 0x30:
+                self.i = _ZERO_RUN.match(self.buf, self.i).end()
+                continue
             self.i += 1
             digit = d - 0x30
             if exp * 10 + digit > 0x7FFFFFFF:
                 if sig != 0 and pos_exp:
                     raise self.err("number out of range")
-                while (d := self.peek0()) in _DIGITS and d:
-                    self.i += 1
+                self.skip_digits()
                 return 0.0 if positive else -0.0
             exp = exp * 10 + digit
         final = start + exp if pos_exp else start - exp
@@ -309,33 +318,28 @@ class _Reader:
         return f if positive else -f
 
     def ignore_number(self) -> None:
-        c = self.buf[self.i] if self.i < len(self.buf) else 0
+        c = self.peek0()
         self.i += 1 if self.i < len(self.buf) else 0
         if c == 0x30:
-            if self.peek0() in _DIGITS and self.peek0():
+            if self.peek0() in _DIGITS:
                 raise self.peek_err("invalid number")
         elif 0x31 <= c <= 0x39:
-            while self.peek0() in _DIGITS and self.peek0():
-                self.i += 1
+            self.skip_digits()
         else:
             raise self.err("invalid number")
         if self.peek0() == 0x2E:
             self.i += 1
-            start = self.i
-            while self.peek0() in _DIGITS and self.peek0():
-                self.i += 1
-            if self.i == start:
+            if not self.skip_digits():
                 raise self.peek_err("invalid number")
-        if self.peek0() in b"eE" and self.peek0():
+        if self.peek0() in b"eE":
             self.i += 1
-            if self.peek0() in b"+-" and self.peek0():
+            if self.peek0() in b"+-":
                 self.i += 1
-            c = self.buf[self.i] if self.i < len(self.buf) else 0
+            c = self.peek0()
             self.i += 1 if self.i < len(self.buf) else 0
-            if c not in _DIGITS or not c:
+            if c not in _DIGITS:
                 raise self.err("invalid number")
-            while self.peek0() in _DIGITS and self.peek0():
-                self.i += 1
+            self.skip_digits()
 
     # -- strings (SliceRead::parse_str_bytes / ignore_str)
     def string(self) -> str:
@@ -440,7 +444,7 @@ class _Reader:
             self.i += 1
             self.ident(b"rue" if c == 0x74 else b"alse")
             what = f"boolean `{'true' if c == 0x74 else 'false'}`"
-        elif c == 0x2D or (c in _DIGITS and c):
+        elif c == 0x2D or c in _DIGITS:
             if c == 0x2D:
                 self.i += 1
             v = self.number(c != 0x2D)
@@ -648,7 +652,7 @@ class _Reader:
             raise self.peek_err(EOF_VALUE)
         name = kind.name
         if name in ("u32", "u64"):
-            if c != 0x2D and not (c in _DIGITS):
+            if c != 0x2D and c not in _DIGITS:
                 raise self.invalid_type(name)
             if c == 0x2D:
                 self.i += 1
