@@ -1,0 +1,196 @@
+"""Readers share files safely: threads, processes, atomic replacement, and a file cut short
+under an open reader (03-runtime §1: the file is mapped read-only; outside changes are not
+the reference's model, so the bar is "typed error or keep serving, never a signal").
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import urna
+from helpers.mutate import REF_DIR, source_bytes
+
+HYBRID = "quickstart-hybrid.urna"  # HNSW + BM25: every search path has state to share
+OTHER = "quickstart-int8_bm25.urna"
+QUERIES = [{"text": t, "vector": v}  # the file stores [text, vector] pairs
+           for t, v in json.loads((REF_DIR / "quickstart.chunks.json").read_text())["queries"]]
+
+
+def _key(hits) -> list[tuple[str, float]]:
+    return [(h.chunk_id, round(float(h.score), 6)) for h in hits]
+
+
+def _answers(f) -> list:
+    """Every search verb over every reference query, as comparable tuples."""
+    out = []
+    for q in QUERIES:
+        v = np.asarray(q["vector"], dtype=np.float32)
+        out.append(_key(f.search(v, 5)))
+        out.append(_key(f.search_ann(v, 5, 32)))
+        out.append(_key(f.search_hybrid(v, q["text"], 5, 50)))
+    return out
+
+
+@pytest.fixture()
+def hybrid_path(tmp_path: Path) -> Path:
+    p = tmp_path / "corpus.urna"
+    p.write_bytes(source_bytes(HYBRID))
+    return p
+
+
+def test_eight_threads_get_the_serial_answers(hybrid_path: Path) -> None:
+    with urna.open(str(hybrid_path)) as f:
+        serial = _answers(f)
+        assert any(serial)
+        with ThreadPoolExecutor(max_workers=8) as pool:
+            results = list(pool.map(lambda _: _answers(f), range(24)))
+    assert all(r == serial for r in results)
+
+
+def test_threads_mixing_verbs_on_one_file(hybrid_path: Path) -> None:
+    errors: list[BaseException] = []
+    with urna.open(str(hybrid_path)) as f:
+        want = {i: _key(f.search(np.asarray(q["vector"], np.float32), 3))
+                for i, q in enumerate(QUERIES)}
+
+        def worker(seed: int) -> None:
+            rng = np.random.default_rng(seed)
+            try:
+                for _ in range(40):
+                    i = int(rng.integers(len(QUERIES)))
+                    v = np.asarray(QUERIES[i]["vector"], np.float32)
+                    verb = int(rng.integers(4))
+                    if verb == 0:
+                        assert _key(f.search(v, 3)) == want[i]
+                    elif verb == 1:
+                        f.search_ann(v, 3, 16)
+                    elif verb == 2:
+                        f.search_hybrid(v, QUERIES[i]["text"], 3, 20)
+                    else:
+                        assert f.chunk_ids()[0].startswith("sha256:")
+            except BaseException as exc:  # noqa: BLE001 - reported below
+                errors.append(exc)
+
+        threads = [threading.Thread(target=worker, args=(s,)) for s in range(8)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(timeout=120)
+    assert not errors, errors[:3]
+
+
+_PROC_SCRIPT = textwrap.dedent("""
+    import json, sys
+    import numpy as np
+    import urna
+    qs = json.loads(open(sys.argv[2]).read())["queries"]
+    with urna.open(sys.argv[1]) as f:
+        out = [[(h.chunk_id, round(float(h.score), 6)) for h in f.search(np.asarray(q[1], np.float32), 5)]
+               for q in qs]
+        print(json.dumps({"hits": out, "file_hash": f.file_hash}))
+""")
+
+
+def test_several_processes_open_the_same_file(hybrid_path: Path) -> None:
+    procs = [subprocess.Popen([sys.executable, "-c", _PROC_SCRIPT, str(hybrid_path),
+                               str(REF_DIR / "quickstart.chunks.json")],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for _ in range(4)]
+    outs = [p.communicate(timeout=240) for p in procs]
+    assert all(p.returncode == 0 for p in procs), [e[-1500:] for _, e in outs]
+    docs = [json.loads(o) for o, _ in outs]
+    with urna.open(str(hybrid_path)) as f:
+        want = [[list(h) for h in _key(f.search(np.asarray(q["vector"], np.float32), 5))]
+                for q in QUERIES]
+        assert all(d["hits"] == want and d["file_hash"] == f.file_hash for d in docs)
+
+
+def test_atomic_replace_does_not_disturb_open_readers(hybrid_path: Path) -> None:
+    other = source_bytes(OTHER)
+    with urna.open(str(hybrid_path)) as old:
+        before, old_hash = _answers(old), old.file_hash
+        stop = threading.Event()
+        seen: list[list] = []
+        failures: list[BaseException] = []
+
+        def reader() -> None:
+            try:
+                while not stop.is_set():
+                    seen.append(_answers(old))
+            except BaseException as exc:  # noqa: BLE001
+                failures.append(exc)
+
+        t = threading.Thread(target=reader)
+        t.start()
+        for i in range(5):  # replace the path back and forth under the reader
+            tmp = hybrid_path.with_name(f".swap{i}.tmp")
+            tmp.write_bytes(other if i % 2 == 0 else source_bytes(HYBRID))
+            os.replace(tmp, hybrid_path)
+        stop.set()
+        t.join(timeout=120)
+        assert not failures, failures[:3]
+        assert seen and all(s == before for s in seen)
+        assert _answers(old) == before and old.file_hash == old_hash
+    with urna.open(str(hybrid_path)) as new:  # the path now holds OTHER (last i was 4)
+        assert new.file_hash != old_hash
+
+
+_TRUNC_SCRIPT = textwrap.dedent("""
+    import json, os, sys
+    import numpy as np
+    import urna
+    from urna.errors import UrnaError
+    path, cut = sys.argv[1], int(sys.argv[2])
+    q = np.asarray(json.loads(open(sys.argv[3]).read())["queries"][0][1], np.float32)
+    f = urna.open(path)
+    first = [h.chunk_id for h in f.search(q, 5)]
+    size = os.path.getsize(path)
+    os.truncate(path, cut if cut >= 0 else size // 2)
+    results = []
+    for verb in ("search", "search_ann", "search_hybrid", "retrieve", "chunk_ids", "validate"):
+        try:
+            if verb == "search":
+                out = [h.chunk_id for h in f.search(q, 5)]
+                results.append(["served" if out == first else "changed", verb])
+            elif verb == "search_ann":
+                f.search_ann(q, 5, 32); results.append(["served", verb])
+            elif verb == "search_hybrid":
+                f.search_hybrid(q, "offline", 5, 50); results.append(["served", verb])
+            elif verb == "retrieve":
+                f.retrieve(q, 3); results.append(["served", verb])
+            elif verb == "chunk_ids":
+                f.chunk_ids(); results.append(["served", verb])
+            else:
+                f.validate(); results.append(["served", verb])
+        except UrnaError as e:
+            results.append(["typed:" + type(e).__name__, verb])
+        except Exception as e:
+            results.append(["foreign:" + type(e).__name__ + ":" + str(e)[:200], verb])
+    print(json.dumps(results))
+""")
+
+
+@pytest.mark.parametrize("cut", [-1, 0, 200], ids=["half", "empty", "header_only"])
+def test_file_truncated_under_an_open_reader_never_kills_the_process(tmp_path: Path,
+                                                                      cut: int) -> None:
+    path = tmp_path / "victim.urna"
+    path.write_bytes(source_bytes(HYBRID))
+    proc = subprocess.run([sys.executable, "-c", _TRUNC_SCRIPT, str(path), str(cut),
+                           str(REF_DIR / "quickstart.chunks.json")],
+                          capture_output=True, text=True, timeout=240)
+    assert proc.returncode == 0, (
+        f"reader process died (returncode {proc.returncode}, negative = killed by that signal, "
+        f"-7 = SIGBUS from the mapping): {proc.stderr[-1500:]}")
+    results = json.loads(proc.stdout)
+    assert [r for r in results if r[0].startswith("foreign")] == []
+    assert all(r[0] in ("served",) or r[0].startswith("typed:") for r in results), results
