@@ -347,3 +347,40 @@ def test_garbage_raises_only_urna_errors(data: bytes) -> None:
         Manifest.from_json_bytes(GOLDEN_JSON[:200] + data).validate()
     except UrnaError:
         pass
+
+
+# Long runs (reference messages): the float serde_json computes shows in the invalid-type text.
+LONG_NUMBERS = [
+    (b"0." + b"0" * 100000 + b"1", "floating point `0.0`, expected u32 at line 1 column 100021"),
+    (b"1" + b"0" * 100000, "number out of range at line 1 column 100019"),
+    (b"1e" + b"0" * 100000 + b"5", "floating point `100000.0`, expected u32 at line 1 column 100021"),
+    (b"0." + b"0" * 300 + b"123e305", "floating point `12300.0`, expected u32 at line 1 column 327"),
+    (b"1." + b"7" * 100000, "floating point `1.777777777777778`, expected u32 at line 1 column 100020"),
+    (b"0e" + b"9" * 100000, "floating point `0.0`, expected u32 at line 1 column 100020"),
+    (b"1e-" + b"9" * 1000, "floating point `0.0`, expected u32 at line 1 column 1021"),
+]
+
+
+@pytest.mark.parametrize("number,message", LONG_NUMBERS, ids=range(len(LONG_NUMBERS)))
+def test_long_numbers_match_reference(number: bytes, message: str) -> None:
+    doc = GOLDEN_JSON.replace(b'"format_version":1', b'"format_version":' + number, 1)
+    with pytest.raises(Json) as exc:
+        Manifest.from_json_bytes(doc)
+    prefix = "JSON error: " if message.startswith("number") else "JSON error: invalid type: "
+    assert str(exc.value) == prefix + message
+
+
+def test_positions_count_lines_and_bytes() -> None:
+    # Reference: 100000 spaces, a newline inside the object, the bad value two lines down.
+    doc = (b" " * 100000 + GOLDEN_JSON.replace(b'{"format_version"', b'{\n"format_version"', 1)
+           .replace(b'"n_chunks":1', b'"n_chunks":\n\n   -7'))
+    with pytest.raises(Json) as exc:
+        Manifest.from_json_bytes(doc)
+    assert str(exc.value) == "JSON error: invalid value: integer `-7`, expected u64 at line 4 column 5"
+
+
+def test_to_dict_is_the_reference_inspect_manifest() -> None:
+    files = json.loads((DATA / "ref-0.5.1" / "expected.json").read_text())["files"]
+    for name, info in files.items():
+        raw = manifest_bytes((DATA / "ref-0.5.1" / name).read_bytes())
+        assert Manifest.from_json_bytes(raw).to_dict() == info["inspect"]["manifest"], name
