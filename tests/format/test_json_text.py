@@ -255,3 +255,30 @@ def test_arbitrary_bytes_raise_only_json(data: bytes) -> None:
         parse_json(data)
     except Json as exc:
         assert re.search(r" at line \d+ column \d+$", str(exc))
+
+
+CONTRACT_JSON = (b'{"metric":"ip","score_type":"cosine","normalize":"l2","index_type":"exact",'
+                 b'"rerank_policy":"none"}')
+# Reference messages: the golden file resealed around each 0x06 body and opened.
+CONTRACT_CASES = [
+    (CONTRACT_JSON.replace(b'"ip"', b"1"), "invalid type: integer `1`, expected a string at line 1 column 11"),
+    (CONTRACT_JSON.replace(b'"ip"', b"null"), "invalid type: null, expected a string at line 1 column 14"),
+    (b"[]", "invalid length 0, expected struct SearchContract with 5 elements at line 1 column 2"),
+    (b"[1]", "invalid type: integer `1`, expected a string at line 1 column 2"),
+    (b'["ip","cosine","l2","exact","none"]', None),
+    (CONTRACT_JSON.replace(b'"metric":"ip",', b""), "missing field `metric` at line 1 column 84"),
+    (CONTRACT_JSON[:-1] + b',"metric":"ip"}', "duplicate field `metric` at line 1 column 106"),
+    (CONTRACT_JSON[:-1] + b',"x":"\xff"}', None),  # unknown keys are skipped without UTF-8 checks
+    (b" " + CONTRACT_JSON + b" ", None),
+]
+
+
+@pytest.mark.parametrize("body,message", CONTRACT_CASES, ids=range(len(CONTRACT_CASES)))
+def test_contract_struct_matches_reference(body: bytes, message: str | None) -> None:
+    if message is None:
+        vals = deserialize(body, CONTRACT)
+        assert vals["metric"] == "ip" and vals["rerank_policy"] == "none"
+        return
+    with pytest.raises(Json) as exc:
+        deserialize(body, CONTRACT)
+    assert str(exc.value) == "JSON error: " + message
