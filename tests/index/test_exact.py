@@ -25,6 +25,12 @@ from urna.index.exact import Slab, rank, score_rows, search, search_batch, top_k
 RNG = np.random.default_rng(20261129)
 
 
+@pytest.fixture(autouse=True)
+def _compiled_kernels_for_small_slabs(monkeypatch):
+    """Small test slabs would take the numpy path; score them with the backend under test."""
+    monkeypatch.setattr(exact, "NUMBA_MIN_VALUES", 0)
+
+
 def _unit(n: int, d: int) -> np.ndarray:
     m = RNG.standard_normal((n, d)).astype(np.float32)
     return (m / np.linalg.norm(m, axis=1, keepdims=True)).astype(np.float32)
@@ -94,6 +100,15 @@ def test_a_rows_score_does_not_depend_on_which_rows_are_scored() -> None:
         assert score_rows(slab, q, pick).tobytes() == full[pick].tobytes(), slab.dtype
         for i in (0, 17, 999):
             assert score_rows(slab, q, np.array([i])).tobytes() == full[i:i + 1].tobytes()
+
+
+def test_small_slabs_use_the_numpy_path(monkeypatch) -> None:
+    monkeypatch.setattr(exact, "NUMBA_MIN_VALUES", 10 ** 9)
+    m = _unit(50, 64)
+    q = _unit(1, 64)[0]
+    for slab in _slabs(m):
+        assert score_rows(slab, q).tobytes() == \
+            exact._score_numpy(slab, q, np.arange(50)).tobytes()
 
 
 def test_numpy_and_numba_backends_agree() -> None:

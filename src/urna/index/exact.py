@@ -29,6 +29,10 @@ import numpy as np
 F32 = np.float32
 _U = 2.0 ** -24  # unit roundoff of binary32
 _BLOCK = 8192  # rows per block in the numpy / BLAS paths (bounds the temporaries)
+# Slabs smaller than this many values are scored by numpy: importing numba costs ~1 s, more
+# than a lifetime of scans of a small file. The choice is per slab, so every row of one slab
+# is always scored by the same kernel (the rerank invariant holds per slab).
+NUMBA_MIN_VALUES = 1 << 20
 _TWO112 = np.float32(2.0 ** 112)  # exact power of two: rescales a shifted half to its value
 
 
@@ -197,8 +201,9 @@ def score_rows(slab: Slab, q: np.ndarray, rows: np.ndarray | None = None) -> np.
         rows = np.ascontiguousarray(rows, dtype=np.int64)
     if len(rows) and (rows.min() < 0 or rows.max() >= slab.n):
         raise IndexError("row index out of range")
-    k = _kernels()
-    if k is None:
+    k = slab._get("kernels", lambda: _kernels() if slab.n * slab.dim >= NUMBA_MIN_VALUES
+                  else False)
+    if not k:
         return _score_numpy(slab, q, rows)
     out = np.empty(len(rows), dtype=F32)
     if slab.dtype == "float32":

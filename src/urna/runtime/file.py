@@ -154,6 +154,17 @@ class UrnaFile:
         return [s.entry.name for s in self._state.spaces or ()]
 
     @property
+    def has_blob_data(self) -> bool:
+        """Whether the blob bytes are inside this file (0x17 opened)."""
+        return self._state.blob_data is not None
+
+    def madvise_cold(self) -> None:
+        """Hint the OS to drop the mapped pages (cold-cache benchmarks; not a guarantee)."""
+        mm = self._mm
+        if mm is not None and hasattr(mmap, "MADV_DONTNEED"):
+            mm.madvise(mmap.MADV_DONTNEED)
+
+    @property
     def simd_backend(self) -> str:
         """``scalar``, ``avx2`` or ``neon``: the kernels this process scores with."""
         return exact.simd_backend()
