@@ -207,7 +207,10 @@ def _exercise_open(f, ex: Exercise) -> None:
     _call(ex, f, "texts")
     refs = _call(ex, f, "blob_refs")
     for i in range(min(len(refs) if isinstance(refs, list) else 0, 4)):
-        _call(ex, f, "blob_bytes", i, op="blob_bytes")
+        inlined = isinstance(refs[i], dict) and refs[i].get("inlined") is True
+        _call(ex, f, "blob_bytes", i, op="blob_bytes" if inlined else "blob_bytes_bad")
+    if isinstance(refs, list):
+        _call(ex, f, "blob_bytes", len(refs), op="blob_bytes_bad")
     if isinstance(hits, list) and hits:
         cid = getattr(hits[0], "citation_id", None)
         if isinstance(cid, str):
