@@ -14,7 +14,7 @@ from ..format.reader import UrnaView
 from ..format.verify import verify
 from ._output import emit_json, labelled
 
-FILE = click.Path(dir_okay=False, path_type=Path)
+FILE = click.Path(path_type=Path)  # a directory is bad input (exit 1), not usage
 _INSPECT_ENCODINGS = {0: "raw", 1: "zstd", 2: "float16", 3: "int8", 4: "intpack", 7: "int4"}
 
 

@@ -17,7 +17,7 @@ from ..layout import (PREFIX, SECTION_CHUNK_IDS, SECTION_CHUNKS_CANONICAL,
                       SECTION_CHUNKS_ORIGINAL_SPANS, SECTION_PAYLOAD_VERSION,
                       SECTION_PROVENANCE, SECTION_SEARCH_CONTRACT, U32_MAX, pack_prefix)
 
-_SPAN_TAIL = struct.Struct("<QQ")
+_SPAN_TAIL = struct.Struct("<QQ")  # byte_start, byte_end
 CONTRACT_KEYS = ("metric", "score_type", "normalize", "index_type", "rerank_policy")
 
 
@@ -85,8 +85,7 @@ def decode_spans(raw: bytes | memoryview, expected: int | None) -> list[tuple[st
     out = []
     for _ in range(count):
         uri = cur.lp_str()
-        start, end = _SPAN_TAIL.unpack(cur.take(16))
-        out.append((uri, start, end))
+        out.append((uri, cur.u64(), cur.u64()))  # two reads: a short tail names 8 bytes
     cur.expect_end()
     return out
 
