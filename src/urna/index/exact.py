@@ -260,35 +260,49 @@ def rerank(slab: Slab, q: np.ndarray, candidates, k: int) -> tuple[np.ndarray, n
 def search_batch(slab: Slab, Q: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
     """Exact top-k for every row of ``Q`` (normalised queries): (m, k') ids and scores.
 
-    One BLAS matrix product per row block screens all rows; rows whose screened score is
-    within twice the rounding bound of the k-th are rescored by :func:`score_rows`, so each
+    One BLAS ``sgemm`` per chunk of queries screens every row (straight over the mapped
+    float32 slab; quantised slabs are dequantised block by block); rows whose screened score
+    is within twice the rounding bound of the k-th are rescored by :func:`score_rows`, so each
     answer equals :func:`search` on that query.
     """
     Q = np.ascontiguousarray(Q, dtype=F32)
-    m = Q.shape[0]
-    kk = min(k, slab.n)
+    m, n = Q.shape[0], slab.n
+    kk = min(k, n)
     ids = np.zeros((m, kk), dtype=np.int64)
     out = np.zeros((m, kk), dtype=F32)
     if m == 0 or kk <= 0:
         return ids, out
-    S = np.empty((m, slab.n), dtype=F32)
+    # |sgemm - kernel| <= 2 * gamma_{dim+2} * |q| * max|row| (dequantisation included); delta
+    # is twice that, and a window of two deltas below the k-th catches every true top-k row.
+    qn = float(np.sqrt((Q.astype(np.float64) ** 2).sum(axis=1)).max())
+    delta = 4.0 * (slab.dim + 4) * _U * qn * slab.max_row_norm()
+    chunk = max(1, min(m, (64 << 20) // (4 * n)))  # bound the score matrix to ~64 MB
+    for lo in range(0, m, chunk):
+        Qc = Q[lo:lo + chunk]
+        S = _screen(slab, Qc)
+        kth = np.partition(S, n - kk, axis=1)[:, n - kk]
+        for j in range(Qc.shape[0]):
+            s = S[j]
+            if not (np.isfinite(delta) and np.isfinite(s).all()):
+                rid, rsc = search(slab, Qc[j], kk)  # overflow: no bound, score everything
+            else:
+                cand = np.flatnonzero(s >= kth[j] - 2.0 * delta)
+                rid, rsc = rank(cand, score_rows(slab, Qc[j], cand), kk)
+            ids[lo + j, :len(rid)], out[lo + j, :len(rsc)] = rid, rsc
+    return ids, out
+
+
+def _screen(slab: Slab, Qc: np.ndarray) -> np.ndarray:
+    """Approximate scores of every row for a chunk of queries (BLAS)."""
+    if slab.dtype == "float32":
+        with np.errstate(all="ignore"):
+            return Qc @ slab.a.T  # the mapped rows, no copy: sgemm reads them transposed
+    S = np.empty((Qc.shape[0], slab.n), dtype=F32)
     for lo in range(0, slab.n, _BLOCK):
         hi = min(slab.n, lo + _BLOCK)
-        np.matmul(Q, slab.dequantize(lo, hi).T, out=S[:, lo:hi])
-    # |blas - kernel| <= 2 * gamma_{dim+2} * |q| * max|row| (+ dequantisation rounding);
-    # take twice that, then a window of two deltas catches every true top-k row.
-    qn = float(np.sqrt((Q.astype(np.float64) ** 2).sum(axis=1)).max())
-    delta = 4.0 * (slab.dim + 4) * _U * qn * slab.max_row_norm() + 1e-30
-    for i in range(m):
-        s = S[i]
-        if not np.all(np.isfinite(s)) or not np.isfinite(delta):
-            rid, rsc = search(slab, Q[i], kk)
-        else:
-            kth = np.partition(s, slab.n - kk)[slab.n - kk]
-            cand = np.flatnonzero(s >= kth - 2.0 * delta)
-            rid, rsc = rank(cand, score_rows(slab, Q[i], cand), kk)
-        ids[i, :len(rid)], out[i, :len(rsc)] = rid, rsc
-    return ids, out
+        with np.errstate(all="ignore"):
+            S[:, lo:hi] = Qc @ slab.dequantize(lo, hi).T
+    return S
 
 
 # --- numba kernels --------------------------------------------------------------------------
