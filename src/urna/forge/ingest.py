@@ -200,15 +200,23 @@ class _Formatter(string.Formatter):
 _FMT = _Formatter()
 
 
+_EMPTY_PARENS = re.compile(r"\(\s*\)|\[\s*\]")
+_COMMA_BRACKET = re.compile(r",\s*\]")
+_SPACES = re.compile(r"\s+")
+_DASHES = "\u2014\u2013"
+
+
 def _clean_line(line: str) -> str:
-    line = re.sub(r"\(\s*\)", "", line)
-    line = re.sub(r"\[\s*\]", "", line)
-    line = re.sub(r",\s*\]", "]", line)
-    line = re.sub(r"\s+", " ", line).strip()
-    # a dash left dangling by an empty placeholder ("{a} — {b}" with b empty)
-    line = re.sub(r"^(?:[\u2014\u2013]\s*)+", "", line)
-    line = re.sub(r"(?:\s*[\u2014\u2013])+$", "", line)
-    return line.strip()
+    line = _EMPTY_PARENS.sub("", line)
+    line = _COMMA_BRACKET.sub("]", line)
+    line = _SPACES.sub(" ", line).strip()
+    # a dash left dangling by an empty placeholder ("{a} \u2014 {b}" with b empty); string
+    # ops, not a regex, so a long line never backtracks
+    while line and line[0] in _DASHES:
+        line = line[1:].lstrip()
+    while line and line[-1] in _DASHES:
+        line = line[:-1].rstrip()
+    return line
 
 
 def render_template(template: str, row: Mapping[str, Any]) -> str:
