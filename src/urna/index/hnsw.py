@@ -105,8 +105,9 @@ def build_hnsw(vectors: np.ndarray, m: int = DEFAULT_M,
     # A beam wider than n+1 behaves exactly like n+1 (nothing is ever evicted); clamping
     # keeps a huge ef_construction from allocating.
     ef_eff = min(ef_construction, n + 1)
-    entry_point, max_level = _k.build_graph(vecs, levels, m, ef_eff, node_ptr, row_start,
-                                            row_end, ids)
+    with _k.vectorizing():
+        entry_point, max_level = _k.build_graph(vecs, levels, m, ef_eff, node_ptr, row_start,
+                                                row_end, ids)
     counts = row_end - row_start
     nbr_ptr = np.zeros(n_rows + 1, dtype=np.int64)
     np.cumsum(counts, out=nbr_ptr[1:])
@@ -132,8 +133,9 @@ def hnsw_search(graph: HnswPayload, vectors_f32: np.ndarray, q: np.ndarray,
     if qv.shape[0] != vecs.shape[1]:
         raise ValueError(f"query has {qv.shape[0]} values, vectors have {vecs.shape[1]}")
     ef_eff = max(min(max(ef, graph.ef_construction), graph.n_nodes + 1), 0)
-    out = _k.search_graph(qv, ef_eff, graph.entry_point, graph.max_level, vecs,
-                          graph.node_ptr, graph.nbr_ptr[:-1], graph.nbr_ptr[1:], graph.ids)
+    with _k.vectorizing():
+        out = _k.search_graph(qv, ef_eff, graph.entry_point, graph.max_level, vecs,
+                              graph.node_ptr, graph.nbr_ptr[:-1], graph.nbr_ptr[1:], graph.ids)
     return out.astype(np.int64)
 
 

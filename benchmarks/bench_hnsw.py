@@ -1,0 +1,169 @@
+"""HNSW side by side: urna (reference-exact graph) vs hnswlib vs faiss IndexHNSWFlat.
+
+Same clustered, L2-normalised float32 corpus for all three, one thread each, M=16,
+efConstruction=200. Prints build time, then recall@10 (against exact brute force) and mean
+single-query latency for each ef. urna's search applies the reference's floor
+(beam = max(ef, efConstruction)) and includes the exact rerank of the candidates; the row
+"urna (no floor)" runs the same traversal with beam = ef, to compare like with like.
+
+    .venv/bin/python benchmarks/bench_hnsw.py                  # 100,000 x 384
+    .venv/bin/python benchmarks/bench_hnsw.py --n 20000        # quicker
+    .venv/bin/python benchmarks/bench_hnsw.py --pins           # check both pinned digests
+
+``--pins`` rebuilds the reference's two pinned graphs (03-runtime §7.7: 2000x128 and
+10000x384, efConstruction 400) and checks their SHA-256; the 10000x384 one takes a while,
+which is why it lives here and not in the test suite.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import os
+import sys
+import time
+
+os.environ.setdefault("OMP_NUM_THREADS", "1")  # before faiss / BLAS load
+
+import numpy as np  # noqa: E402
+
+from urna.format.sections.hnsw import encode_hnsw  # noqa: E402
+from urna.index import _hnsw_kernels as K  # noqa: E402
+from urna.index.hnsw import Lcg, build_hnsw, hnsw_search  # noqa: E402
+
+PINS = [(2000, 128, 0x5EED0001, 0xBEEF,
+         "0210ecf212b48524fea016a3033064259ce23075666cbae43f0bdb02d0b77f9b"),
+        (10000, 384, 0xCAFEBABE, 0xDEADBEEF,
+         "bf93c2fecdb6bba867787f23b0b541e1e9534bdeec625007162eb0d152254139")]
+EFS = (16, 32, 64, 128, 256)
+
+
+def clustered(n: int, dim: int, n_queries: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """A Gaussian-mixture corpus (sqrt(n) centres) and queries drawn near the same centres."""
+    rng = np.random.default_rng(seed)
+    k = max(1, int(np.sqrt(n)))
+    centres = rng.normal(size=(k, dim)).astype(np.float32)
+
+    def draw(m: int) -> np.ndarray:
+        x = centres[rng.integers(0, k, m)] + rng.normal(scale=0.35, size=(m, dim))
+        x = x.astype(np.float32)
+        return x / np.linalg.norm(x, axis=1, keepdims=True)
+
+    return draw(n), draw(n_queries)
+
+
+def exact_top(corpus: np.ndarray, queries: np.ndarray, k: int) -> np.ndarray:
+    out = np.empty((len(queries), k), dtype=np.int64)
+    for s in range(0, len(queries), 256):
+        sc = queries[s:s + 256] @ corpus.T
+        out[s:s + 256] = np.argsort(-sc, axis=1)[:, :k]
+    return out
+
+
+def recall(found: list[np.ndarray], truth: np.ndarray, k: int) -> float:
+    return float(np.mean([len(set(f[:k].tolist()) & set(t[:k].tolist())) / k
+                          for f, t in zip(found, truth)]))
+
+
+def run_queries(fn, queries: np.ndarray) -> tuple[list[np.ndarray], float]:
+    fn(queries[0])  # warm
+    found = []
+    t0 = time.perf_counter()
+    for q in queries:
+        found.append(fn(q))
+    return found, (time.perf_counter() - t0) / len(queries) * 1e6
+
+
+def urna_query(graph, vecs, ef, floor=True):
+    def q_fn(q):
+        if floor:
+            cands = hnsw_search(graph, vecs, q, ef)
+        else:
+            cands = K.search_graph(q, max(ef, 1), graph.entry_point, graph.max_level, vecs,
+                                   graph.node_ptr, graph.nbr_ptr[:-1], graph.nbr_ptr[1:],
+                                   graph.ids)
+        scores = vecs[cands] @ q  # the exact rerank
+        return cands[np.argsort(-scores, kind="stable")[:10]]
+    return q_fn
+
+
+def check_pins() -> int:
+    bad = 0
+    for n, dim, cseed, bseed, want in PINS:
+        rng = Lcg(cseed)
+        u = np.array([rng.next_f64() for _ in range(n * dim)]).astype(np.float32)
+        v = (u - np.float32(0.5)).reshape(n, dim)
+        norm = np.maximum(np.sqrt(np.cumsum(v * v, axis=1, dtype=np.float32)[:, -1]),
+                          np.finfo(np.float32).eps)
+        v = (v / norm[:, None]).astype(np.float32)
+        t0 = time.perf_counter()
+        got = hashlib.sha256(encode_hnsw(build_hnsw(v, 16, 400, bseed))).hexdigest()
+        ok = got == want
+        bad += not ok
+        print(f"pin {n}x{dim}: {'OK' if ok else 'MISMATCH'} {got} "
+              f"({time.perf_counter() - t0:.1f} s)")
+    return bad
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--n", type=int, default=100_000)
+    ap.add_argument("--dim", type=int, default=384)
+    ap.add_argument("--queries", type=int, default=200)
+    ap.add_argument("--m", type=int, default=16)
+    ap.add_argument("--ef-construction", type=int, default=200)
+    ap.add_argument("--pins", action="store_true", help="check the two pinned digests and exit")
+    args = ap.parse_args()
+    if args.pins:
+        return 1 if check_pins() else 0
+
+    import faiss
+    import hnswlib
+    faiss.omp_set_num_threads(1)
+    corpus, queries = clustered(args.n, args.dim, args.queries)
+    truth = exact_top(corpus, queries, 10)
+    print(f"corpus {args.n} x {args.dim}, {args.queries} queries, M={args.m}, "
+          f"efConstruction={args.ef_construction}, 1 thread")
+
+    build_hnsw(corpus[:200], args.m, args.ef_construction)  # compile the kernels first
+    t0 = time.perf_counter()
+    graph = build_hnsw(corpus, args.m, args.ef_construction)
+    t_urna = time.perf_counter() - t0
+
+    t0 = time.perf_counter()
+    hl = hnswlib.Index(space="ip", dim=args.dim)
+    hl.init_index(max_elements=args.n, M=args.m, ef_construction=args.ef_construction,
+                  random_seed=42)
+    hl.set_num_threads(1)
+    hl.add_items(corpus, np.arange(args.n), num_threads=1)
+    t_hl = time.perf_counter() - t0
+
+    t0 = time.perf_counter()
+    fx = faiss.IndexHNSWFlat(args.dim, args.m, faiss.METRIC_INNER_PRODUCT)
+    fx.hnsw.efConstruction = args.ef_construction
+    fx.add(corpus)
+    t_fx = time.perf_counter() - t0
+
+    print(f"build  urna {t_urna:7.1f} s   hnswlib {t_hl:7.1f} s   faiss {t_fx:7.1f} s   "
+          f"urna/hnswlib {t_urna / t_hl:.2f}x")
+    print(f"{'ef':>4} | {'urna':>18} | {'urna (no floor)':>18} | {'hnswlib':>18} | "
+          f"{'faiss':>18} | latency urna/hnswlib")
+    for ef in EFS:
+        row = []
+        for fn in (urna_query(graph, corpus, ef), urna_query(graph, corpus, ef, floor=False)):
+            found, us = run_queries(fn, queries)
+            row.append((recall(found, truth, 10), us))
+        hl.set_ef(ef)
+        found, us = run_queries(lambda q: hl.knn_query(q, k=10)[0][0], queries)
+        row.append((recall(found, truth, 10), us))
+        fx.hnsw.efSearch = ef
+        found, us = run_queries(lambda q: fx.search(q[None, :], 10)[1][0], queries)
+        row.append((recall(found, truth, 10), us))
+        cells = " | ".join(f"R {r:.3f} {us:8.1f} us" for r, us in row)
+        print(f"{ef:>4} | {cells} | {row[0][1] / row[2][1]:.2f}x / "
+              f"{row[1][1] / row[2][1]:.2f}x (no floor)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
