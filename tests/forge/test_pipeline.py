@@ -225,3 +225,18 @@ cache_dir = "{tmp_path / 'cache'}"
     assert stopped.exit_code == 1
     assert stopped.stderr.startswith("Error: b-latin1.txt: not UTF-8")
     assert "Traceback" not in stopped.output
+
+
+def test_progress_is_silent_in_a_pipe_and_draws_on_a_terminal(capsys: pytest.CaptureFixture) -> None:
+    from urna.forge.pipeline import Progress
+
+    assert Progress().enabled is False  # pytest's stderr is not a terminal
+    with Progress().stage("embed", 3) as advance:
+        advance(3)
+    assert capsys.readouterr().err == ""
+    seen = []
+    with Progress(enabled=True).stage("embed", 2) as advance:
+        advance(1)
+        advance(1)
+        seen.append(True)
+    assert seen == [True]

@@ -60,7 +60,7 @@ def _open(path: str) -> Any:
               help="documents source: stop at the first unusable file instead of skipping it.")
 def build_cmd(spec_path: str, sample: int | None, out_dir: str | None, cache_dir: str | None,
               dry_run: bool, as_json: bool, rebuild_only: bool, stop_on_error: bool) -> None:
-    """Build .urna file(s) from a declarative spec; prints the result JSON.
+    """[agent] Build .urna file(s) from a declarative spec; prints the result JSON.
 
     Example: urna build --spec examples/quickstart/corpus.toml
     """
@@ -115,7 +115,7 @@ def _hit_dict(h: Any) -> dict[str, Any]:
 @click.option("--json", "as_json", is_flag=True, help="One JSON document on stdout.")
 def ask_cmd(file: str, text: str, k: int, candidates: int | None, model_path: str | None,
             disclose: str, as_json: bool) -> None:
-    """Ask a question in plain text; prints cited passages.
+    """[agent] Ask a question in plain text; prints cited passages.
 
     Example: urna ask quickstart.urna "can I use this offline" -k 1
     """
@@ -154,7 +154,7 @@ def ask_cmd(file: str, text: str, k: int, candidates: int | None, model_path: st
               show_default=True)
 def retrieve_cmd(file: str, text: str, k: int, candidates: int | None, model_path: str | None,
                  fmt: str) -> None:
-    """Retrieve cited hits as JSON lines (or one JSON array) for a program.
+    """[agent] Retrieve cited hits as JSON lines (or one JSON array) for a program.
 
     Example: urna retrieve quickstart.urna "how do citations work" -k 2 --format jsonl
     """
@@ -181,7 +181,7 @@ def retrieve_cmd(file: str, text: str, k: int, candidates: int | None, model_pat
 @click.option("--json", "as_json", is_flag=True, help="One JSON document on stdout.")
 def search_text_cmd(file: str, text: str, k: int, candidates: int | None,
                     model_path: str | None, skip_model_hash_check: bool, as_json: bool) -> None:
-    """Embed TEXT with the file's model and search (routed like ask).
+    """[engine] Embed TEXT with the file's model and search (routed like ask).
 
     Example: urna search-text quickstart.urna "how do citations work" -k 3
     """
@@ -232,7 +232,7 @@ def search_text_cmd(file: str, text: str, k: int, candidates: int | None,
 @click.command("doctor")
 @click.option("--json", "as_json", is_flag=True, help="The checks as one JSON document.")
 def doctor_cmd(as_json: bool) -> None:
-    """Check the install: package, potion table and its hash, extras, one offline embed.
+    """[engine] Check the install: package, potion table and hash, extras, one embed.
 
     Exit 0 ok, 3 a required dependency is missing, 5 the potion table is missing or an
     LFS pointer, 6 the offline embed failed.
