@@ -8,7 +8,7 @@ points; splices; hostile counts; seeded random multi-step mutations). By default
 file gets a few seconds (cases in a seeded order, so the budget samples every kind); knobs:
 
 * ``URNA_MUTATION_ITERS`` random cases per source (default 200), ``URNA_FUZZ_SECONDS`` budget
-  per source (default 2.0; 0 = run every case), ``URNA_FUZZ_SEED`` (default 0),
+  per source (default 1.5; 0 = run every case), ``URNA_FUZZ_SEED`` (default 0),
   ``URNA_FUZZ_CASE_CAP`` seconds per case before it counts as a hang (default 20),
   ``URNA_FUZZ_TRACEMALLOC=1`` to trace the peak allocation of every case,
   ``URNA_FUZZ_ONLY=<case_id>`` and ``URNA_FUZZ_SOURCES=a.urna,b.urna`` to replay,
@@ -28,6 +28,7 @@ import pytest
 
 from _cases import generate
 from _harness import CaseTimeout, env_float, env_int, exercise, now, rss_peak_mib, time_cap
+from _sources import BUILT, built_source
 from helpers.mutate import DATA_DIR, source_bytes
 
 DEFAULT_SOURCES = [
@@ -40,10 +41,10 @@ DEFAULT_SOURCES = [
     "quickstart-nano.urna",         # int4, zstd text, HNSW
     "quickstart-f16_hnsw.urna",     # float16, HNSW
     "dedup-zstd_f32.urna",          # 0x0B dedup map
-]
+] + BUILT                           # every optional section at once; 0x02 as codecs 10, 9, 5
 SOURCES = [s for s in os.environ.get("URNA_FUZZ_SOURCES", ",".join(DEFAULT_SOURCES)).split(",") if s]
 ITERS = env_int("URNA_MUTATION_ITERS", 200)
-BUDGET = env_float("URNA_FUZZ_SECONDS", 2.0)
+BUDGET = env_float("URNA_FUZZ_SECONDS", 1.5)
 SEED = env_int("URNA_FUZZ_SEED", 0)
 CASE_CAP = env_float("URNA_FUZZ_CASE_CAP", 20.0)
 TRACE = os.environ.get("URNA_FUZZ_TRACEMALLOC") == "1"
@@ -53,8 +54,15 @@ ONLY = os.environ.get("URNA_FUZZ_ONLY")
 MEM_CAP = 96 << 20
 
 
-def load_source(name: str) -> bytes:
-    """A source file from tests/data (top level or ref-0.5.1)."""
+@pytest.fixture(scope="session")
+def built_dir(tmp_path_factory) -> str:
+    return str(tmp_path_factory.mktemp("built"))
+
+
+def load_source(name: str, built: str) -> bytes:
+    """A source: a file of tests/data (top level or ref-0.5.1) or one of ``_sources.BUILT``."""
+    if name.startswith("built-"):
+        return built_source(name, built)
     top = DATA_DIR / name
     return top.read_bytes() if top.exists() else source_bytes(name)
 
@@ -135,8 +143,9 @@ def _fail_text(name: str, stats: dict) -> str:
 
 
 @pytest.mark.parametrize("name", SOURCES)
-def test_untouched_source_passes_every_entry_point(name: str, tmp_path: Path) -> None:
-    ex = exercise(load_source(name), tmp_path / "base.urna")
+def test_untouched_source_passes_every_entry_point(name: str, tmp_path: Path,
+                                                   built_dir: str) -> None:
+    ex = exercise(load_source(name, built_dir), tmp_path / "base.urna")
     assert not ex.missing, f"UrnaFile lacks {ex.missing}"
     bad = [o for o in ex.outcomes if not o.ok and not o.op.endswith("_bad")]
     assert bad == [], [(o.op, o.variant, o.message) for o in bad]
@@ -146,8 +155,8 @@ def test_untouched_source_passes_every_entry_point(name: str, tmp_path: Path) ->
 
 
 @pytest.mark.parametrize("name", SOURCES)
-def test_mutation_fuzz(name: str, tmp_path: Path) -> None:
-    stats = run_cases(name, load_source(name), tmp_path / "case.urna", budget=BUDGET,
+def test_mutation_fuzz(name: str, tmp_path: Path, built_dir: str) -> None:
+    stats = run_cases(name, load_source(name, built_dir), tmp_path / "case.urna", budget=BUDGET,
                       trace=TRACE)
     _report(stats)
     assert stats["cases"] > 0
@@ -158,11 +167,12 @@ def _hostile(cid: str) -> bool:
     return any(f"-{v}" in cid for v in (1 << 60, (1 << 64) - 1)) and not cid.startswith("rand")
 
 
-@pytest.mark.parametrize("name", ["quickstart-hybrid.urna", "quickstart-blobs.urna",
-                                  "quickstart-spaces.urna", "quickstart-nano.urna"])
-def test_hostile_counts_do_not_allocate(name: str, tmp_path: Path) -> None:
+@pytest.mark.parametrize("name", ["quickstart-hybrid.urna", "built-all-int4",
+                                  "built-0x02-fsst", "built-0x02-zstd_dict"])
+def test_hostile_counts_do_not_allocate(name: str, tmp_path: Path, built_dir: str) -> None:
     """2**60 and u64-max in every header count and in the first fields of every payload."""
-    stats = run_cases(name, load_source(name), tmp_path / "case.urna", budget=0, trace=True,
+    stats = run_cases(name, load_source(name, built_dir), tmp_path / "case.urna", budget=0,
+                      trace=True,
                       select=_hostile)
     _report(stats)
     assert stats["cases"] == stats["of"] > 20
