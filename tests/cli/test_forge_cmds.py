@@ -67,7 +67,9 @@ def test_ask_explain_discloses_the_route() -> None:
 
 
 @pytest.mark.parametrize("name", ["quickstart-hybrid.urna", "quickstart-exact.urna",
-                                  "quickstart-tiny.urna"])
+                                  "quickstart-tiny.urna", "quickstart-mrl.urna",
+                                  "quickstart-nano.urna", "quickstart-int8_bm25.urna",
+                                  "quickstart-f16_hnsw.urna"])
 def test_retrieve_jsonl_equals_the_reference_retrieve(name: str) -> None:
     for q in EXPECTED[name]["queries"]:
         want = q["retrieve"]

@@ -142,3 +142,19 @@ def test_bad_jsonl_line_is_reported_with_its_line(tmp_path: Path) -> None:
     p.write_bytes(b'{"id": "\xff"}\n')
     with pytest.raises(IngestError, match="not UTF-8"):
         load_rows(_spec({"kind": "jsonl", "path": str(p), "order_by": ["id"]}))
+
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.dictionaries(st.sampled_from(["a", "b", "c"]),
+                       st.one_of(st.none(), st.text(max_size=30), st.integers(), st.floats())),
+       st.sampled_from(["{a}", "{a} \u2014 {b}\n({c})", "x: {a:.2f}\n\n[{b}, ]\n{c}", "{a}{b}{c}"]))
+def test_rendered_lines_are_clean_and_deterministic(row: dict, template: str) -> None:
+    out = render_template(template, row)
+    assert out == render_template(template, dict(row))
+    for line in out.split("\n") if out else []:
+        assert line and line == line.strip() and "  " not in line
+        assert line[0] not in "\u2014\u2013" and line[-1] not in "\u2014\u2013"
