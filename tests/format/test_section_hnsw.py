@@ -129,7 +129,7 @@ def test_neighbors_outside_the_graph_are_empty() -> None:
 
 @st.composite
 def graphs(draw):
-    n = draw(st.integers(0, 40))
+    n = draw(st.integers(0, 24))
     lists = []
     for _ in range(n):
         level = draw(st.integers(0, 4))
@@ -141,7 +141,7 @@ def graphs(draw):
     return payload_from_lists(m, 2 * m, draw(st.integers(0, 2**32 - 1)), ep, ml, lists)
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=60, deadline=None)
 @given(graphs())
 def test_decode_inverts_encode_and_encode_is_pure(g: HnswPayload) -> None:
     blob = encode_hnsw(g)
@@ -153,7 +153,7 @@ def test_decode_inverts_encode_and_encode_is_pure(g: HnswPayload) -> None:
     assert encode_hnsw(back) == blob
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=60, deadline=None)
 @given(graphs(), st.data())
 def test_every_truncation_raises_a_typed_error(g: HnswPayload, data) -> None:
     blob = encode_hnsw(g)

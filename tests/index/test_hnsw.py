@@ -10,7 +10,10 @@ from __future__ import annotations
 import hashlib
 import heapq
 import json
+import os
 import struct
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -164,6 +167,31 @@ def test_search_plus_rerank_returns_the_reference_ann_hits(name: str) -> None:
         assert np.allclose([scores[j] for j in order], [hit["score"] for hit in hits], atol=1e-5)
 
 
+_PLAIN = """
+import sys
+sys.modules["numba"] = None  # as if numba were not installed
+import numpy as np
+from urna.index import _hnsw_kernels
+from urna.index.hnsw import build_hnsw, hnsw_search
+from urna.format.sections.hnsw import encode_hnsw
+assert not _hnsw_kernels.HAVE_NUMBA
+x = np.frombuffer(sys.stdin.buffer.read(), dtype=np.float32).reshape(60, 12)
+g = build_hnsw(x, 4, 12, 9)
+sys.stdout.write(encode_hnsw(g).hex() + " " + ",".join(map(str, hnsw_search(g, x, x[7], 5))))
+"""
+
+
+def test_plain_python_path_gives_the_same_graph_and_candidates() -> None:
+    x = random_l2(60, 12, 21)
+    g = build_hnsw(x, 4, 12, 9)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
+    out = subprocess.run([sys.executable, "-c", _PLAIN], input=x.tobytes(), env=env,
+                         capture_output=True, check=True, timeout=300).stdout.decode()
+    payload_hex, cands = out.split(" ")
+    assert payload_hex == encode_hnsw(g).hex()
+    assert cands == ",".join(map(str, hnsw_search(g, x, x[7], 5)))
+
+
 # ------------------------------------------------------------------ search behaviour
 
 
@@ -232,7 +260,7 @@ def hostile_graphs(draw):
     return decode_hnsw(encode_hnsw(g), n)
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=60, deadline=None)
 @given(hostile_graphs(), st.integers(0, 2**32 - 1), st.integers(0, 50), st.booleans())
 def test_search_terminates_on_any_decodable_graph(g, seed, ef, with_nan) -> None:
     rng = np.random.default_rng(seed)
