@@ -282,3 +282,58 @@ def test_contract_struct_matches_reference(body: bytes, message: str | None) -> 
     with pytest.raises(Json) as exc:
         deserialize(body, CONTRACT)
     assert str(exc.value) == "JSON error: " + message
+
+
+# ---------------------------------------------------------------- fast path == exact parser
+
+_number_text = st.from_regex(r"\A-?(0|[1-9][0-9]{0,24})(\.[0-9]{1,25})?([eE][-+]?[0-9]{1,4})?\Z")
+_string_text = st.sampled_from(['"a"', '"\\ud83d\\ude00"', '"\\ud800"', '"\\udc00x"', '"\\\\ud800"',
+                                '"é\\n"', '"\\u0000"', '"x\\ud800\\u0041"'])
+_ws = st.sampled_from(["", " ", "\n", "\t ", "\r\n"])
+
+
+@st.composite
+def _json_texts(draw: st.DrawFn, depth: int = 0) -> str:
+    kind = draw(st.integers(0, 5 if depth < 4 else 2))
+    if kind == 0:
+        return draw(_number_text)
+    if kind == 1:
+        return draw(_string_text)
+    if kind == 2:
+        return draw(st.sampled_from(["true", "false", "null", "NaN", "-Infinity"]))
+    if kind == 3:
+        n = draw(st.integers(1, 140))  # around serde's depth limit
+        return "[" * n + draw(_number_text) + "]" * n
+    items = draw(st.lists(_json_texts(depth + 1), max_size=4))
+    w = draw(_ws)
+    if kind == 4:
+        return "[" + w + ("," + w).join(items) + "]"
+    keys = draw(st.lists(st.sampled_from(['"k"', '"j"', '"\\ud800"', '"é"']), min_size=len(items),
+                         max_size=len(items)))
+    return "{" + ",".join(f"{k}{w}:{v}" for k, v in zip(keys, items)) + "}"
+
+
+def _outcome(parse: object, text: str) -> str:
+    try:
+        return "value " + repr(parse(text))  # repr keeps -0.0, int/float and key order apart
+    except Json as exc:
+        return "error " + str(exc)
+
+
+@settings(max_examples=400, deadline=None)
+@given(_json_texts(), _ws, _ws)
+def test_fast_path_agrees_with_exact_parser(text: str, lead: str, trail: str) -> None:
+    from urna.format.json_text import _parse_slow
+    doc = lead + text + trail
+    assert _outcome(parse_json, doc) == _outcome(lambda t: _parse_slow(t.encode("utf-8")), doc)
+
+
+@pytest.mark.parametrize("doc", [
+    '{"k":0,"k":"\\ud800","k":0}',                        # a dropped value still had to parse
+    '{"k":' + "[" * 127 + "]" * 127 + ',"k":0}',         # a dropped value still hit the limit
+    '{"k":"\\\\ud800"}',                                   # escaped backslash, not an escape
+    '["\\ud83d\\ude00","\\ud83d" , "\\ude00"]',
+])
+def test_fast_path_edge_cases(doc: str) -> None:
+    from urna.format.json_text import _parse_slow
+    assert _outcome(parse_json, doc) == _outcome(lambda t: _parse_slow(t.encode("utf-8")), doc)
