@@ -384,3 +384,15 @@ def test_to_dict_is_the_reference_inspect_manifest() -> None:
     for name, info in files.items():
         raw = manifest_bytes((DATA / "ref-0.5.1" / name).read_bytes())
         assert Manifest.from_json_bytes(raw).to_dict() == info["inspect"]["manifest"], name
+
+
+def test_extra_keys_as_the_reference_inspects_them() -> None:
+    # Reference inspect()["manifest"] of the golden file resealed around this manifest: top-level
+    # extra keys sorted, a repeated one keeps its last value, a nested repeated key keeps its first
+    # place and last value, floats carry serde_json's (not correctly rounded) value.
+    doc = GOLDEN_JSON[:-1] + (b',"zz":{"b":1,"a":2,"b":3},"aa":1.50,"zz2":1,'
+                              b'"aa":[0.1e1, 1E2, 123456789012345678901234]}')
+    d = Manifest.from_json_bytes(doc).to_dict()
+    assert list(d)[-4:] == ["capabilities", "aa", "zz", "zz2"]
+    assert repr(d["aa"]) == "[1.0, 100.0, 1.2345678901234567e+23]"
+    assert list(d["zz"].items()) == [("b", 3), ("a", 2)] and d["zz2"] == 1
