@@ -3,7 +3,7 @@
 - ``PotionEmbedder``: the offline default, the vendored potion-base-8M static table
   (numpy + tokenizers, no torch, never the network);
 - ``FloorEmbedder``: the zero-dependency lexical floor (stdlib hashing only);
-- ``SentenceTransformerEmbedder``: bring-your-own model directory (optional extra).
+- ``SentenceTransformerEmbedder`` (``embed_st``): bring-your-own model directory (extra ``st``).
 
 Every embedder exposes ``embedding_model``, ``embedding_dim``, ``fingerprint()``,
 ``model_hash()`` and ``embed(texts) -> float32 (n, dim)`` with L2-normalised rows. The
@@ -40,19 +40,6 @@ FLOOR_ID = "urna-forge-static"
 FLOOR_SEED = "urna-forge-static/v1"
 FLOOR_MODEL = f"{FLOOR_ID}/v1"
 
-# sentence-transformers files that change inference, in the reference's fold order.
-ST_FILES: tuple[str, ...] = (
-    "config.json",
-    "config_sentence_transformers.json",
-    "modules.json",
-    "sentence_bert_config.json",
-    "tokenizer.json",
-    "tokenizer_config.json",
-    "special_tokens_map.json",
-    "1_Pooling/config.json",
-    "model.safetensors",
-    "pytorch_model.bin",
-)
 PLACEHOLDER_HASH = "sha256:" + "0" * 64
 
 
@@ -319,94 +306,6 @@ class FloorEmbedder:
         return self.embed(texts).tolist()
 
 
-# ------------------------------------------------------------- sentence-transformers
-
-
-def _read_json(path: Path) -> dict[str, Any]:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-    return data if isinstance(data, dict) else {}
-
-
-def st_fingerprint(model_dir: str | Path, model_id: str | None = None) -> dict[str, Any]:
-    """Fingerprint of a sentence-transformers snapshot dir, as the reference computes it."""
-    md = Path(model_dir).resolve()
-    if not md.is_dir():
-        raise EmbedderError(f"model directory not found: {md}")
-    cfg = _read_json(md / "config.json")
-    st_cfg = _read_json(md / "config_sentence_transformers.json")
-    pool = _read_json(md / "1_Pooling/config.json")
-    dim = int(
-        st_cfg.get("hidden_size")
-        or cfg.get("hidden_size")
-        or cfg.get("dim")
-        or pool.get("word_embedding_dimension")
-        or 0
-    )
-    tok = md / "tokenizer.json"
-    pool_path = md / "1_Pooling/config.json"
-    return {
-        "model_id": str(model_id or cfg.get("_name_or_path") or md.name),
-        "files_hash": files_hash(md, ST_FILES),
-        "tokenizer_hash": ("sha256:" + sha256_file(tok)) if tok.is_file() else None,
-        "pooling_config_hash": ("sha256:" + sha256_file(pool_path)) if pool_path.is_file() else None,
-        "embedding_dim": dim,
-        "normalize_embeddings": bool(
-            st_cfg.get("normalize_embeddings", pool.get("pooling_mode_mean_tokens", True))
-        ),
-    }
-
-
-class SentenceTransformerEmbedder:
-    """Bring-your-own sentence-transformers model from a local directory (extra ``st``)."""
-
-    def __init__(self, model_dir: str | Path, *, model_id: str | None = None,
-                 batch_size: int = 32, device: str | None = None) -> None:
-        self.model_dir = Path(model_dir)
-        self._fp = st_fingerprint(self.model_dir, model_id)
-        self.batch_size = batch_size
-        self.device = device
-        self._model: Any = None
-
-    @property
-    def embedding_model(self) -> str:
-        """The model id (recorded in the manifest)."""
-        return str(self._fp["model_id"])
-
-    @property
-    def embedding_dim(self) -> int:
-        """Declared output width (from the snapshot's config)."""
-        return int(self._fp["embedding_dim"])
-
-    def fingerprint(self) -> dict[str, Any]:
-        """The snapshot fingerprint (§5.4)."""
-        return dict(self._fp)
-
-    def model_hash(self) -> str:
-        """``sha256:`` hash of the fingerprint."""
-        return fingerprint_hash(self._fp)
-
-    def embed(self, texts: Sequence[str]) -> np.ndarray:
-        """Embed with the loaded model; rows are renormalised defensively."""
-        if self._model is None:
-            try:
-                from sentence_transformers import SentenceTransformer
-            except ImportError as e:
-                raise EmbedderError(
-                    "sentence-transformers is not installed: pip install 'urna[st]'"
-                ) from e
-            self._model = SentenceTransformer(str(self.model_dir), device=self.device)
-        vecs = self._model.encode(list(texts), batch_size=self.batch_size,
-                                  normalize_embeddings=True, convert_to_numpy=True)
-        return l2_normalize_rows(np.asarray(vecs, dtype=np.float32))
-
-    def embed_texts(self, texts: Sequence[str]) -> list[list[float]]:
-        """Reference-compatible list form of :meth:`embed`."""
-        return self.embed(texts).tolist()
-
-
 # ---------------------------------------------------------------------------- lookup
 
 PRESETS = ("potion", "floor", "st")
@@ -420,6 +319,8 @@ def create_embedder(preset: str, *, model_path: str = "", batch_size: int = 32,
     if preset == "floor":
         return FloorEmbedder()
     if preset == "st":
+        from urna.forge.embed_st import SentenceTransformerEmbedder
+
         if not model_path:
             raise EmbedderError("preset 'st' needs model_path (a local sentence-transformers dir)")
         return SentenceTransformerEmbedder(model_path, batch_size=batch_size, device=device)
@@ -433,6 +334,8 @@ def embedder_for_model(embedding_model: str, *, model_path: str | None = None) -
     if embedding_model == FLOOR_MODEL:
         return FloorEmbedder()
     if model_path:
+        from urna.forge.embed_st import SentenceTransformerEmbedder
+
         return SentenceTransformerEmbedder(model_path, model_id=embedding_model)
     raise EmbedderError(
         f"no local embedder for model {embedding_model!r}; pass --model-path DIR "

@@ -1,0 +1,103 @@
+"""The forge's on-disk state: atomic writes and the content-addressed embed cache (§3.5).
+
+An entry is ``<root>/embed/<preset>/<triad>.npz`` plus a ``.sha256`` sidecar, keyed by the
+hash of (model_hash, embedding_recipe_hash, corpus_input_hash, arrays). While a corpus is
+embedding, each finished batch is a part file keyed by its own rows, so a killed build
+resumes from what it already paid for; the parts are removed once the entry is written.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from urna.forge.ingest import Row
+
+
+def canonical_hash(obj: Any) -> str:
+    """``sha256:`` of the sorted-key compact JSON of ``obj``."""
+    raw = json.dumps(obj, sort_keys=True, separators=(",", ":"))
+    return "sha256:" + hashlib.sha256(raw.encode("utf-8")).hexdigest()
+
+
+def _fsync_write(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` atomically (temp file in the same folder, fsync, rename)."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        with tmp.open("wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    finally:
+        if tmp.exists():
+            tmp.unlink()
+
+
+def write_json(path: Path, obj: Any) -> None:
+    """Atomically write sorted-key, one-space-indented JSON."""
+    _fsync_write(path, (json.dumps(obj, sort_keys=True, indent=1) + "\n").encode("utf-8"))
+
+
+class EmbedCache:
+    """One content-addressed cache entry plus its resumable parts."""
+
+    def __init__(self, root: Path, preset: str, triad: dict[str, Any]) -> None:
+        self.dir = root / "embed" / preset
+        self.key = canonical_hash(triad).removeprefix("sha256:")
+        self.path = self.dir / f"{self.key}.npz"
+        self.sidecar = self.dir / f"{self.key}.npz.sha256"
+        self.parts = self.dir / "parts"
+
+    def load(self, n: int, dim: int) -> np.ndarray | None:
+        """The cached (n, dim) float32 matrix, or None when absent, corrupt or mis-shaped."""
+        try:
+            data = self.path.read_bytes()
+            want = self.sidecar.read_text().strip()
+        except OSError:
+            return None
+        if hashlib.sha256(data).hexdigest() != want:
+            return None
+        try:
+            with np.load(io.BytesIO(data), allow_pickle=False) as z:
+                text = np.asarray(z["text"], dtype=np.float32)
+        except (OSError, ValueError, KeyError):
+            return None
+        return text if text.shape == (n, dim) else None
+
+    def store(self, text: np.ndarray) -> None:
+        """Write the entry (npz, then its checksum sidecar, each atomically)."""
+        self.dir.mkdir(parents=True, exist_ok=True)
+        buf = io.BytesIO()
+        np.savez(buf, text=text.astype(np.float32))
+        data = buf.getvalue()
+        _fsync_write(self.path, data)
+        _fsync_write(self.sidecar, (hashlib.sha256(data).hexdigest() + "\n").encode())
+
+    def part_path(self, model_hash: str, recipe_hash: str, rows: list[Row]) -> Path:
+        """Where the vectors of one batch of rows are kept while a corpus embeds."""
+        h = hashlib.sha256(f"{model_hash}\0{recipe_hash}\0".encode())
+        for r in rows:
+            h.update(r.input_hash.encode("ascii"))
+        return self.parts / f"{h.hexdigest()}.npy"
+
+
+def load_part(path: Path, n: int, dim: int) -> np.ndarray | None:
+    try:
+        arr = np.load(path, allow_pickle=False)
+    except (OSError, ValueError):
+        return None
+    return arr if arr.shape == (n, dim) and arr.dtype == np.float32 else None
+
+
+def store_part(path: Path, arr: np.ndarray) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    buf = io.BytesIO()
+    np.save(buf, arr.astype(np.float32), allow_pickle=False)
+    _fsync_write(path, buf.getvalue())
