@@ -118,3 +118,16 @@ def test_space_errors_in_the_reference_order() -> None:
         assert result.explain.rerank_source == "stored_precision"
     with urna.open(REF / "quickstart-exact.urna") as plain, pytest.raises(SpaceNotFound):
         plain.search_space("vision", vision, 3)
+
+
+def test_bytes_and_mmap_give_identical_answers() -> None:
+    name = "synthetic-graph.urna"
+    with urna.open(REF / name) as mapped:
+        mem = urna.UrnaFile.from_bytes((REF / name).read_bytes())
+        for q in expected()[name]["queries"]:
+            v = q["vector"]
+            assert mem.search(v, 7) == mapped.search(v, 7)
+            assert mem.search_graph(v, 7, 2, 50) == mapped.search_graph(v, 7, 2, 50)
+            assert mem.retrieve(v, 3) == mapped.retrieve(v, 3)
+        assert mem.inspect() == mapped.inspect()
+        mem.close()

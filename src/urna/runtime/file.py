@@ -91,6 +91,15 @@ class UrnaFile:
         """Open ``path`` (same as ``urna.open``)."""
         return cls(path)
 
+    @classmethod
+    def from_bytes(cls, data: bytes | bytearray | memoryview) -> "UrnaFile":
+        """Open a file held in memory (same checks and answers as a mapped file)."""
+        self = cls.__new__(cls)
+        self.path, self._mm = "<bytes>", None
+        self._st = open_state(bytes(data))
+        self._texts, self._inspect = None, None
+        return self
+
     # -- lifetime ------------------------------------------------------------------------
 
     @property
