@@ -705,7 +705,7 @@ class _Reader:
         """serde_json runs end_seq/end_map even after the visitor failed; the visitor's error wins."""
         try:
             end()
-        except _Err as e2:
+        except _Err:
             if err is None:
                 raise
         if err is not None:
