@@ -240,3 +240,43 @@ def test_progress_is_silent_in_a_pipe_and_draws_on_a_terminal(capsys: pytest.Cap
         advance(1)
         seen.append(True)
     assert seen == [True]
+
+
+# A child whose file write stalls halfway (half the bytes on disk), to be killed there.
+_CHILD_EMIT = r"""
+import sys, time
+from pathlib import Path
+build_mod = sys.modules.get("urna.build") or __import__("importlib").import_module("urna.build")
+def stalled(path, data):
+    part = Path(str(path) + ".half")
+    part.write_bytes(data[: len(data) // 2])
+    Path(sys.argv[2]).write_text("writing")
+    time.sleep(120)
+build_mod.write_atomic = stalled
+import urna.forge.pipeline as pl
+from urna.forge.spec import load_spec
+pl.build(load_spec(sys.argv[1]))
+"""
+
+
+def test_build_killed_while_writing_keeps_the_old_file(tmp_path: Path) -> None:
+    spec_path = _big_corpus(tmp_path, 30)
+    assert _run(["build", "--spec", str(spec_path)]).exit_code == 0
+    final = tmp_path / "out" / "big.urna"
+    before = final.read_bytes()
+    spec_path.write_text(spec_path.read_text().replace('with_graph = false',
+                                                       'with_graph = false\ndtype = "float16"'))
+    marker = tmp_path / "marker"
+    child = subprocess.Popen([sys.executable, "-c", _CHILD_EMIT, str(spec_path), str(marker)],
+                             env={**os.environ, "PYTHONPATH": str(ROOT / "src")})
+    deadline = time.monotonic() + 60
+    while not marker.exists():
+        assert child.poll() is None and time.monotonic() < deadline
+        time.sleep(0.05)
+    child.send_signal(signal.SIGKILL)
+    child.wait(timeout=30)
+    assert final.read_bytes() == before  # the old file, whole
+    assert [p.name for p in (tmp_path / "out").rglob("*.urna")] == ["big.urna"]
+    assert _run(["build", "--spec", str(spec_path)]).exit_code == 0  # rerun cleans .tmp/
+    assert final.read_bytes() != before
+    assert list((tmp_path / "out" / ".tmp").iterdir()) == []

@@ -159,7 +159,7 @@ def _emit_one(ctx: BuildContext, filename: str, spaces: list[dict[str, Any]]) ->
     dm = spec.default_model()
     text = ctx.vectors[dm.preset]
     chunks = [dict(r.as_chunk(), embedding=text[i]) for i, r in enumerate(ctx.rows)]
-    tmp = ctx.tmp_dir / filename
+    tmp = ctx.tmp_dir / f"{filename}.partial"  # never a *.urna until it is complete
     final = ctx.out_dir / filename
     t0 = time.perf_counter()
     try:
@@ -275,6 +275,9 @@ def build(spec: CorpusSpec, *, sample: int | None = None, out_dir: str | None = 
         ctx.out_dir.mkdir(parents=True, exist_ok=True)
         ctx.tmp_dir.mkdir(exist_ok=True)
         ctx.state_dir.mkdir(exist_ok=True)
+        for stale in ctx.tmp_dir.iterdir():  # leftovers of a killed build (ours alone)
+            if stale.is_file():
+                stale.unlink()
     except OSError as e:
         raise SpecError(f"output.dir: {ctx.out_dir} is not a usable directory ({e.strerror})") from e
     try:
