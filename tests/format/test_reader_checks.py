@@ -319,3 +319,17 @@ def test_reader_accepts_what_it_deliberately_does_not_enforce():
     assert view.content_hash() == UrnaView.from_bytes(GOLDEN).content_hash()
     buf = reseal(poke_header(bytearray(data), "flags", 7))
     UrnaView.from_bytes(bytes(buf))
+
+
+def test_contract_is_read_as_serde_reads_the_struct():
+    # Array form accepted and a repeated key refused, as the reference (messages pinned in
+    # tests/format/test_json_text.py CONTRACT_CASES).
+    from urna.format.sections.canonical import decode_contract
+    from urna.format.layout import pack_prefix
+
+    body = b'["ip","cosine","l2","exact","none"]'
+    assert decode_contract(pack_prefix(len(body)) + body)["index_type"] == "exact"
+    body = (b'{"metric":"ip","score_type":"cosine","normalize":"l2","index_type":"exact",'
+            b'"rerank_policy":"none","metric":"ip"}')
+    with pytest.raises(E.Json, match="duplicate field `metric` at line 1 column 106"):
+        decode_contract(pack_prefix(len(body)) + body)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import struct
 
-from ...errors import (InvalidInput, Json, MalformedSectionPayload, SectionCountMismatch,
+from ...errors import (InvalidInput, MalformedSectionPayload, SectionCountMismatch,
                        UnsupportedSectionVersion)
 from ..cursor import Cursor, lp
 from ..layout import (PREFIX, SECTION_CHUNK_IDS, SECTION_CHUNKS_CANONICAL,
@@ -122,21 +122,11 @@ def _json_body(raw: bytes | memoryview, section_id: int) -> bytes:
 
 
 def decode_contract(raw: bytes | memoryview) -> dict[str, str]:
-    """Decode raw 0x06 to its five fields (unknown keys ignored, as serde does)."""
-    from ..json_text import parse_json
+    """Decode raw 0x06 to its five fields, read the way serde's derived struct reads them."""
+    from ..json_text import STR, Struct, deserialize
 
-    body = _json_body(raw, SECTION_SEARCH_CONTRACT)
-    value = parse_json(body)
-    if not isinstance(value, dict):
-        raise Json(f"invalid type: {_json_kind(value)}, expected struct SearchContract at line 1 column 0")
-    out = {}
-    for key in CONTRACT_KEYS:
-        if key not in value:
-            raise Json(f"missing field `{key}` at line 1 column {len(body)}")
-        if not isinstance(value[key], str):
-            raise Json(f"invalid type: {_json_kind(value[key])}, expected a string at line 1 column 0")
-        out[key] = value[key]
-    return out
+    spec = Struct("SearchContract", tuple((key, STR) for key in CONTRACT_KEYS))
+    return deserialize(_json_body(raw, SECTION_SEARCH_CONTRACT), spec)
 
 
 def decode_provenance(raw: bytes | memoryview) -> object:
@@ -144,17 +134,3 @@ def decode_provenance(raw: bytes | memoryview) -> object:
     from ..json_text import parse_json
 
     return parse_json(_json_body(raw, SECTION_PROVENANCE))
-
-
-def _json_kind(value: object) -> str:
-    if isinstance(value, list):
-        return "sequence"
-    if isinstance(value, dict):
-        return "map"
-    if isinstance(value, bool):
-        return f"boolean `{str(value).lower()}`"
-    if value is None:
-        return "null"
-    if isinstance(value, (int, float)):
-        return f"floating point `{value}`" if isinstance(value, float) else f"integer `{value}`"
-    return f'string "{value}"'
