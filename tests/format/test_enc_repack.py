@@ -1,0 +1,157 @@
+"""Encoding 4, the repack container: chunk_ids digests (kind 0) and spans columns (kind 1).
+
+Expected bytes are the worked examples of 02-encodings §4 (derived by hand from the rules) and the
+raw payloads of 01-container §8; the real-file agreement is in test_enc_reference.py.
+"""
+
+from __future__ import annotations
+
+import struct
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from urna.errors import MalformedSectionPayload
+from urna.format.encodings import decode_section
+from urna.format.encodings.intpack import pack_u64s
+from urna.format.encodings.repack import (chunk_ids_eligible, decode_repack, encode_chunk_ids,
+                                          encode_spans)
+
+ID0 = "sha256:" + "00" * 32
+ID1 = "sha256:" + "01" * 32
+
+
+def raw_ids(ids: list[str]) -> bytes:
+    return struct.pack("<IQ", 1, len(ids)) + b"".join(struct.pack("<I", len(i)) + i.encode() for i in ids)
+
+
+def raw_spans(spans) -> bytes:
+    return struct.pack("<IQ", 1, len(spans)) + b"".join(
+        struct.pack("<I", len(u.encode())) + u.encode() + struct.pack("<QQ", a, b) for u, a, b in spans)
+
+
+def reason(payload: bytes) -> tuple[int, str]:
+    with pytest.raises(MalformedSectionPayload) as info:
+        decode_repack(payload)
+    return info.value.section_id, info.value.reason
+
+
+def test_chunk_ids_example():
+    packed = encode_chunk_ids([ID0, ID1])
+    assert packed == bytes.fromhex("00 02000000") + bytes(32) + b"\x01" * 32
+    assert len(packed) == 69
+    assert decode_repack(packed) == raw_ids([ID0, ID1])
+    assert len(raw_ids([ID0, ID1])) == 162
+
+
+def test_empty_chunk_id_list():
+    assert encode_chunk_ids([]) == bytes.fromhex("0000000000")
+    assert decode_repack(encode_chunk_ids([])) == struct.pack("<IQ", 1, 0)
+
+
+@pytest.mark.parametrize("bad", [
+    "sha256:" + "AB" * 32,          # uppercase hex
+    "sha256:" + "00" * 31,          # short
+    "md5:" + "00" * 32,             # wrong prefix
+    "sha256:" + "0g" * 32,          # not hex
+])
+def test_non_canonical_ids_make_the_whole_list_ineligible(bad):
+    assert chunk_ids_eligible([ID0])
+    assert not chunk_ids_eligible([ID0, bad])
+
+
+def test_spans_example():
+    spans = [("a.txt", 5, 9), ("b.txt", 0, 100), ("a.txt", 9, 12)]
+    packed = encode_spans(spans)
+    assert packed.hex() == (
+        "01" "03000000" "02000000" "05000000612e747874" "05000000622e747874"
+        "16000000" "03000000010000000c000000" "0000000000000000" "01" "02"
+        "17000000" "03000000010000000c000000" "0000000000000000" "04" "0509"
+        "18000000" "03000000010000000c000000" "0300000000000000" "07" "813000")
+    assert len(packed) == 108
+    assert decode_repack(packed) == raw_spans(spans)
+
+
+def test_span_lengths_wrap_modulo_2_64():
+    spans = [("u", 10, 3)]  # end before start: length stored as a wrapping difference
+    assert decode_repack(encode_spans(spans)) == raw_spans(spans)
+
+
+def test_empty_and_unknown_kind():
+    assert reason(b"") == (0, "intpack repack: empty payload")
+    assert reason(b"\x07abc") == (0, "intpack repack: unknown kind 7")
+
+
+def test_chunk_ids_body_checks():
+    assert reason(b"\x00\x01\x00") == (1, "chunk_ids intpack: truncated count")
+    # Two ids announced, 40 bytes present (64 needed).
+    assert reason(b"\x00" + struct.pack("<I", 2) + bytes(40)) == (
+        1, "chunk_ids intpack: digest body size mismatch")
+    assert reason(b"\x00" + struct.pack("<I", 0xFFFFFFFF)) == (
+        1, "chunk_ids intpack: digest body size mismatch")
+
+
+def _spans_body(count, uris, cols, tail=b""):
+    out = b"\x01" + struct.pack("<II", count, len(uris))
+    out += b"".join(struct.pack("<I", len(u)) + u for u in uris)
+    for col in cols:
+        blob = pack_u64s(col)
+        out += struct.pack("<I", len(blob)) + blob
+    return out + tail
+
+
+def test_spans_body_checks():
+    assert reason(b"\x01\x01\x00") == (3, "want 4 bytes at offset 0, have 2")
+    # A 1.3-billion URI claim in a tiny payload is refused before anything is allocated.
+    hostile = b"\x01" + struct.pack("<II", 1, 1_300_000_000) + bytes(81)
+    assert reason(hostile) == (3, "spans intpack: uri pool count exceeds payload")
+    assert reason(_spans_body(2, [b"a"], [[0], [1], [2]])) == (3, "spans intpack: column length mismatch")
+    assert reason(_spans_body(1, [b"a"], [[0], [1], [2]], b"!")) == (3, "trailing bytes: consumed 88 of 89")
+    assert reason(_spans_body(1, [b"a"], [[1], [1], [2]])) == (3, "spans intpack: uri index out of range")
+    assert reason(_spans_body(1, [b"\xff"], [[0], [1], [2]])) == (
+        3, "invalid utf-8: invalid utf-8 sequence of 1 bytes from index 0")
+    truncated_blob = b"\x01" + struct.pack("<II", 1, 0) + struct.pack("<I", 4) + bytes(4)
+    assert reason(truncated_blob) == (0, "intpack: truncated u32")
+
+
+def test_dispatch_retags_to_the_section():
+    with pytest.raises(MalformedSectionPayload) as info:
+        decode_section(0x03, 4, b"\x09")
+    assert (info.value.section_id, info.value.reason) == (3, "intpack repack: unknown kind 9")
+    with pytest.raises(MalformedSectionPayload) as info:
+        decode_section(0x01, 4, b"\x00\x01\x00")
+    assert info.value.section_id == 1
+
+
+hexid = st.binary(min_size=32, max_size=32).map(lambda d: "sha256:" + d.hex())
+span = st.tuples(st.text(max_size=12), st.integers(0, 2**64 - 1), st.integers(0, 2**64 - 1))
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(hexid, max_size=20))
+def test_chunk_ids_roundtrip(ids):
+    packed = encode_chunk_ids(ids)
+    assert decode_repack(packed) == raw_ids(ids)
+    assert encode_chunk_ids(ids) == packed
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(span, max_size=20))
+def test_spans_roundtrip(spans):
+    packed = encode_spans(spans)
+    assert decode_repack(packed) == raw_spans(spans)
+    assert encode_spans(spans) == packed
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(span, min_size=1, max_size=8), st.data())
+def test_corrupted_spans_raise_only_typed_errors(spans, draw):
+    packed = bytearray(encode_spans(spans))
+    pos = draw.draw(st.integers(0, len(packed) - 1))
+    packed[pos] = draw.draw(st.integers(0, 255))
+    cut = draw.draw(st.integers(0, len(packed)))
+    try:
+        decode_repack(bytes(packed[:cut]))
+    except MalformedSectionPayload:
+        pass

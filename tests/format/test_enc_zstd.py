@@ -1,0 +1,110 @@
+"""zstd (encoding 1): the reference's frame bytes, its decoder cap and its libzstd error texts.
+
+The frame bytes and error texts asserted here were checked against the reference: the examples of
+02-encodings §5.1, and the reasons the reference reported when the same payloads were placed in a
+zstd-encoded 0x05 section.
+"""
+
+from __future__ import annotations
+
+import struct
+
+import pytest
+import zstandard
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from urna.errors import MalformedSectionPayload
+from urna.format.encodings.zstd import (REFERENCE_ZSTD_VERSION, ZSTD_VERSION, decompress_cap,
+                                         zstd_compress, zstd_decompress)
+
+
+def _reason(payload: bytes) -> str:
+    with pytest.raises(MalformedSectionPayload) as info:
+        zstd_decompress(payload)
+    assert info.value.section_id == 0
+    return info.value.reason
+
+
+def test_bundled_libzstd_is_the_one_the_reference_used():
+    assert ZSTD_VERSION == REFERENCE_ZSTD_VERSION == (1, 5, 7)
+
+
+@pytest.mark.parametrize("data, frame", [
+    (b"hello", "28b52ffd006829000068656c6c6f"),
+    (b"x", "28b52ffd006809000078"),
+    # Empty input: libzstd sees the end first and records content size 0 (single segment).
+    (b"", "28b52ffd2000010000"),
+])
+def test_frames_match_the_reference_sequence(data, frame):
+    assert zstd_compress(data).hex() == frame
+
+
+def test_frames_record_no_content_size_for_non_empty_input():
+    frame = zstd_compress(b"abc" * 1000)
+    assert frame[4] == 0x00  # frame header descriptor: no size, windowed
+    params = zstandard.get_frame_parameters(frame)
+    assert params.content_size == zstandard.CONTENTSIZE_UNKNOWN
+
+
+def test_one_shot_compression_would_differ():
+    data = b"the file is the database " * 400
+    assert zstd_compress(data) != zstandard.ZstdCompressor(level=19).compress(data)
+
+
+def test_concatenated_frames_decode_to_the_concatenation():
+    assert zstd_decompress(zstd_compress(b"ab") + zstd_compress(b"") + zstd_compress(b"cd")) == b"abcd"
+
+
+def test_empty_payload_decodes_to_nothing():
+    assert zstd_decompress(b"") == b""
+
+
+def _sized_frame(size: int) -> bytes:
+    """A single-segment frame declaring ``size`` bytes, with one RLE block of one byte."""
+    block = (1 | (1 << 1) | (1 << 3)).to_bytes(3, "little")
+    return b"\x28\xb5\x2f\xfd\xe0" + struct.pack("<Q", size) + block + b"\x00"
+
+
+def test_declared_size_over_the_cap_is_refused_before_decoding():
+    assert decompress_cap(0) == 64 * 1024 * 1024
+    assert decompress_cap(1 << 20) == 128 << 20
+    payload = _sized_frame(64 * 1024 * 1024 + 1)
+    assert _reason(payload) == "zstd frame declares 67108865 bytes, exceeds cap 67108864"
+
+
+@pytest.mark.parametrize("payload, name", [
+    (b"\x28\xb5\x2f\xfd\x08" + bytes(10), "Unsupported frame parameter"),
+    (b"\x28\xb5\x2f\xfd", "Src size is incorrect"),
+    (b"abcdefgh", "Src size is incorrect"),
+    (_sized_frame(2), "Data corruption detected"),
+])
+def test_libzstd_error_names_are_the_reason(payload, name):
+    assert _reason(payload) == f"zstd decompression failed: {name}"
+
+
+def test_truncated_frame_and_trailing_junk_fail():
+    frame = zstd_compress(b"\x01\x00\x00\x00\x02" + bytes(7) + b"{}")
+    assert _reason(frame[:-1]) == "zstd decompression failed: Src size is incorrect"
+    assert _reason(frame + b"x") == "zstd decompression failed: Src size is incorrect"
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.binary(max_size=3000))
+def test_roundtrip_and_determinism(data):
+    frame = zstd_compress(data)
+    assert zstd_decompress(frame) == data
+    assert zstd_compress(data) == frame
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.binary(min_size=1, max_size=400), st.data())
+def test_corruption_raises_only_typed_errors(data, draw):
+    frame = bytearray(zstd_compress(data))
+    pos = draw.draw(st.integers(0, len(frame) - 1))
+    frame[pos] ^= draw.draw(st.integers(1, 255))
+    cut = draw.draw(st.integers(0, len(frame)))
+    try:
+        zstd_decompress(bytes(frame[:cut]))
+    except MalformedSectionPayload:
+        pass
