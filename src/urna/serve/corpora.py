@@ -1,0 +1,281 @@
+"""The served corpora and the request semantics of the HTTP API, with no web framework.
+
+A :class:`Corpora` opens every file once at start and shares each ``UrnaFile`` with all
+requests (the map is read-only and searches are thread-safe). Each handler takes the decoded
+JSON body, checks every field (type, range, size) before touching the file, and either returns
+a JSON-ready dict or raises :class:`ApiError` with a 4xx status, a stable ``type`` and a
+message naming the problem. Typed runtime errors (``DimensionMismatch``, ``InvalidQueryValue``,
+``ModelHashMismatch`` ...) keep their class name as ``type`` and their reference text.
+Text queries reuse the forge: ``urna.forge.query`` embeds with the file's own model, applies
+the model_hash gate and routes as ``urna retrieve`` does.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..errors import CitationError, UrnaError
+from ..format.identity import parse_citation
+from ..format.layout import ENCODING_NAMES
+
+K_MAX = 1000
+"""Largest ``k`` a request may ask for (bounds the response size)."""
+TEXT_MAX = 10_000
+"""Longest query text, in characters."""
+CANDIDATES_MAX = 100_000
+EF_MAX = 100_000
+HOPS_MAX = 8
+CITATION_MAX = 1_000
+MODES = ("exact", "ann", "hybrid", "graph")
+_F32_MAX = 3.4028234663852886e38
+
+
+class ApiError(Exception):
+    """A request the API refuses: HTTP status, error type and a message naming the problem."""
+
+    def __init__(self, status: int, kind: str, message: str) -> None:
+        super().__init__(message)
+        self.status, self.kind, self.message = status, kind, message
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON error body: ``{"error": {"type": ..., "message": ...}}``."""
+        return {"error": {"type": self.kind, "message": self.message}}
+
+
+def _from_urna(e: UrnaError) -> ApiError:
+    return ApiError(422, type(e).__name__, str(e))
+
+
+# ---------------------------------------------------------------------------- field checks
+
+
+def _fields(body: Any, allowed: tuple[str, ...]) -> dict[str, Any]:
+    if not isinstance(body, dict):
+        raise ApiError(400, "InvalidBody", "the request body must be a JSON object")
+    extra = sorted(set(body) - set(allowed))
+    if extra:
+        raise ApiError(422, "UnknownField",
+                       f"unknown field {extra[0]!r} (allowed: {', '.join(allowed)})")
+    return body
+
+
+def _int(body: dict[str, Any], key: str, default: int | None, lo: int, hi: int) -> int | None:
+    value = body.get(key, default)
+    if value is None:
+        if default is None and key in body:
+            return None
+        return default
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ApiError(422, "InvalidField", f"{key} must be an integer")
+    if not lo <= value <= hi:
+        raise ApiError(422, "OutOfRange", f"{key} must be between {lo} and {hi}, got {value}")
+    return value
+
+
+def _text(body: dict[str, Any], key: str, *, required: bool, limit: int = TEXT_MAX) -> str | None:
+    value = body.get(key)
+    if value is None:
+        if required:
+            raise ApiError(422, "MissingField", f"{key} is required")
+        return None
+    if not isinstance(value, str):
+        raise ApiError(422, "InvalidField", f"{key} must be a string")
+    if len(value) > limit:
+        raise ApiError(422, "OutOfRange", f"{key} is longer than {limit} characters")
+    return value
+
+
+def _vector(body: dict[str, Any], dim: int) -> list[float] | None:
+    value = body.get("vector")
+    if value is None:
+        return None
+    if not isinstance(value, list):
+        raise ApiError(422, "InvalidField", "vector must be an array of numbers")
+    # The dimension check comes first so a huge array is refused before it is converted.
+    if len(value) != dim:
+        raise ApiError(422, "DimensionMismatch",
+                       f"dimension mismatch: expected {dim}, got {len(value)}")
+    for i, x in enumerate(value):
+        if isinstance(x, bool) or not isinstance(x, (int, float)):
+            raise ApiError(422, "InvalidField", f"vector[{i}] must be a number")
+        if abs(x) > _F32_MAX or (isinstance(x, float) and not math.isfinite(x)):
+            raise ApiError(422, "InvalidQueryValue",
+                           f"vector[{i}] is not a finite float32 (NaN, infinity or too large)")
+    return [float(x) for x in value]
+
+
+# ---------------------------------------------------------------------------------- corpus
+
+
+@dataclass
+class Corpus:
+    """One served file: its name (the file's stem), the open UrnaFile and its query embedder."""
+
+    name: str
+    path: str
+    file: Any
+    _embedder: Any = None
+    _embedder_error: str | None = None
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def embedder(self) -> Any:
+        """The file's own query embedder, made once (its model_hash hashes the model once)."""
+        with self._lock:
+            if self._embedder is None and self._embedder_error is None:
+                from ..forge.embed import EmbedderError, embedder_for_model
+
+                try:
+                    emb = embedder_for_model(str(self.file.embedding_model))
+                    emb.model_hash()  # pay the hashing once, not inside a request
+                    self._embedder = emb
+                except (EmbedderError, OSError) as e:
+                    self._embedder_error = str(e)
+            if self._embedder is None:
+                raise ApiError(422, "EmbedderUnavailable",
+                               f"corpus {self.name!r} cannot embed text: {self._embedder_error}")
+            return self._embedder
+
+    def summary(self) -> dict[str, Any]:
+        """Name, hashes, dims, dtype and capabilities (the ``GET /api/corpora`` entry)."""
+        f = self.file
+        return {
+            "name": self.name, "file": os.path.basename(self.path),
+            "file_hash": f.file_hash, "content_hash": f.content_hash,
+            "model_hash": f.model_hash, "embedding_model": f.embedding_model,
+            "embedding_dim": f.embedding_dim, "n_embeddings": f.n_embeddings,
+            "dtype": f.dtype, "index_type": f.index_type,
+            "capabilities": {"exact": True, "ann": f.has_ann, "bm25": f.has_bm25,
+                             "graph": f.has_graph, "spaces": f.has_spaces, "blobs": f.has_blobs},
+            "space_names": f.space_names,
+        }
+
+    # -- handlers --------------------------------------------------------------------------
+
+    def search(self, body: Any) -> dict[str, Any]:
+        """``POST search``: a vector (or text embedded with the file's model) by one mode."""
+        b = _fields(body, ("vector", "text", "k", "mode", "ef", "candidates", "hops"))
+        k = _int(b, "k", 10, 1, K_MAX)
+        mode = b.get("mode", "exact")
+        if mode not in MODES:
+            raise ApiError(422, "InvalidField", f"mode must be one of {', '.join(MODES)}")
+        text = _text(b, "text", required=False)
+        ef = _int(b, "ef", 100, 1, EF_MAX)
+        candidates = _int(b, "candidates", max(4 * k, 64), 1, CANDIDATES_MAX)
+        hops = _int(b, "hops", 1, 0, HOPS_MAX)
+        vector: Any = _vector(b, int(self.file.embedding_dim))
+        if vector is None and text is None:
+            raise ApiError(422, "MissingField", "give a vector, or a text to embed")
+        f = self.file
+        try:
+            if vector is None:
+                from ..forge.query import embed_query, manifest_of
+
+                vector, _ = embed_query(manifest_of(f), text, embedder=self.embedder())
+            if mode == "exact":
+                res = f.search_result(vector, k)
+            elif mode == "ann":
+                res = f.search_ann_result(vector, k, ef)
+            elif mode == "hybrid":
+                res = f.search_hybrid_result(vector, text or "", k, candidates)
+            else:
+                res = f.search_graph_result(vector, k, hops, ef)
+        except UrnaError as e:
+            raise _from_urna(e) from None
+        return {"corpus": self.name, "mode": mode, "index_type": res.index_type,
+                "k_requested": k, "k_returned": res.k_returned,
+                "query_time_ms": res.query_time_ms, "hits": [h.to_dict() for h in res.hits]}
+
+    def retrieve(self, body: Any) -> dict[str, Any]:
+        """``POST retrieve``: text embedded server-side, gated and routed like ``urna retrieve``."""
+        from ..forge.embed import EmbedderError
+        from ..forge.query import retrieve_text
+
+        b = _fields(body, ("text", "k", "candidates"))
+        text = _text(b, "text", required=True)
+        k = _int(b, "k", 10, 1, K_MAX)
+        candidates = _int(b, "candidates", None, 1, CANDIDATES_MAX)
+        emb = self.embedder()
+        try:
+            res = retrieve_text(self.file, text or "", k, candidates=candidates, embedder=emb)
+        except UrnaError as e:
+            raise _from_urna(e) from None
+        except EmbedderError as e:
+            raise ApiError(422, "EmbedderError", str(e)) from None
+        return {"corpus": self.name, "route": res.route, "candidates": res.candidates,
+                "fusion": res.fusion, "rerank_source": res.rerank_source,
+                "query_time_ms": res.query_ms, "hits": [h.to_dict() for h in res.hits]}
+
+    def cite(self, body: Any) -> dict[str, Any]:
+        """``POST cite``: a citation resolved to its stored text, span and source."""
+        b = _fields(body, ("citation",))
+        citation = _text(b, "citation", required=True, limit=CITATION_MAX) or ""
+        try:
+            parse_citation(citation)  # a malformed citation is a bad request ...
+        except CitationError as e:
+            raise ApiError(400, "MalformedCitation", str(e)) from None
+        try:
+            r = self.file.cite(citation)
+        except CitationError as e:  # ... a well-formed one this file does not hold is not found
+            raise ApiError(404, "CitationError", str(e)) from None
+        return {"citation_id": r.citation_id, "chunk_id": r.chunk_id,
+                "content_hash": r.content_hash, "ordinal": r.ordinal, "text": r.text,
+                "source_uri": r.source_uri,
+                "span": {"byte_start": r.byte_start, "byte_end": r.byte_end}}
+
+    def inspect(self) -> dict[str, Any]:
+        """``GET inspect``: the ``UrnaFile.inspect()`` dict."""
+        return self.file.inspect()
+
+
+# --------------------------------------------------------------------------------- corpora
+
+
+def corpus_name(path: str | os.PathLike) -> str:
+    """The API name of a file: its stem (``docs/quickstart.urna`` -> ``quickstart``)."""
+    return Path(path).stem
+
+
+class Corpora:
+    """Every served file, opened once; looked up by name."""
+
+    def __init__(self, paths: list[str | os.PathLike]) -> None:
+        import urna
+
+        self._by_name: dict[str, Corpus] = {}
+        try:
+            for p in paths:
+                name = corpus_name(p)
+                if name in self._by_name:
+                    raise ValueError(f"two files share the corpus name {name!r}: "
+                                     f"{self._by_name[name].path} and {os.fspath(p)}")
+                self._by_name[name] = Corpus(name, os.fspath(p), urna.open(p))
+        except BaseException:
+            self.close()
+            raise
+
+    def names(self) -> list[str]:
+        """Corpus names in the order the files were given."""
+        return list(self._by_name)
+
+    def get(self, name: str) -> Corpus:
+        """The corpus called ``name``; ApiError 404 naming the served ones otherwise."""
+        c = self._by_name.get(name)
+        if c is None:
+            raise ApiError(404, "UnknownCorpus",
+                           f"no corpus named {name!r} (served: {', '.join(self._by_name)})")
+        return c
+
+    def listing(self) -> dict[str, Any]:
+        """The ``GET /api/corpora`` document."""
+        return {"corpora": [c.summary() for c in self._by_name.values()],
+                "encoding_names": {str(k): v for k, v in ENCODING_NAMES.items()}}
+
+    def close(self) -> None:
+        """Close every file (idempotent)."""
+        for c in self._by_name.values():
+            c.file.close()
