@@ -201,6 +201,7 @@ def _exercise_open(f, ex: Exercise) -> None:
     _call(ex, f, "search_hybrid", q, QUERY_TEXT, 5, 50)
     _call(ex, f, "search_graph", q, 5)
     _call(ex, f, "retrieve", q, 3)
+    _call(ex, f, "search_batch", np.stack([q, -q]), 3)
     for name, sdim in list(_space_dims(info).items())[:4]:
         _call(ex, f, "search_space", name, query_vector(sdim), 3, op="search_space")
     ids = _call(ex, f, "chunk_ids")
