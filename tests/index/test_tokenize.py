@@ -199,3 +199,28 @@ def test_whitespace_separates_independently(a: str, b: str) -> None:
 def test_tokens_are_lowercase_runs_of_at_least_two(text: str) -> None:
     for tok in tokenize(text):
         assert len(tok) >= 2 and tok.translate(_LOWER) == tok  # lowercase is idempotent
+
+
+def spec_tokenize(text: str) -> list[str]:
+    """§8.1 written out one character at a time (the fast path must agree with it)."""
+    out: list[str] = []
+    cur = ""
+    for ch in text:
+        if is_word_char(ch):
+            cur += lowercase(ch)
+        else:
+            if len(cur) >= 2:
+                out.append(cur)
+            cur = ""
+    if len(cur) >= 2:
+        out.append(cur)
+    return out
+
+
+_MIXED = st.text(alphabet=st.one_of(
+    st.characters(), st.sampled_from("aZ9_ İıΣσǅ\u0301\u093e\U00010d50\U0001f600\U0003d000\U000323b0")))
+
+
+@given(_MIXED)
+def test_fast_path_equals_the_per_character_definition(text: str) -> None:
+    assert tokenize(text) == spec_tokenize(text)

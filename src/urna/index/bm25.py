@@ -7,9 +7,10 @@ Build follows §8.2 (doc id = chunk ordinal, terms in UTF-8 byte order, postings
     denom = tf + k1 * ((1 - b) + (b * dl) / max(avgdl, 1))
     score[doc] += (idf * (tf * (k1 + 1))) / denom        # query tokens in order, repeats kept
 
-Everything that does not depend on the query (each posting's ``denom`` and ``tf * (k1 + 1)``)
-is computed once, so a query costs two vector operations and one scatter-add per query
-token; there is no Python loop over documents or postings. ``ln`` is the C library's
+Nothing in a posting's term score depends on the query, so every posting's contribution is
+computed once, with the same f32 operations in the same order; a query is then one
+scatter-add per query token (in query order, so the f32 sums match) and a top-k selection.
+There is no Python loop over documents or postings. ``ln`` is the C library's
 ``logf`` when it can be loaded (what the reference calls), else a correctly rounded log.
 Documents whose score is not finite are dropped, and the rest are ranked by score
 descending, then doc id ascending (§4). This module never parses a file: it takes a
@@ -21,6 +22,7 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import math
+import os
 from collections.abc import Sequence
 
 import numpy as np
@@ -32,6 +34,8 @@ DEFAULT_K1 = 1.5
 DEFAULT_B = 0.75
 RRF_K = 60.0
 _F32 = np.float32
+# Indexes with fewer postings than this are scored by numpy: importing numba costs ~1 s.
+NUMBA_MIN_POSTINGS = 1 << 16
 
 
 def _py_logf(x: float) -> np.float32:
@@ -63,6 +67,93 @@ def f32_ln(x: float) -> np.float32:
     return _logf(float(x))
 
 
+def _force_scalar() -> bool:
+    v = os.environ.get("URNA_FORCE_SCALAR")
+    return v is not None and v != "0"
+
+
+_KERNEL = None
+_KERNEL_LOADED = False
+
+
+def _numba_kernel():
+    """The compiled top-k kernel, or None (no numba, or URNA_FORCE_SCALAR set)."""
+    global _KERNEL, _KERNEL_LOADED
+    if not _KERNEL_LOADED:
+        _KERNEL_LOADED = True
+        if not _force_scalar():
+            try:
+                import numba
+            except Exception:  # numba is the optional "fast" extra
+                numba = None
+            if numba is not None:
+                # no fastmath: the f32 sums must be added in the reference's order
+                jit = numba.njit(cache=True, nogil=True, boundscheck=False)
+                _KERNEL = jit(_topk_kernel)
+    return _KERNEL
+
+
+def _topk_kernel(tids, offs, docs, contrib, n_docs, k, out_ids, out_sc):
+    """Scatter-add the query terms' postings, then keep the best ``k`` finite scores.
+
+    The heap's root is the worst kept hit (lowest score, then highest id). Returns how many
+    hits were kept; they are unordered.
+    """
+    acc = np.zeros(n_docs, dtype=np.float32)
+    mark = np.zeros(n_docs, dtype=np.uint8)
+    total = 0
+    for j in range(tids.shape[0]):
+        total += offs[tids[j] + 1] - offs[tids[j]]
+    touched = np.empty(total, dtype=np.int64)
+    n = 0
+    for j in range(tids.shape[0]):
+        t = tids[j]
+        for p in range(offs[t], offs[t + 1]):
+            d = docs[p]
+            if mark[d] == 0:
+                mark[d] = 1
+                touched[n] = d
+                n += 1
+            acc[d] += contrib[p]
+    size = 0
+    for i in range(n):
+        d = touched[i]
+        s = acc[d]
+        if not np.isfinite(s):
+            continue
+        if size < k:
+            # sift up
+            c = size
+            size += 1
+            while c > 0:
+                par = (c - 1) // 2
+                ps, pd = out_sc[par], out_ids[par]
+                if ps < s or (ps == s and pd > d):
+                    break
+                out_sc[c], out_ids[c] = ps, pd
+                c = par
+            out_sc[c], out_ids[c] = s, d
+        elif s > out_sc[0] or (s == out_sc[0] and d < out_ids[0]):
+            # replace the root and sift down
+            c = 0
+            while True:
+                lo = 2 * c + 1
+                if lo >= size:
+                    break
+                w = lo
+                r = lo + 1
+                if r < size and (out_sc[r] < out_sc[lo]
+                                 or (out_sc[r] == out_sc[lo] and out_ids[r] > out_ids[lo])):
+                    w = r
+                ws, wd = out_sc[w], out_ids[w]
+                if s < ws or (s == ws and d > wd):
+                    break
+                out_sc[c], out_ids[c] = ws, wd
+                c = w
+            out_sc[c], out_ids[c] = s, d
+    return size
+
+
 class Bm25Index:
     """A BM25 index: parameters, doc lengths and postings as flat arrays in term order."""
 
@@ -78,12 +169,22 @@ class Bm25Index:
         self.docs = np.asarray(payload.post_docs, dtype=np.uint32).astype(np.intp)
         self.term_index = {t: i for i, t in enumerate(payload.terms)}
         dl = np.asarray(payload.doc_lens, dtype=np.uint32).astype(_F32)
+        dfs = np.diff(self.offsets)
+        term_of = np.repeat(np.arange(len(self.terms), dtype=np.intp), dfs)
+        # idf depends only on (N, df): one logf call per distinct df
+        uniq, inv = np.unique(dfs, return_inverse=True)
+        idf = np.array([self.idf(int(d)) for d in uniq], dtype=_F32)[inv.reshape(-1)]
         with np.errstate(all="ignore"):  # hostile payloads may overflow; the scores say so
             norm = (_F32(1.0) - self.b) + (self.b * dl) / max(self.avgdl, _F32(1.0))
             knorm = self.k1 * norm
             tf = np.asarray(payload.post_tfs, dtype=np.uint32).astype(_F32)
-            self._tfk = tf * (self.k1 + _F32(1.0))
-            self._denom = tf + knorm[self.docs]
+            denom = tf + knorm[self.docs]
+            # the query-independent term score of every posting, same f32 operations and order
+            # as the reference's per-query loop: (idf * (tf * (k1 + 1))) / denom
+            self._contrib = (idf[term_of] * (tf * (self.k1 + _F32(1.0)))) / denom
+        # A term whose every contribution is > 0 marks its docs through the sum alone.
+        self._positive = np.ones(len(self.terms), dtype=bool)
+        self._positive[term_of[~(self._contrib > 0)]] = False
         # Postings we build are strictly increasing per term; a decoded v1 payload may repeat a
         # doc inside one term, which then needs the slower unbuffered add.
         step = np.diff(self.docs) > 0
@@ -98,19 +199,18 @@ class Bm25Index:
     @classmethod
     def build(cls, docs: Sequence[str], k1: float = DEFAULT_K1, b: float = DEFAULT_B) -> "Bm25Index":
         """Index ``docs`` (canonical chunk texts in chunk order) as the reference does."""
-        vocab: dict[str, int] = {}
-        tids: list[int] = []
+        all_toks: list[str] = []
         lens = np.zeros(len(docs), dtype=np.int64)
         for d, text in enumerate(docs):
             toks = tokenize(text)
             lens[d] = len(toks)
-            tids.extend([vocab.setdefault(t, len(vocab)) for t in toks])
+            all_toks.extend(toks)
         n_docs = len(docs)
-        terms = sorted(vocab)  # code point order == UTF-8 byte order
-        rank = np.empty(len(vocab), dtype=np.int64)
-        rank[[vocab[t] for t in terms]] = np.arange(len(terms), dtype=np.int64)
+        terms = sorted(dict.fromkeys(all_toks))  # code point order == UTF-8 byte order
+        rank = {t: i for i, t in enumerate(terms)}
+        tids = np.fromiter(map(rank.__getitem__, all_toks), dtype=np.int64, count=len(all_toks))
         doc_of = np.repeat(np.arange(n_docs, dtype=np.int64), lens)
-        keys = rank[np.asarray(tids, dtype=np.int64)] * max(n_docs, 1) + doc_of
+        keys = tids * max(n_docs, 1) + doc_of
         uniq, tf = np.unique(keys, return_counts=True)  # sorted: term, then doc
         term_of = uniq // max(n_docs, 1)
         offsets = np.searchsorted(term_of, np.arange(len(terms) + 1), side="left").astype(np.int64)
@@ -145,38 +245,51 @@ class Bm25Index:
             return f32_ln((n - d + half) / (d + half) + _F32(1.0))
 
     def scores(self, text: str) -> tuple[np.ndarray, np.ndarray]:
-        """Every matched doc id (ascending) and its accumulated f32 score, before ranking."""
+        """Every matched doc id (in no particular order) and its f32 score, before ranking."""
+        empty = np.zeros(0, np.intp), np.zeros(0, _F32)
         if self.n_docs == 0:
-            return np.zeros(0, np.intp), np.zeros(0, _F32)
-        acc = None
-        touched = None
-        for tok in tokenize(text):
-            t = self.term_index.get(tok)
-            if t is None:
-                continue
-            lo, hi = int(self.offsets[t]), int(self.offsets[t + 1])
-            if acc is None:
-                acc = np.zeros(self.n_docs, dtype=_F32)
-                touched = np.zeros(self.n_docs, dtype=bool)
-            with np.errstate(all="ignore"):
-                contrib = (self.idf(hi - lo) * self._tfk[lo:hi]) / self._denom[lo:hi]
-                docs = self.docs[lo:hi]
-                if self._simple[t]:
-                    acc[docs] += contrib
-                else:
-                    np.add.at(acc, docs, contrib)
-            touched[docs] = True
-        if acc is None:
-            return np.zeros(0, np.intp), np.zeros(0, _F32)
-        ids = np.flatnonzero(touched)
+            return empty
+        get = self.term_index.get
+        tids = [t for t in map(get, tokenize(text)) if t is not None]
+        if not tids:
+            return empty
+        offs, docs, contrib = self.offsets, self.docs, self._contrib
+        if len(tids) == 1 and self._simple[tids[0]]:
+            lo, hi = offs[tids[0]], offs[tids[0] + 1]
+            return docs[lo:hi], contrib[lo:hi] + _F32(0.0)  # 0.0 + x, as the reference
+        acc = np.zeros(self.n_docs, dtype=_F32)
+        for t in tids:  # query order, repeats included: f32 sums in the reference's order
+            lo, hi = offs[t], offs[t + 1]
+            if self._simple[t]:
+                acc[docs[lo:hi]] += contrib[lo:hi]
+            else:
+                np.add.at(acc, docs[lo:hi], contrib[lo:hi])
+        if self._positive[tids].all():
+            ids = np.flatnonzero(acc)  # sums of positive terms are never 0
+        else:
+            touched = np.zeros(self.n_docs, dtype=bool)
+            for t in tids:
+                touched[docs[offs[t]:offs[t + 1]]] = True
+            ids = np.flatnonzero(touched)
         return ids, acc[ids]
 
     def search_arrays(self, text: str, k: int) -> tuple[np.ndarray, np.ndarray]:
         """Top-``k`` doc ids and f32 scores as arrays (see :meth:`search`)."""
-        if k <= 0:
+        if k <= 0 or self.n_docs == 0:
             return np.zeros(0, np.intp), np.zeros(0, _F32)
+        kernel = _numba_kernel() if len(self.docs) >= NUMBA_MIN_POSTINGS else None
+        if kernel is not None:
+            get = self.term_index.get
+            tids = np.asarray([t for t in map(get, tokenize(text)) if t is not None], np.intp)
+            m = min(k, self.n_docs)
+            ids, sc = np.empty(m, np.intp), np.empty(m, _F32)
+            n = kernel(tids, self.offsets, self.docs, self._contrib, self.n_docs, m, ids, sc)
+            ids, sc = ids[:n], sc[:n]
+            order = np.lexsort((ids, -sc))
+            return ids[order], sc[order]
         ids, sc = self.scores(text)
-        keep = np.isfinite(sc)
+        with np.errstate(invalid="ignore"):
+            keep = np.isfinite(sc)
         if not keep.all():
             ids, sc = ids[keep], sc[keep]
         if len(ids) > k:

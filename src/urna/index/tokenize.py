@@ -13,6 +13,7 @@ from ``unicodedata`` or ``str.isalnum``/``str.lower``, whose answers depend on t
 from __future__ import annotations
 
 import re
+from bisect import bisect_right
 
 from ._unicode_tables import LOWER, WORD_RANGES
 
@@ -21,10 +22,26 @@ def _class(ranges: tuple[tuple[int, int], ...]) -> str:
     parts = []
     for lo, hi in ranges:
         parts.append(re.escape(chr(lo)) if lo == hi else f"{re.escape(chr(lo))}-{re.escape(chr(hi))}")
-    return "[" + "".join(parts) + "]+"
+    return "[" + "".join(parts) + "]"
 
 
-_WORD_RUN = re.compile(_class(WORD_RANGES))
+_STARTS = [lo for lo, _ in WORD_RANGES]
+_ENDS = [hi for _, hi in WORD_RANGES]
+# `re` tests a character class with a BMP bitmap, but checks every astral range one by one for
+# each character outside it, so a single class over all ranges is ~10x slower. Runs are found
+# with the BMP class only; astral characters (rare) are first replaced by a BMP stand-in of the
+# same class, which keeps every offset, and the runs are then cut from the original text.
+_BMP_CLASS = _class(tuple(r for r in WORD_RANGES if r[1] <= 0xFFFF))
+assert all(lo > 0xFFFF or hi <= 0xFFFF for lo, hi in WORD_RANGES)
+_BMP_RUN = re.compile(_BMP_CLASS + "+")
+# Tokens need two characters after lowercasing. Lowercasing keeps a character's length except
+# for the few whose mapping is longer (only U+0130 today), so the kept tokens are exactly the
+# runs of two or more, or one such character alone: the regex drops the rest in C.
+_GROWS = sorted(chr(cp) for cp, low in LOWER.items() if len(low) >= 2)
+assert all(len(LOWER[ord(ch)]) == 2 and ord(ch) <= 0xFFFF for ch in _GROWS)
+_BMP_TOKEN = re.compile(_BMP_CLASS + "{2,}" + "".join(f"|{re.escape(ch)}" for ch in _GROWS))
+_ASCII_TOKEN = re.compile("[a-z0-9]{2,}")
+_ASTRAL = re.compile("[\U00010000-\U0010FFFF]")
 # str.translate applies the table per character, which is exactly a context-free lowercase.
 _LOWER = str.maketrans(LOWER)
 # A separator no lowercase mapping can produce and no word run contains.
@@ -33,7 +50,9 @@ _SEP = "\x00"
 
 def is_word_char(ch: str) -> bool:
     """Whether ``ch`` is a word character (Rust ``char::is_alphanumeric``)."""
-    return _WORD_RUN.fullmatch(ch) is not None
+    cp = ord(ch)
+    i = bisect_right(_STARTS, cp) - 1
+    return i >= 0 and cp <= _ENDS[i]
 
 
 def lowercase(ch: str) -> str:
@@ -41,14 +60,75 @@ def lowercase(ch: str) -> str:
     return ch.translate(_LOWER)
 
 
+def word_runs(text: str) -> list[str]:
+    """The maximal runs of word characters of ``text``, in order, not yet lowercased."""
+    if _ASTRAL.search(text) is None:
+        return _BMP_RUN.findall(text)
+    return _astral_runs(_BMP_RUN, text)
+
+
+def _astral_runs(pattern: re.Pattern, text: str) -> list[str]:
+    words = 0
+
+    def stand_in(m: re.Match) -> str:
+        nonlocal words
+        if is_word_char(m.group()):
+            words += 1
+            return "a"
+        return " "
+
+    probe = _ASTRAL.sub(stand_in, text)  # same length: one BMP char per astral char
+    if not words:  # only non-word astral characters (emoji...): the runs are the probe's
+        return pattern.findall(probe)
+    return [text[m.start():m.end()] for m in pattern.finditer(probe)]
+
+
 def tokenize(text: str) -> list[str]:
     """Split ``text`` into lowercase word tokens of at least two characters, in order.
 
     Example: ``tokenize("Ação! don't 3.14")`` == ``["ação", "don", "14"]``.
     """
-    runs = _WORD_RUN.findall(text)
+    if text.isascii():  # O(1) flag check; ASCII lowercase is the same in every table
+        return _ASCII_TOKEN.findall(text.lower())
+    astral = _ASTRAL.search(text) is not None
+    runs = _astral_runs(_BMP_TOKEN, text) if astral else _BMP_TOKEN.findall(text)
     if not runs:
         return []
-    # Lowercase all runs in one pass; lengths are counted after lowercasing, as the reference.
-    lowered = _SEP.join(runs).translate(_LOWER).split(_SEP)
-    return [tok for tok in lowered if len(tok) >= 2]
+    joined = _SEP.join(runs)
+    if "\u03a3" in joined:  # str.lower would apply the final-sigma rule; Rust never does
+        joined = joined.replace("\u03a3", "\u03c3")
+    # str.lower agrees with the table except on the characters _python_differs() finds, and is
+    # much faster than translate; either way every run is lowercased in one pass.
+    bmp, high = _python_differs()
+    if bmp.search(joined) is None and not (astral and high.search(joined) is not None):
+        return joined.lower().split(_SEP)
+    return joined.translate(_LOWER).split(_SEP)
+
+
+_DIFFERS: tuple[re.Pattern, re.Pattern] | None = None
+
+
+def _python_differs() -> tuple[re.Pattern, re.Pattern]:
+    """Word characters whose ``str.lower`` here is not the reference's lowercase (BMP, astral).
+
+    That is whatever this interpreter's Unicode tables get wrong (characters newer than its
+    ``unicodedata``; capital sigma, str.lower's other difference, is replaced before). Computed once, on the first non-ASCII text; two classes because astral members slow a
+    class down for every character (see ``_BMP_RUN``).
+    """
+    global _DIFFERS
+    if _DIFFERS is None:
+        odd = set()
+        for lo, hi in WORD_RANGES:
+            for cp in range(lo, hi + 1):
+                ch = chr(cp)
+                if cp != 0x3A3 and ch.lower() != LOWER.get(cp, ch):
+                    odd.add(cp)
+
+        def cls(cps: list[int]) -> re.Pattern:
+            # an empty class would match nothing anyway; keep the pattern valid
+            return re.compile("[" + "".join(re.escape(chr(c)) for c in cps) + "]" if cps
+                              else "(?!)")
+
+        _DIFFERS = (cls(sorted(c for c in odd if c <= 0xFFFF)),
+                    cls(sorted(c for c in odd if c > 0xFFFF)))
+    return _DIFFERS
