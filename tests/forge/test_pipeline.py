@@ -280,3 +280,37 @@ def test_build_killed_while_writing_keeps_the_old_file(tmp_path: Path) -> None:
     assert _run(["build", "--spec", str(spec_path)]).exit_code == 0  # rerun cleans .tmp/
     assert final.read_bytes() != before
     assert list((tmp_path / "out" / ".tmp").iterdir()) == []
+
+
+def test_rebuild_only_compares_the_lock(tmp_path: Path) -> None:
+    spec_path = _big_corpus(tmp_path, 10)
+    out = tmp_path / "out"
+    missing = _run(["build", "--spec", str(spec_path), "--rebuild-only"])
+    assert missing.exit_code == 1 and "cache for 'potion' is missing" in missing.stderr
+    assert _run(["build", "--spec", str(spec_path)]).exit_code == 0
+    same = _run(["build", "--spec", str(spec_path), "--rebuild-only"])
+    assert same.exit_code == 0 and "divergence" not in same.stderr
+    assert not (out / "big.build.lock.rebuild.json").exists()
+    lock_path = out / "big.build.lock.json"
+    lock = json.loads(lock_path.read_text())
+    lock["platform"]["python"] = "0.0.0"
+    lock["spec"]["source"]["path"] = "/elsewhere/rows.jsonl"  # a location: never a divergence
+    lock_path.write_text(json.dumps(lock))
+    diverged = _run(["build", "--spec", str(spec_path), "--rebuild-only"])
+    assert diverged.exit_code == 0
+    assert "warning: build.lock divergence" in diverged.stderr
+    assert "platform.python: '0.0.0'" in diverged.stderr and "source.path" not in diverged.stderr
+    assert json.loads(lock_path.read_text())["platform"]["python"] == "0.0.0"  # kept
+    assert (out / "big.build.lock.rebuild.json").is_file()
+    strict = _run(["build", "--spec", str(spec_path), "--rebuild-only", "--strict-env"])
+    assert strict.exit_code == 1 and "build.lock divergence" in strict.stderr
+
+
+def test_models_subset_must_name_spec_presets(tmp_path: Path) -> None:
+    spec_path = _big_corpus(tmp_path, 5)
+    res = _run(["build", "--spec", str(spec_path), "--models", "floor"])
+    assert res.exit_code == 2 and res.stderr.startswith("spec error: --models: ['floor']")
+    ok = _run(["build", "--spec", str(spec_path), "--models", "potion"])
+    assert ok.exit_code == 0
+    assert json.loads((tmp_path / "out" / "big.build.lock.json").read_text())[
+        "models_subset"] == ["potion"]

@@ -55,11 +55,16 @@ def _open(path: str) -> Any:
 @click.option("--cache-dir", default=None, help="Embed-cache root (else URNA_CACHE_DIR, XDG).")
 @click.option("--dry-run", is_flag=True, help="Validate and print the plan; load nothing.")
 @click.option("--json", "as_json", is_flag=True, help="With --dry-run: the plan as JSON.")
-@click.option("--rebuild-only", is_flag=True, help="Re-emit from the embed cache only.")
+@click.option("--models", "models", default=None,
+              help="Comma list of [[models]] presets to build (a subset; keeps the lock).")
+@click.option("--rebuild-only", is_flag=True,
+              help="Re-emit from the embed cache only and compare the build lock.")
+@click.option("--strict-env", is_flag=True, help="With --rebuild-only: a lock divergence fails.")
 @click.option("--stop-on-error", is_flag=True,
               help="documents source: stop at the first unusable file instead of skipping it.")
 def build_cmd(spec_path: str, sample: int | None, out_dir: str | None, cache_dir: str | None,
-              dry_run: bool, as_json: bool, rebuild_only: bool, stop_on_error: bool) -> None:
+              dry_run: bool, as_json: bool, models: str | None, rebuild_only: bool,
+              strict_env: bool, stop_on_error: bool) -> None:
     """[agent] Build .urna file(s) from a declarative spec; prints the result JSON.
 
     Example: urna build --spec examples/quickstart/corpus.toml
@@ -78,7 +83,8 @@ def build_cmd(spec_path: str, sample: int | None, out_dir: str | None, cache_dir
                        else pipeline.format_plan(plan))
             return
         result = pipeline.build(spec, sample=sample, out_dir=out_dir, cache_dir=cache_dir,
-                                rebuild_only=rebuild_only,
+                                rebuild_only=rebuild_only, strict_env=strict_env,
+                                models=[m for m in models.split(",") if m] if models else None,
                                 report=lambda m: click.echo(m, err=True))
     except RegistryError as e:
         _fail(e, 4, "registry error")

@@ -11,6 +11,7 @@ mid-embed resumes from the batches it already paid for.
 
 from __future__ import annotations
 
+import json
 import os
 import platform
 import sys
@@ -77,6 +78,10 @@ class BuildContext:
     model_meta: dict[str, dict[str, Any]] = field(default_factory=dict)
     timings: dict[str, float] = field(default_factory=dict)
     cache_stats: dict[str, dict[str, int]] = field(default_factory=dict)
+    rebuild_only: bool = False
+    strict_env: bool = False
+    models_subset: list[str] | None = None
+    report: Callable[[str], None] | None = None
 
     @property
     def tmp_dir(self) -> Path:
@@ -220,6 +225,25 @@ def _package_versions() -> dict[str, str]:
     return out
 
 
+# keys that name places, not inputs: a rebuild elsewhere may differ in them
+_LOCATION_KEYS = ("spec_path", "output.dir", "output.cache_dir", "source.path", "source.db")
+
+
+def lock_diffs(old: dict[str, Any], new: dict[str, Any], prefix: str = "") -> list[str]:
+    """Dotted keys whose values differ between two build locks (location keys ignored)."""
+    out: list[str] = []
+    for key in sorted(set(old) | set(new)):
+        dotted = f"{prefix}{key}"
+        if dotted.removeprefix("spec.") in _LOCATION_KEYS:
+            continue
+        a, b = old.get(key), new.get(key)
+        if isinstance(a, dict) and isinstance(b, dict):
+            out += lock_diffs(a, b, dotted + ".")
+        elif a != b:
+            out.append(f"{dotted}: {a!r} -> {b!r}")
+    return out
+
+
 def finalize(ctx: BuildContext, result: dict[str, Any]) -> None:
     """Write ``<name>.manifest.json`` and ``<name>.build.lock.json`` (atomic)."""
     spec = ctx.spec
@@ -233,7 +257,21 @@ def finalize(ctx: BuildContext, result: dict[str, Any]) -> None:
             "models": {p: m["model_hash"] for p, m in ctx.model_meta.items()},
             "device": os.environ.get("URNA_ST_DEVICE", "auto"), "spec": resolved}
     lock_path = ctx.out_dir / f"{spec.name}.build.lock.json"
-    write_json(lock_path, lock)
+    say = ctx.report or (lambda m: print(m, file=sys.stderr))
+    if ctx.rebuild_only and lock_path.is_file():
+        diffs = lock_diffs(json.loads(lock_path.read_text()), lock)
+        if diffs:
+            msg = "build.lock divergence (L3 not claimable): " + "; ".join(diffs[:8])
+            if ctx.strict_env:
+                raise ForgeError(msg)
+            say(f"[forge] warning: {msg}")
+            lock_path = ctx.out_dir / f"{spec.name}.build.lock.rebuild.json"
+    if ctx.models_subset is not None:
+        lock["models_subset"] = sorted(ctx.models_subset)
+    if ctx.models_subset is not None and lock_path.is_file():
+        say("[forge] --models subset: keeping the existing build.lock untouched")
+    else:
+        write_json(lock_path, lock)
     items: Any
     if mode == "minimal":
         items = [{"key": r.key, "ordinal": r.ordinal} for r in ctx.rows]
@@ -262,15 +300,29 @@ def finalize(ctx: BuildContext, result: dict[str, Any]) -> None:
 
 
 def build(spec: CorpusSpec, *, sample: int | None = None, out_dir: str | None = None,
-          cache_dir: str | None = None, rebuild_only: bool = False,
-          progress: Progress | None = None,
+          cache_dir: str | None = None, rebuild_only: bool = False, strict_env: bool = False,
+          models: list[str] | None = None, progress: Progress | None = None,
           report: Callable[[str], None] | None = None) -> dict[str, Any]:
-    """Run a whole declarative build; returns the result document of §3.5."""
+    """Run a whole declarative build; returns the result document of §3.5.
+
+    ``models`` builds a subset of the ``[[models]]`` presets (an existing lock is kept);
+    ``rebuild_only`` re-emits from the embed cache and compares the new lock with the old
+    one (a divergence warns, or fails with ``strict_env``, and goes to
+    ``<name>.build.lock.rebuild.json``).
+    """
     validate(spec)
+    if models:
+        unknown = sorted(set(models) - {m.preset for m in spec.models})
+        if unknown:
+            raise SpecError(f"--models: {unknown} not in the spec's [[models]] presets")
+        spec.models = [m for m in spec.models if m.preset in models]
+        validate(spec)
     if out_dir:
         spec.output.dir = out_dir
     ctx = BuildContext(spec=spec, out_dir=Path(spec.output.dir),
-                       cache_dir=cache_root(spec, cache_dir), progress=progress or Progress())
+                       cache_dir=cache_root(spec, cache_dir), progress=progress or Progress(),
+                       rebuild_only=rebuild_only, strict_env=strict_env,
+                       models_subset=list(models) if models else None, report=report)
     try:
         ctx.out_dir.mkdir(parents=True, exist_ok=True)
         ctx.tmp_dir.mkdir(exist_ok=True)
