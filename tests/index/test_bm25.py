@@ -255,3 +255,37 @@ def test_rrf_union_ties_by_id_and_empty_lists() -> None:
 def test_rrf_union_is_the_union(a: list[int], b: list[int]) -> None:
     out = rrf_union(a, b)
     assert sorted(out) == sorted(set(a) | set(b))
+
+
+# ------------------------------------------------------------------ numba and numpy paths
+
+
+def _both_paths(monkeypatch, idx: Bm25Index, query: str, k: int):
+    import urna.index.bm25 as mod
+
+    if mod._numba_kernel() is None:
+        pytest.fail("numba is a dev dependency; the compiled path must be tested")
+    monkeypatch.setattr(mod, "NUMBA_MIN_POSTINGS", 0)
+    fast = idx.search(query, k)
+    monkeypatch.setattr(mod, "_numba_kernel", lambda: None)
+    plain = idx.search(query, k)
+    monkeypatch.undo()
+    return fast, plain
+
+
+@pytest.mark.parametrize("k", [1, 3, 15, 1000])
+@pytest.mark.parametrize("query", QUERIES)
+def test_compiled_and_numpy_paths_agree(monkeypatch, zipf_index: Bm25Index, query: str,
+                                        k: int) -> None:
+    fast, plain = _both_paths(monkeypatch, zipf_index, query, k)
+    assert fast == plain
+
+
+def test_compiled_and_numpy_paths_agree_on_hostile_payloads(monkeypatch) -> None:
+    p = _payload(-1.0, 0.0, 1.0, [1, 1, 1], {"aa": [(0, 1), (1, 0), (2, 2)], "bb": [(0, 3)]})
+    fast, plain = _both_paths(monkeypatch, Bm25Index.from_payload(p), "aa bb aa", 10)
+    assert fast == plain == [(1, 0.0), (2, 0.0)]
+    raw = struct.pack("<IfffII", 1, 1.5, 0.75, 2.0, 3, 1) + struct.pack("<3I", 2, 2, 1)
+    raw += struct.pack("<I", 2) + b"aa" + struct.pack("<7I", 3, 1, 1, 1, 1, 0, 2)
+    fast, plain = _both_paths(monkeypatch, Bm25Index.from_bytes(raw), "aa aa", 10)
+    assert fast == plain and [d for d, _ in fast] == [1, 0]
