@@ -171,6 +171,29 @@ def test_search_batch_equals_search_per_query() -> None:
             assert scores[i].tobytes() == one_scores.tobytes()
 
 
+def test_screened_float32_search_equals_scoring_every_row() -> None:
+    m = _unit(4000, 64)
+    m[100:140] = m[7]  # forty identical rows: an exact tie straddles the cut-off
+    slab = Slab.float32(m)
+    for q in (m[7], m[7] + 1e-4, _unit(1, 64)[0]):
+        q = (q / np.linalg.norm(q)).astype(np.float32)
+        for k in (1, 10, 25, 3999):
+            ids, scores = search(slab, q, k)
+            want_ids, want_scores = top_k(score_rows(slab, q), k)
+            assert ids.tolist() == want_ids.tolist()
+            assert scores.tobytes() == want_scores.tobytes()
+
+
+def test_overflowing_rows_fall_back_to_scoring_every_row() -> None:
+    m = _unit(300, 64)
+    m[5] *= np.float32(3e37)  # squares overflow: no rounding bound, every row is scored
+    slab = Slab.float32(m)
+    q = np.ones(64, np.float32) / np.float32(8.0)
+    ids, scores = search(slab, q, 3)
+    want_ids, want_scores = top_k(score_rows(slab, q), 3)
+    assert ids.tolist() == want_ids.tolist() and scores.tobytes() == want_scores.tobytes()
+
+
 def test_k_larger_than_n_and_empty_slab() -> None:
     m = _unit(3, 64)
     assert len(search(Slab.float32(m), m[0], 10)[0]) == 3

@@ -20,6 +20,7 @@ contiguous axis, which numpy evaluates identically for every row). Chosen once p
 
 from __future__ import annotations
 
+import math
 import os
 import platform
 from dataclasses import dataclass, field
@@ -147,14 +148,17 @@ class Slab:
         return (codes.reshape(hi - lo, g, 64) * sc).reshape(hi - lo, self.dim)
 
     def max_row_norm(self) -> float:
-        """Largest L2 norm of a dequantized row (binary64, cached): bounds rounding errors."""
+        """An upper bound of the largest L2 norm of a dequantized row (cached; inf on overflow)."""
         def make() -> float:
             best = 0.0
             for lo in range(0, self.n, _BLOCK):
-                x = self.dequantize(lo, min(self.n, lo + _BLOCK)).astype(np.float64)
-                if x.size:
-                    best = max(best, float(np.sqrt(np.einsum("ij,ij->i", x, x)).max()))
-            return best
+                x = self.dequantize(lo, min(self.n, lo + _BLOCK))
+                with np.errstate(over="ignore", invalid="ignore"):
+                    sq = np.einsum("ij,ij->i", x, x)
+                if sq.size:
+                    best = max(best, float(sq.max()))
+            # an f32 sum of d non-negative terms is within gamma_d of the true sum
+            return math.sqrt(best * (1.0 + 2.0 * (self.dim + 2) * _U)) * (1.0 + 2.0 * _U)
         return self._get("rnorm", make)
 
 
@@ -246,7 +250,16 @@ def top_k(scores: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 def search(slab: Slab, q: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
-    """Exact top-k of the slab for one normalised query: (row ids, scores)."""
+    """Exact top-k of the slab for one normalised query: (row ids, scores).
+
+    Large float32 slabs are screened with one BLAS ``sgemv`` over the map (the memory-bound
+    floor) and only the rows near the cut-off are scored by the kernel; the result is the
+    same as scoring every row with the kernel (see :func:`search_batch`).
+    """
+    if (slab.dtype == "float32" and 0 < k < slab.n and slab.n * slab.dim >= NUMBA_MIN_VALUES
+            and _kernels() is not None):
+        ids, scores = search_batch(slab, np.asarray(q, dtype=F32)[None, :], k)
+        return ids[0], scores[0]
     return top_k(score_rows(slab, q), k)
 
 
@@ -284,7 +297,7 @@ def search_batch(slab: Slab, Q: np.ndarray, k: int) -> tuple[np.ndarray, np.ndar
         for j in range(Qc.shape[0]):
             s = S[j]
             if not (np.isfinite(delta) and np.isfinite(s).all()):
-                rid, rsc = search(slab, Qc[j], kk)  # overflow: no bound, score everything
+                rid, rsc = top_k(score_rows(slab, Qc[j]), kk)  # overflow: score every row
             else:
                 cand = np.flatnonzero(s >= kth[j] - 2.0 * delta)
                 rid, rsc = rank(cand, score_rows(slab, Qc[j], cand), kk)
@@ -311,7 +324,9 @@ def _build_numba_kernels() -> dict:
     """Compile the per-dtype row loops (lazily, cached on disk by numba)."""
     import numba
 
-    opts = dict(nogil=True, cache=True, fastmath=True, boundscheck=False)
+    # reassociation lets LLVM vectorise the reductions; no nnan/ninf, so an overflow stays inf
+    opts = dict(nogil=True, cache=True, boundscheck=False,
+                fastmath={"reassoc", "contract", "nsz", "arcp"})
 
     @numba.njit(**opts)
     def f32(M, q, rows, out):
