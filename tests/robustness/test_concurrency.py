@@ -89,6 +89,69 @@ def test_threads_mixing_verbs_on_one_file(hybrid_path: Path) -> None:
     assert not errors, errors[:3]
 
 
+def test_eight_threads_every_verb_on_a_file_with_every_section(tmp_path: Path) -> None:
+    """Graph, spaces, retrieve, batch and cite share state too (file from ``_sources``)."""
+    from _sources import built_source
+
+    path = tmp_path / "all.urna"
+    path.write_bytes(built_source("built-all-int8", str(tmp_path)))
+    rng = np.random.default_rng(5)
+    qs = rng.standard_normal((6, 256)).astype(np.float32)
+    with urna.open(str(path)) as f:
+        spaces = {s["name"]: s["dim"] for s in f.inspect()["spaces"]}
+        sq = {n: rng.standard_normal(d).astype(np.float32) for n, d in spaces.items()}
+
+        def answers(_: int) -> list:
+            out = []
+            for q in qs:
+                out.append(_key(f.search_graph(q, 5)))
+                out.append([(h.chunk_id, h.text) for h in f.retrieve(q, 3)])
+                out.extend(_key(f.search_space(n, v, 3)) for n, v in sq.items())
+                out.append(repr(f.cite(f.search(q, 1)[0].citation_id)))
+            out.append([_key(r) for r in f.search_batch(qs, 4)])
+            return out
+
+        serial = answers(0)
+        with ThreadPoolExecutor(max_workers=8) as pool:
+            results = list(pool.map(answers, range(16)))
+    assert all(r == serial for r in results)
+
+
+_FORK_SCRIPT = textwrap.dedent("""
+    import json, os, sys
+    import numpy as np
+    import urna
+    qs = [np.asarray(v, np.float32) for _, v in json.loads(open(sys.argv[2]).read())["queries"]]
+    f = urna.open(sys.argv[1])
+    want = [[h.chunk_id for h in f.search_ann(q, 5, 32)] for q in qs]
+    kids = []
+    for _ in range(3):
+        r, w = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # the child searches the parent's open file
+            os.close(r)
+            got = [[h.chunk_id for h in f.search_ann(q, 5, 32)] for q in qs]
+            os.write(w, json.dumps(got == want).encode())
+            os._exit(0)
+        os.close(w)
+        kids.append((pid, r))
+    ok = []
+    for pid, r in kids:
+        ok.append(json.loads(os.read(r, 100)))
+        _, status = os.waitpid(pid, 0)
+        ok.append(status == 0)
+    print(json.dumps(ok))
+""")
+
+
+def test_forked_children_search_the_parents_open_file(hybrid_path: Path) -> None:
+    proc = subprocess.run([sys.executable, "-c", _FORK_SCRIPT, str(hybrid_path),
+                           str(REF_DIR / "quickstart.chunks.json")],
+                          capture_output=True, text=True, timeout=240)
+    assert proc.returncode == 0, proc.stderr[-1500:]
+    assert json.loads(proc.stdout) == [True] * 6
+
+
 _PROC_SCRIPT = textwrap.dedent("""
     import json, sys
     import numpy as np
