@@ -71,6 +71,7 @@ def build_cmd(spec_path: str, sample: int | None, out_dir: str | None, cache_dir
     """
     from urna.forge import pipeline
     from urna.forge.ingest import IngestError
+    from urna.forge.plan import format_plan, plan
     from urna.forge.spec import RegistryError, SpecError, load_spec
 
     try:
@@ -78,9 +79,8 @@ def build_cmd(spec_path: str, sample: int | None, out_dir: str | None, cache_dir
         if stop_on_error:
             spec.source.on_error = "stop"
         if dry_run:
-            plan = pipeline.plan(spec, out_dir=out_dir, cache_dir=cache_dir)
-            click.echo(json.dumps(plan, indent=1, sort_keys=True) if as_json
-                       else pipeline.format_plan(plan))
+            p = plan(spec, out_dir=out_dir, cache_dir=cache_dir)
+            click.echo(json.dumps(p, indent=1, sort_keys=True) if as_json else format_plan(p))
             return
         result = pipeline.build(spec, sample=sample, out_dir=out_dir, cache_dir=cache_dir,
                                 rebuild_only=rebuild_only, strict_env=strict_env,
