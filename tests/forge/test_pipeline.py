@@ -314,3 +314,21 @@ def test_models_subset_must_name_spec_presets(tmp_path: Path) -> None:
     assert ok.exit_code == 0
     assert json.loads((tmp_path / "out" / "big.build.lock.json").read_text())[
         "models_subset"] == ["potion"]
+
+
+def test_a_second_text_model_becomes_a_named_space(tmp_path: Path) -> None:
+    import urna
+
+    spec_path = _big_corpus(tmp_path, 8)
+    spec_path.write_text(spec_path.read_text().replace(
+        "[build]", '[[models]]\npreset = "floor"\ntext = "space"\nspace_dtype = "float16"\n'
+        '[build]').replace("[output]\n", '[output]\nmode = "both"\n'))
+    res = _run(["build", "--spec", str(spec_path)])
+    assert res.exit_code == 0, res.output
+    assert sorted(json.loads(res.stdout)["outputs"]) == ["big-floor.urna", "big-potion.urna",
+                                                          "big.urna"]
+    with urna.open(tmp_path / "out" / "big.urna") as f:
+        assert f.space_names == ["floor-text"]
+        assert f.model_hash == PotionEmbedder().model_hash()
+    with urna.open(tmp_path / "out" / "big-potion.urna") as f:
+        assert f.space_names == []
