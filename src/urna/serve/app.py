@@ -80,7 +80,7 @@ def create_app(corpora: Corpora, *, max_body: int = MAX_BODY) -> Starlette:
     async def listing(request: Request) -> Response:
         return JSONResponse(corpora.listing())
 
-    openapi_doc = document()
+    openapi_doc = document(corpora.names())
 
     async def openapi(request: Request) -> Response:
         return JSONResponse(openapi_doc)

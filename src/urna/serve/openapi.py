@@ -26,13 +26,10 @@ def _errors(*codes: int) -> dict[str, Any]:
     return {str(c): _json(_ERROR, text[c]) for c in codes}
 
 
-def _body(ref: str) -> dict[str, Any]:
+def _body(ref: str, example: dict[str, Any]) -> dict[str, Any]:
     return {"required": True,
-            "content": {"application/json": {"schema": {"$ref": f"#/components/schemas/{ref}"}}}}
-
-
-_NAME = [{"name": "name", "in": "path", "required": True, "description": "Corpus name (file stem)",
-          "schema": {"type": "string"}}]
+            "content": {"application/json": {"schema": {"$ref": f"#/components/schemas/{ref}"},
+                                             "example": example}}}
 
 
 def _k(default: int = 10) -> dict[str, Any]:
@@ -54,8 +51,11 @@ def _hit_schema(retrieve: bool) -> dict[str, Any]:
     return {"type": "object", "properties": props, "required": sorted(props)}
 
 
-def document() -> dict[str, Any]:
-    """The OpenAPI document as a dict."""
+def document(names: list[str]) -> dict[str, Any]:
+    """The OpenAPI document as a dict; ``names`` (the served corpora) enumerate ``{name}``."""
+    _NAME = [{"name": "name", "in": "path", "required": True,
+              "description": "Corpus name (the file's stem)",
+              "schema": {"type": "string", "enum": list(names)}}]
     hits = {"type": "array", "items": {"$ref": "#/components/schemas/SearchHit"}}
     rhits = {"type": "array", "items": {"$ref": "#/components/schemas/RetrieveHit"}}
     schemas: dict[str, Any] = {
@@ -95,20 +95,22 @@ def document() -> dict[str, Any]:
                                        "The served corpora")}}},
         "/api/corpora/{name}/search": {"post": {
             "operationId": "search", "summary": "Search by vector (or embedded text) in one mode",
-            "parameters": _NAME, "requestBody": _body("SearchRequest"),
+            "parameters": _NAME, "requestBody": _body("SearchRequest", {"text": "can I use this offline", "k": 3,
+                                                     "mode": "exact"}),
             "responses": {"200": _json({"type": "object", "required": ["hits"],
                                         "properties": {"hits": hits}}, "Ranked hits"),
                           **_errors(400, 404, 413, 422)}}},
         "/api/corpora/{name}/retrieve": {"post": {
             "operationId": "retrieve",
             "summary": "Text embedded with the corpus's model, gated and routed like urna retrieve",
-            "parameters": _NAME, "requestBody": _body("RetrieveRequest"),
+            "parameters": _NAME, "requestBody": _body("RetrieveRequest",
+                                  {"text": "can I use this offline", "k": 3}),
             "responses": {"200": _json({"type": "object", "required": ["hits"],
                                         "properties": {"hits": rhits}}, "Cited hits with text"),
                           **_errors(400, 404, 413, 422)}}},
         "/api/corpora/{name}/cite": {"post": {
             "operationId": "cite", "summary": "Resolve a citation to its text, span and source",
-            "parameters": _NAME, "requestBody": _body("CiteRequest"),
+            "parameters": _NAME, "requestBody": _body("CiteRequest", {"citation": "urna://sha256:0/sha256:0"}),
             "responses": {"200": _json({"type": "object", "required": ["text", "span",
                                                                        "source_uri"]},
                                        "The cited chunk"),
