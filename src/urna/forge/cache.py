@@ -89,6 +89,7 @@ class EmbedCache:
 
 
 def load_part(path: Path, n: int, dim: int) -> np.ndarray | None:
+    """One batch's vectors if the part file exists and has the expected shape, else None."""
     try:
         arr = np.load(path, allow_pickle=False)
     except (OSError, ValueError):
@@ -97,6 +98,7 @@ def load_part(path: Path, n: int, dim: int) -> np.ndarray | None:
 
 
 def store_part(path: Path, arr: np.ndarray) -> None:
+    """Keep one finished batch (atomic, float32, no pickle)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     buf = io.BytesIO()
     np.save(buf, arr.astype(np.float32), allow_pickle=False)

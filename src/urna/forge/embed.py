@@ -52,16 +52,21 @@ class Embedder(Protocol):
     """What the forge and the agent verbs need from an embedder."""
 
     @property
-    def embedding_model(self) -> str: ...
+    def embedding_model(self) -> str:
+        """The manifest ``embedding_model`` string."""
 
     @property
-    def embedding_dim(self) -> int: ...
+    def embedding_dim(self) -> int:
+        """Output width."""
 
-    def fingerprint(self) -> dict[str, Any]: ...
+    def fingerprint(self) -> dict[str, Any]:
+        """The facts whose hash is the model_hash."""
 
-    def model_hash(self) -> str: ...
+    def model_hash(self) -> str:
+        """``sha256:`` hash of the fingerprint."""
 
-    def embed(self, texts: Sequence[str]) -> np.ndarray: ...
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        """Float32 (n, dim) unit rows."""
 
 
 def fingerprint_hash(fingerprint: dict[str, Any]) -> str:

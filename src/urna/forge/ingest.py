@@ -187,10 +187,12 @@ class _Formatter(string.Formatter):
     """str.format where a missing column or None renders empty."""
 
     def get_value(self, key: int | str, args: Any, kwargs: Mapping[str, Any]) -> Any:
+        """A column's value; missing or None renders empty."""
         value = kwargs.get(str(key)) if isinstance(key, str) else None
         return "" if value is None else value
 
     def format_field(self, value: Any, format_spec: str) -> str:
+        """Apply the spec; a spec that does not fit the value falls back to ``str``."""
         try:
             return super().format_field(value, format_spec)
         except (ValueError, TypeError):
