@@ -222,3 +222,37 @@ def test_rebuild_keeps_the_existing_files_mode(tmp_path: Path) -> None:
     target.chmod(0o640)
     _build(target)
     assert target.stat().st_mode & 0o777 == 0o640
+
+
+def test_cli_spec_build_killed_at_random_moments(tmp_path: Path) -> None:
+    """``urna build --spec`` (forge: embed, emit to .tmp, rename) killed mid-way leaves the
+    output absent or complete, and the next build completes with the same bytes."""
+    seed = int(os.environ.get("URNA_KILL_SEED", "20261129"))
+    rnd = random.Random(seed)
+    example = Path(__file__).resolve().parents[2] / "examples" / "quickstart"
+    work = tmp_path / "w"
+    (work / "quickstart").mkdir(parents=True)
+    for name in ("corpus.toml", "docs.jsonl"):
+        text = (example / name).read_text().replace("examples/quickstart/", "quickstart/")
+        (work / "quickstart" / name).write_text(text)
+    exe = [str(Path(sys.executable).with_name("urna")), "build", "--spec",
+           "quickstart/corpus.toml"]
+    out = work / "quickstart" / "out" / "quickstart.urna"
+    t0 = time.perf_counter()
+    first = subprocess.run(exe, cwd=work, capture_output=True, text=True, timeout=300)
+    span = time.perf_counter() - t0
+    assert first.returncode == 0, first.stderr[-1500:]
+    clean = out.read_bytes()
+    states = []
+    for i in range(2):
+        out.unlink(missing_ok=True)
+        proc = subprocess.Popen(exe, cwd=work, stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL)
+        time.sleep(rnd.uniform(0.0, span))
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=60)
+        states.append(_assert_old_or_complete(out, None, clean))
+        assert [p.name for p in out.parent.glob("*.urna")] in ([], ["quickstart.urna"])
+    again = subprocess.run(exe, cwd=work, capture_output=True, text=True, timeout=300)
+    assert again.returncode == 0, again.stderr[-1500:]
+    assert out.read_bytes() == clean, f"seed={seed} states={states}"
