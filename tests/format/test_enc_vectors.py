@@ -229,3 +229,14 @@ def test_float16_roundtrip_is_exact_for_representable_values(values):
     halves = np.array([values], F32).astype(np.float16).astype(F32)
     _, payload = encode_embeddings(halves, "float16")
     assert np.array_equal(dequantize(2, payload, 1, len(values)), halves)
+
+
+def test_fp_slab_dtype_is_inferred_from_its_size():
+    from urna.format.encodings import fp_slab_view
+    assert fp_slab_view(np.ones((2, 3), F32).tobytes(), 2, 3).dtype == np.dtype("<f4")
+    assert fp_slab_view(np.ones((2, 3), np.float16).tobytes(), 2, 3).dtype == np.dtype("<f2")
+    for payload, n, dim in ((bytes(18), 2, 3), (bytes(8), 0, 3)):
+        with pytest.raises(MalformedSectionPayload) as info:
+            fp_slab_view(payload, n, dim)
+        assert (info.value.section_id, info.value.reason) == (
+            9, f"fp slab {len(payload)} bytes is not f32/f16 for n={n} dim={dim}")

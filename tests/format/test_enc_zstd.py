@@ -108,3 +108,16 @@ def test_corruption_raises_only_typed_errors(data, draw):
         zstd_decompress(bytes(frame[:cut]))
     except MalformedSectionPayload:
         pass
+
+
+def test_encode_smallest_keeps_the_earliest_on_ties():
+    from urna.errors import InvalidInput, UnsupportedSectionEncoding
+    from urna.format.encodings import encode_smallest
+    assert encode_smallest([0, 1], b"x") == (0, b"x")
+    repetitive = b"abcdefgh" * 96
+    assert encode_smallest([0, 1], repetitive) == (1, zstd_compress(repetitive))
+    with pytest.raises(UnsupportedSectionEncoding):
+        encode_smallest([0, 2], b"x")
+    with pytest.raises(InvalidInput) as info:
+        encode_smallest([], b"x")
+    assert str(info.value) == "invalid input: encode_smallest: no candidate encodings"

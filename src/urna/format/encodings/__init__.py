@@ -10,13 +10,13 @@ The writer's choices live in ``chooser``; vector layouts in ``vectors``.
 from __future__ import annotations
 
 from ...errors import MalformedSectionPayload, UnsupportedSectionEncoding
-from .chooser import choose_chunk_ids, choose_chunks_canonical, choose_spans
+from .chooser import choose_chunk_ids, choose_chunks_canonical, choose_spans, encode_smallest
 from .dedup import decode_map, expand_pool
 from .fsst import decode_fsst
 from .repack import decode_repack
 from .textcontainer import decode_txt_streams, malformed
 from .vectors import (dequantize, encode_embeddings, expected_embeddings_size, f16_view,
-                      int4_view, int8_view, validate_embedding_values)
+                      f32_view, fp_slab_view, int4_view, int8_view, validate_embedding_values)
 from .zstd import zstd_compress, zstd_decompress
 from .zstd_dict import decode_zstd_dict
 
@@ -77,5 +77,5 @@ __all__ = [
     "decode_section", "decode_chunks_canonical_section", "zstd_compress", "zstd_decompress",
     "choose_chunk_ids", "choose_spans", "choose_chunks_canonical", "encode_embeddings",
     "expected_embeddings_size", "validate_embedding_values", "f16_view", "int8_view",
-    "int4_view", "dequantize",
+    "int4_view", "dequantize", "f32_view", "fp_slab_view", "encode_smallest",
 ]

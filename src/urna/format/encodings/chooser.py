@@ -7,6 +7,7 @@ candidate is computed in full.
 
 from __future__ import annotations
 
+from ...errors import InvalidInput, UnsupportedSectionEncoding
 from ._canonical import encode_texts
 from .dedup import dedup, encode_map
 from .fsst import encode_fsst
@@ -63,4 +64,21 @@ def choose_chunks_canonical(texts: list[str]) -> tuple[int, bytes, list[tuple[in
         if best is None or total < best_total:
             best, best_total = (encoding, payload, aux), total
     assert best is not None  # the zstd candidate always exists
+    return best
+
+
+def encode_smallest(candidates: list[int], payload: bytes) -> tuple[int, bytes]:
+    """Strictly smallest of raw (0) / zstd (1) encodings of ``payload``, earliest on a tie (§1.3)."""
+    best: tuple[int, bytes] | None = None
+    for encoding in candidates:
+        if encoding == ENCODING_RAW:
+            body = bytes(payload)
+        elif encoding == ENCODING_ZSTD:
+            body = zstd_compress(payload)
+        else:
+            raise UnsupportedSectionEncoding(0, encoding)
+        if best is None or len(body) < len(best[1]):
+            best = (encoding, body)
+    if best is None:
+        raise InvalidInput("encode_smallest: no candidate encodings")
     return best

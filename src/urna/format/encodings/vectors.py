@@ -237,3 +237,14 @@ def dequantize(encoding: int, payload: bytes | memoryview, n: int, dim: int) -> 
         per_value = np.repeat(scales.astype(np.float32), INT4_BLOCK, axis=1)
         return (codes * per_value).astype(np.float32)
     raise UnsupportedSectionEncoding(0x04, encoding)
+
+
+def fp_slab_view(payload: bytes | memoryview, n: int, dim: int) -> np.ndarray:
+    """The 0x09 full-precision rerank slab as (n, dim) f32 or f16, typed by ``size // (n*dim)``."""
+    cells = n * dim
+    width = len(payload) // cells if cells else 0
+    if width not in (4, 2):
+        raise MalformedSectionPayload(
+            0x09, f"fp slab {len(payload)} bytes is not f32/f16 for n={n} dim={dim}")
+    dtype = "<f4" if width == 4 else "<f2"
+    return np.frombuffer(payload, dtype=dtype, count=cells).reshape(n, dim)
