@@ -63,26 +63,31 @@ def build_file(folder: str, rows: np.ndarray, dtype: str) -> str:
     return path
 
 
-def latencies(fn, queries: np.ndarray) -> np.ndarray:
-    """Milliseconds per call of ``fn(q)``, after one warm-up call."""
-    fn(queries[0])
-    out = np.empty(len(queries))
+def latencies(fns: dict, queries: np.ndarray) -> dict:
+    """Milliseconds per call of each ``fn(q)``; the methods take turns on every query, so a
+    busy machine slows them alike (the ratios stay meaningful)."""
+    for fn in fns.values():
+        fn(queries[0])  # warm-up: page cache, kernels, BLAS
+    out = {name: np.empty(len(queries)) for name in fns}
     for i, q in enumerate(queries):
-        t0 = time.perf_counter()
-        fn(q)
-        out[i] = (time.perf_counter() - t0) * 1e3
+        for name, fn in fns.items():
+            t0 = time.perf_counter()
+            fn(q)
+            out[name][i] = (time.perf_counter() - t0) * 1e3
     return out
 
 
-def qps(fn, batch: np.ndarray, repeat: int = 2) -> float:
-    """Best-of-``repeat`` queries per second of ``fn(batch)``."""
-    fn(batch[:8])
-    best = float("inf")
+def qps(fns: dict, batch: np.ndarray, repeat: int = 3) -> dict:
+    """Best-of-``repeat`` queries per second of each ``fn(batch)``, methods interleaved."""
+    for fn in fns.values():
+        fn(batch[:8])
+    best = {name: float("inf") for name in fns}
     for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn(batch)
-        best = min(best, time.perf_counter() - t0)
-    return len(batch) / best
+        for name, fn in fns.items():
+            t0 = time.perf_counter()
+            fn(batch)
+            best[name] = min(best[name], time.perf_counter() - t0)
+    return {name: len(batch) / t for name, t in best.items()}
 
 
 def numpy_top(M: np.ndarray, q: np.ndarray, k: int) -> np.ndarray:
@@ -126,30 +131,31 @@ def main() -> None:
         # same answers first: urna's top-k ids equal numpy's full sort on the same rows
         agree = sum(np.array_equal([f.chunk_ids().index(h.chunk_id) for h in f.search(q, k)],
                                    numpy_top(M, q, k)) for q in single[:20])
-        ours = latencies(lambda q: f.search(q, k), single)
-        ours_batch = qps(lambda Q: f.search_batch(Q, k), batch)
-    base = latencies(lambda q: numpy_top(M, q, k), single)
-    ff = latencies(lambda q: index.search(q[None, :], k), single)
-    base_batch = qps(lambda Q: numpy_batch(M, Q, k), batch)
-    ff_batch = qps(lambda Q: index.search(Q, k), batch)
+        single_t = latencies({"urna search (mmap)": lambda q: f.search(q, k),
+                              "numpy matmul+argpartition": lambda q: numpy_top(M, q, k),
+                              "faiss IndexFlatIP": lambda q: index.search(q[None, :], k)}, single)
+        batch_r = qps({"urna search_batch (mmap)": lambda Q: f.search_batch(Q, k),
+                       "numpy Q@M.T+argpartition": lambda Q: numpy_batch(M, Q, k),
+                       "faiss IndexFlatIP": lambda Q: index.search(Q, k)}, batch)
 
     print(f"(top-{k} ids equal to numpy's on {agree}/20 queries)\n")
     print(f"{'single query':<28}{'p50 ms':>10}{'p99 ms':>10}{'vs faiss':>10}")
-    for name, t in (("urna search (mmap)", ours), ("numpy matmul+argpartition", base),
-                    ("faiss IndexFlatIP", ff)):
+    ff50 = np.percentile(single_t["faiss IndexFlatIP"], 50)
+    for name, t in single_t.items():
         p50, p99 = np.percentile(t, 50), np.percentile(t, 99)
-        print(f"{name:<28}{p50:>10.3f}{p99:>10.3f}{p50 / np.percentile(ff, 50):>9.2f}x")
+        print(f"{name:<28}{p50:>10.3f}{p99:>10.3f}{p50 / ff50:>9.2f}x")
     print(f"\n{'batch of ' + str(len(batch)):<28}{'QPS':>10}{'vs faiss':>20}")
-    for name, r in (("urna search_batch (mmap)", ours_batch), ("numpy Q@M.T+argpartition", base_batch),
-                    ("faiss IndexFlatIP", ff_batch)):
-        print(f"{name:<28}{r:>10.1f}{r / ff_batch:>19.2f}x")
+    for name, r in batch_r.items():
+        print(f"{name:<28}{r:>10.1f}{r / batch_r['faiss IndexFlatIP']:>19.2f}x")
 
     print(f"\n{'urna per dtype':<28}{'p50 ms':>10}{'vs float32':>12}")
-    f32 = np.percentile(ours, 50)
-    for dt in ("float32", "float16", "int8", "int4"):
-        with urna.open(paths[dt]) as f:
-            t = np.percentile(latencies(lambda q: f.search(q, k), single), 50)
-        print(f"{dt:<28}{t:>10.3f}{t / f32:>11.2f}x")
+    files = {dt: urna.open(paths[dt]) for dt in ("float32", "float16", "int8", "int4")}
+    per = latencies({dt: (lambda q, f=f: f.search(q, k)) for dt, f in files.items()}, single)
+    f32 = np.percentile(per["float32"], 50)
+    for dt, t in per.items():
+        print(f"{dt:<28}{np.percentile(t, 50):>10.3f}{np.percentile(t, 50) / f32:>11.2f}x")
+    for f in files.values():
+        f.close()
 
 
 if __name__ == "__main__":

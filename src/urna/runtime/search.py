@@ -13,8 +13,10 @@ import time
 
 import numpy as np
 
-from ..errors import ModelHashMismatch, SpaceModelMismatch, SpaceNotFound
+from ..errors import (MalformedSectionPayload, ModelHashMismatch, SpaceModelMismatch,
+                      SpaceNotFound)
 from ..format.identity import format_citation
+from ..format.layout import SECTION_SPACE_TABLE
 from ..index import exact
 from .hits import RetrieveHit, SearchExplain, SearchHit, SearchResult, rerank_source
 from .opening import OpenedFile
@@ -29,6 +31,9 @@ def _hits(st: OpenedFile, ids: np.ndarray, scores: np.ndarray, label: str,
           reranked: bool) -> list[SearchHit]:
     out = []
     for i, s in zip(ids.tolist(), scores.tolist()):
+        if i >= len(st.chunk_ids):  # a space band longer than the chunk tables (crafted file)
+            raise MalformedSectionPayload(
+                SECTION_SPACE_TABLE, f"vector row {i} has no chunk (n_embeddings={len(st.chunk_ids)})")
         cid = st.chunk_ids[i]
         uri, start, end = st.spans[i]
         out.append(SearchHit(cid, s, "cosine", uri, start, end, st.embedding_model, label,
