@@ -50,7 +50,7 @@ function renderHits(hits) {
     const li = tpl.content.firstElementChild.cloneNode(true);
     li.querySelector(".score").textContent = `score ${h.score.toFixed(4)}`;
     li.querySelector(".source").textContent = h.source_uri;
-    li.querySelector(".span").textContent = `bytes ${h.offset_start}\u2013${h.offset_end}`;
+    li.querySelector(".span").textContent = `span ${h.offset_start}\u2013${h.offset_end}`;
     li.querySelector(".text").textContent = h.text;
     li.querySelector(".citation").textContent = h.citation_id;
     const btn = li.querySelector(".copy");
