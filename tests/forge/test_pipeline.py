@@ -332,3 +332,32 @@ def test_a_second_text_model_becomes_a_named_space(tmp_path: Path) -> None:
         assert f.model_hash == PotionEmbedder().model_hash()
     with urna.open(tmp_path / "out" / "big-potion.urna") as f:
         assert f.space_names == []
+
+
+def test_duplicate_texts_are_embedded_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from urna.forge import pipeline
+    from urna.forge.embed import FloorEmbedder
+    from urna.forge.spec import load_spec
+
+    seen: list[str] = []
+
+    class Counting(FloorEmbedder):
+        def embed(self, texts):  # noqa: D401 - test double
+            seen.extend(texts)
+            return super().embed(texts)
+
+    monkeypatch.setattr(pipeline, "create_embedder", lambda *a, **k: Counting())
+    spec_path = _big_corpus(tmp_path, 1)
+    rows = tmp_path / "dups.jsonl"
+    rows.write_text("".join(json.dumps({"id": i, "text": ["alpha", "beta"][i % 2]}) + "\n"
+                            for i in range(10)))
+    spec_path.write_text(spec_path.read_text().replace('"potion"', '"floor"'))
+    spec = load_spec(spec_path)
+    spec.source.path = str(rows)
+    pipeline.build(spec)
+    assert sorted(seen) == ["alpha", "beta"]
+    view = UrnaView.from_bytes((tmp_path / "out" / "big.urna").read_bytes())
+    m = np.frombuffer(view.decoded(0x04), dtype="<f4").reshape(10, 256)
+    want = FloorEmbedder().embed(["alpha", "beta"])
+    assert all(np.array_equal(m[i], want[int(k) % 2]) for i, k in
+               enumerate(sorted(str(j) for j in range(10))))

@@ -100,6 +100,17 @@ def _recipe(ms: ModelSpec) -> dict[str, Any]:
             "normalize": ms.normalize, "encode_kwargs": ms.encode_kwargs}
 
 
+def _embed_unique(emb: Embedder, texts: list[str], preset: str, dim: int) -> np.ndarray:
+    """Embed each distinct text once (embedders are deterministic) and fan the rows out."""
+    first: dict[str, int] = {}
+    inverse = [first.setdefault(t, len(first)) for t in texts]
+    vecs = np.asarray(emb.embed(list(first)), dtype=np.float32)
+    if vecs.shape != (len(first), dim):
+        raise ForgeError(f"embedder '{preset}' returned shape {vecs.shape}, "
+                         f"expected {(len(first), dim)}")
+    return vecs[np.asarray(inverse, dtype=np.int64)]
+
+
 def embed_stage(ctx: BuildContext, ms: ModelSpec, *, rebuild_only: bool = False) -> None:
     """Vectors for one model: the cache entry, else resumable parts, else the embedder."""
     emb = create_embedder(ms.preset, model_path=ms.model_path, batch_size=ms.batch_size,
@@ -125,11 +136,7 @@ def embed_stage(ctx: BuildContext, ms: ModelSpec, *, rebuild_only: bool = False)
                 part = cache.part_path(model_hash, recipe_hash, batch)
                 got = load_part(part, len(batch), dim)
                 if got is None:
-                    got = np.asarray(emb.embed([r.canonical_text for r in batch]),
-                                     dtype=np.float32)
-                    if got.shape != (len(batch), dim):
-                        raise ForgeError(f"embedder '{ms.preset}' returned shape {got.shape}, "
-                                         f"expected {(len(batch), dim)}")
+                    got = _embed_unique(emb, [r.canonical_text for r in batch], ms.preset, dim)
                     store_part(part, got)
                     stats["embedded_rows"] += len(batch)
                 else:
