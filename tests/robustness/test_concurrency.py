@@ -262,3 +262,58 @@ def test_file_truncated_under_an_open_reader_never_kills_the_process(tmp_path: P
     results = json.loads(proc.stdout)
     assert [r for r in results if r[0].startswith("foreign")] == []
     assert all(r[0] in ("served",) or r[0].startswith("typed:") for r in results), results
+
+
+_OVERWRITE_SCRIPT = textwrap.dedent("""
+    import json, os, sys
+    import numpy as np
+    import urna
+    from urna.errors import UrnaError
+    q = np.asarray(json.loads(open(sys.argv[1]).read())["queries"][0][1], np.float32)
+    report = {}
+    for arg in sys.argv[2:]:
+        path, fill = arg.split("=")
+        f = urna.open(path)
+        f.search_ann(q, 5, 32)
+        size = os.path.getsize(path)
+        junk = {"ff": b"\\xff" * size, "zero": bytes(size),
+                "random": np.random.default_rng(1).integers(0, 256, size, np.uint8).tobytes()}[fill]
+        with open(path, "r+b") as fh:  # same size, in place: the mapping sees the new bytes
+            fh.write(junk)
+        calls = {"search": lambda: f.search(q, 5), "search_ann": lambda: f.search_ann(q, 5, 32),
+                 "search_hybrid": lambda: f.search_hybrid(q, "offline", 5, 50),
+                 "search_graph": lambda: f.search_graph(q, 5), "retrieve": lambda: f.retrieve(q, 3),
+                 "search_batch": lambda: f.search_batch(np.stack([q, q]), 3),
+                 "inspect": f.inspect, "validate": f.validate}
+        out = {}
+        for name, call in calls.items():
+            try:
+                call()
+                out[name] = "served"
+            except UrnaError as e:
+                out[name] = "typed:" + type(e).__name__
+            except Exception as e:
+                out[name] = "foreign:" + type(e).__name__ + ":" + str(e)[:200]
+        report[fill] = out
+    print(json.dumps(report))
+""")
+
+
+def test_file_overwritten_in_place_under_an_open_reader(tmp_path: Path) -> None:
+    """Same-size garbage (0xFF, zeros, random) written over the mapped file: every verb serves
+    or raises a typed error, never a signal (the HNSW/BM25 state decoded at open is not
+    re-read), and ``validate`` notices."""
+    args = []
+    for fill in ("ff", "zero", "random"):
+        path = tmp_path / f"victim-{fill}.urna"
+        path.write_bytes(source_bytes(HYBRID))
+        args.append(f"{path}={fill}")
+    proc = subprocess.run([sys.executable, "-c", _OVERWRITE_SCRIPT,
+                           str(REF_DIR / "quickstart.chunks.json"), *args],
+                          capture_output=True, text=True, timeout=240)
+    assert proc.returncode == 0, f"returncode {proc.returncode}: {proc.stderr[-1500:]}"
+    report = json.loads(proc.stdout)
+    assert set(report) == {"ff", "zero", "random"}
+    for fill, out in report.items():
+        assert not [v for v in out.values() if v.startswith("foreign")], (fill, out)
+        assert out["validate"].startswith("typed:"), (fill, out)
