@@ -39,3 +39,11 @@ def test_python_quickstart_builds_the_reference_content(tmp_path: Path) -> None:
         assert [h.chunk_id for h in hits] == [h["chunk_id"] for h in q["search"][:3]]
         assert [h.score for h in hits] == pytest.approx([h["score"] for h in q["search"][:3]],
                                                         abs=1e-6)
+
+
+def test_forge_package_names_resolve_lazily() -> None:
+    import urna.forge as forge
+
+    assert all(callable(getattr(forge, name)) for name in forge.__all__)
+    with pytest.raises(AttributeError):
+        forge.nope  # noqa: B018
