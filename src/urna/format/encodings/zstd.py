@@ -110,16 +110,20 @@ def zstd_compress(data: bytes | memoryview) -> bytes:
 
 
 def decompress_into(dctx: Any, payload: bytes | memoryview, capacity: int) -> bytes:
-    """One ``ZSTD_decompressDCtx`` into ``capacity`` bytes; returns bytes or raises ``_ZstdFail``."""
-    dst = _alloc("char[]", max(capacity, 1))
+    """One ``ZSTD_decompressDCtx`` into ``capacity`` bytes; returns bytes or raises ``ZstdFailure``."""
+    try:
+        dst = _alloc("char[]", max(capacity, 1))
+    except MemoryError:
+        # Only reachable for a huge unbounded (already invalid) payload: stay a typed error.
+        raise ZstdFailure("Allocation error : not enough memory") from None
     src = ffi.from_buffer(payload) if len(payload) else ffi.NULL
     rc = lib.ZSTD_decompressDCtx(dctx, dst, capacity, src, len(payload))
     if is_error(rc):
-        raise _ZstdFail(error_name(rc))
+        raise ZstdFailure(error_name(rc))
     return ffi.buffer(dst, rc)[:]
 
 
-class _ZstdFail(Exception):
+class ZstdFailure(Exception):
     """Internal carrier of a libzstd error name, turned into a typed error by the caller."""
 
 
@@ -136,7 +140,7 @@ def decompress_with(dctx: Any, payload: bytes | memoryview) -> bytes:
         raise MalformedSectionPayload(0, f"zstd frame declares {bound} bytes, exceeds cap {cap}")
     try:
         return decompress_into(dctx, payload, cap if bound is None else bound)
-    except _ZstdFail as exc:
+    except ZstdFailure as exc:
         raise MalformedSectionPayload(0, f"zstd decompression failed: {exc}") from None
 
 

@@ -14,7 +14,7 @@ from ...errors import InvalidInput
 from ..cursor import decode_utf8
 from ._canonical import build_canonical
 from .textcontainer import KIND_ZSTD_DICT, malformed, parse_container, write_container
-from .zstd import LEVEL, _ZstdFail, decompress_into, error_name, ffi, frame_bound, is_error, lib
+from .zstd import LEVEL, ZstdFailure, decompress_into, error_name, ffi, frame_bound, is_error, lib
 
 MIN_SAMPLES = 8
 MIN_DICT_BYTES = 4 * 1024
@@ -46,11 +46,14 @@ def train_dict(texts: list[str]) -> bytes | None:
 
 def encode_zstd_dict(texts: list[str], dictionary: bytes) -> bytes:
     """V2 payload: each text one ``ZSTD_compress2`` frame against the level-19 CDict."""
-    cdict = ffi.gc(lib.ZSTD_createCDict(ffi.from_buffer(dictionary), len(dictionary), LEVEL),
-                   lib.ZSTD_freeCDict)
-    cctx = ffi.gc(lib.ZSTD_createCCtx(), lib.ZSTD_freeCCtx)
-    if cdict == ffi.NULL or is_error(lib.ZSTD_CCtx_refCDict(cctx, cdict)):
+    cdict = lib.ZSTD_createCDict(ffi.from_buffer(dictionary), len(dictionary), LEVEL)
+    if cdict == ffi.NULL:
         raise InvalidInput("zstd_dict: compressor init: cannot load dictionary")
+    cdict = ffi.gc(cdict, lib.ZSTD_freeCDict)
+    cctx = ffi.gc(lib.ZSTD_createCCtx(), lib.ZSTD_freeCCtx)
+    rc = lib.ZSTD_CCtx_refCDict(cctx, cdict)
+    if is_error(rc):
+        raise InvalidInput(f"zstd_dict: compressor init: {error_name(rc)}")
     frames = []
     for text in texts:
         raw = text.encode("utf-8")
@@ -87,7 +90,7 @@ def decode_zstd_dict(payload: bytes | memoryview, dictionary: bytes | memoryview
         capacity = STREAM_CAP if bound is None else min(bound, STREAM_CAP)
         try:
             body = decompress_into(dctx, frame, capacity)
-        except _ZstdFail as exc:
+        except ZstdFailure as exc:
             raise malformed(f"zstd_dict: decompress: {exc}") from None
         decode_utf8(body, 0x02, "zstd_dict: ")
         bodies.append(body)
