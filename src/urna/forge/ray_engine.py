@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from urna.forge.ingest import Row
+from urna.forge.ingest import Row, corpus_input_hash
 from urna.forge.pipeline import PART_ROWS, ForgeError
 from urna.forge.shard import ShardPlan, ShardTask, embed_rows, emit_shard, model_meta_for
 from urna.forge.spec import CorpusSpec
@@ -52,9 +52,9 @@ def build_shard_group(group: dict[str, np.ndarray], spec: CorpusSpec, plan: Shar
                 int(group["byte_start"][i]), int(group["byte_end"][i]),
                 str(group["input_hash"][i])) for i in order]
     task = next(t for t in plan.tasks if t.index == index)
-    if [r.ordinal for r in rows] != [r.ordinal for r in task.rows]:
-        raise ForgeError(f"shard {index}: Ray delivered {len(rows)} rows, planned "
-                         f"{len(task.rows)}")
+    if corpus_input_hash(rows) != task.input_hash:  # rows lost or duplicated in transit
+        raise ForgeError(f"shard {index}: the {len(rows)} rows Ray delivered are not the "
+                         f"planned ones")
     vectors = {p: np.ascontiguousarray(np.stack(list(group[f"vec:{p}"]))[order],
                                        dtype=np.float32)
                for p in plan.model_meta}
@@ -102,13 +102,13 @@ def run_ray(spec: CorpusSpec, plan: ShardPlan, pending: list[ShardTask], *,
         n_actors = workers or max(1, int(ray.cluster_resources().get("CPU", 1)))
         ds = ray.data.from_items(_items(pending))
         ds = ds.map_batches(EmbedActor, fn_constructor_kwargs={"spec": spec},
-                            batch_size=PART_ROWS, batch_format="numpy", concurrency=n_actors,
-                            num_cpus=1)
-        # the plan travels once, as the rows' plan is only needed by the shard's own task
+                            batch_size=PART_ROWS, batch_format="numpy",
+                            compute=ray.data.ActorPoolStrategy(size=n_actors), num_cpus=1)
+        # the rows travel through Ray Data, so the plan each task gets carries none
         slim = ShardPlan(plan.name, plan.n_shards, plan.out_dir,
                          [ShardTask(t.index, t.file, [], t.input_hash, t.inputs_key)
                           for t in pending], plan.model_meta)
-        built = ds.groupby("shard").map_groups(
+        built = ds.groupby("shard", num_partitions=len(pending)).map_groups(
             build_shard_group, fn_kwargs={"spec": spec, "plan": slim, "kill_shard": kill_shard},
             batch_format="numpy", num_cpus=1, max_retries=max_retries)
         rows = built.take_all()

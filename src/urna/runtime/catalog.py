@@ -1,0 +1,313 @@
+"""A catalog of shards searched as one corpus (``<name>.catalog.json``).
+
+The catalog lists each shard's file name (relative to the catalog's folder), ``file_hash``,
+``content_hash``, ``n_chunks``, ``model_hash`` and ``embedding_dim``, and carries its own
+``catalog_hash``: ``sha256:`` of the sorted-key compact JSON of every other key. Opening it
+re-checks the hash, opens every shard (the full open-time validation of ``urna.open``) and
+checks each against its entry; one model and one width across shards, else it refuses.
+
+Searches fan out to the shards (threads; ``numpy`` and the kernels release the GIL) and the
+per-shard top-k lists are merged by exact score with a deterministic tie-break: score
+descending, then shard order in the catalog, then the chunk's ordinal inside its shard. Each
+shard's exact top-k contains every chunk of that shard in the global top-k, so an exact search
+over a catalog returns the same hits as one file holding every chunk. Hits keep the citation
+of the shard they came from; :meth:`Catalog.cite` resolves it on that shard.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any, TypeVar
+
+from ..errors import CitationError, UrnaError
+from ..format.citation import ResolvedCitation
+from ..format.identity import parse_citation
+from .file import UrnaFile, open_file
+from .hits import RetrieveHit, SearchHit
+
+CATALOG_SCHEMA_VERSION = 1
+CATALOG_SUFFIX = ".catalog.json"
+SHARD_KEYS = ("file", "file_hash", "content_hash", "n_chunks", "model_hash", "embedding_dim")
+MAX_CATALOG_BYTES = 64 << 20  # a catalog is a small index; refuse anything far larger
+_Hit = TypeVar("_Hit", SearchHit, RetrieveHit)
+
+
+class CatalogError(UrnaError):
+    """A catalog is malformed, altered, or does not match the shards beside it."""
+
+    def __init__(self, detail: str) -> None:
+        self.detail = detail
+        ValueError.__init__(self, detail)
+
+
+def _sha256_hex(data: bytes) -> str:
+    return "sha256:" + hashlib.sha256(data).hexdigest()
+
+
+def catalog_hash(doc: dict[str, Any]) -> str:
+    """``sha256:`` of the sorted-key compact JSON of ``doc`` without ``catalog_hash``."""
+    body = {k: v for k, v in doc.items() if k != "catalog_hash"}
+    raw = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return _sha256_hex(raw.encode("utf-8"))
+
+
+def is_catalog_path(path: str | os.PathLike) -> bool:
+    """Whether ``path`` names a catalog (by its ``.catalog.json`` suffix)."""
+    return os.fspath(path).endswith(CATALOG_SUFFIX)
+
+
+def catalog_document(name: str, n_shards: int, shards: Sequence[dict[str, Any]],
+                     extra: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The catalog dict for ``shards`` (entries with the keys of ``SHARD_KEYS``), hashed."""
+    entries = []
+    for i, s in enumerate(shards):
+        missing = [k for k in SHARD_KEYS if k not in s]
+        if missing:
+            raise CatalogError(f"shards[{i}] missing {missing[0]}")
+        entry = {k: s[k] for k in SHARD_KEYS}
+        if "shard" in s:
+            entry["shard"] = int(s["shard"])
+        entries.append(entry)
+    doc: dict[str, Any] = {
+        "catalog_schema_version": CATALOG_SCHEMA_VERSION, "name": name, "n_shards": int(n_shards),
+        "n_chunks": sum(int(s["n_chunks"]) for s in entries),
+        "model_hash": entries[0]["model_hash"] if entries else "",
+        "embedding_dim": entries[0]["embedding_dim"] if entries else 0,
+        "shards": entries,
+    }
+    if extra:
+        doc.update({k: v for k, v in extra.items() if k not in doc})
+    doc["catalog_hash"] = catalog_hash(doc)
+    return doc
+
+
+def write_catalog(path: str | os.PathLike, doc: dict[str, Any]) -> str:
+    """Write a catalog document atomically (temp file, fsync, rename); returns the path."""
+    target = Path(path)
+    data = (json.dumps(doc, sort_keys=True, indent=1, ensure_ascii=False) + "\n").encode("utf-8")
+    tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+    try:
+        with tmp.open("wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, target)
+    finally:
+        tmp.unlink(missing_ok=True)
+    return str(target)
+
+
+def _check_entry(i: int, e: Any) -> dict[str, Any]:
+    if not isinstance(e, dict):
+        raise CatalogError(f"shards[{i}] is not an object")
+    for k in SHARD_KEYS:
+        if k not in e:
+            raise CatalogError(f"shards[{i}] missing {k}")
+    for k in ("file", "file_hash", "content_hash", "model_hash"):
+        if not isinstance(e[k], str):
+            raise CatalogError(f"shards[{i}].{k} must be a string")
+    for k in ("n_chunks", "embedding_dim"):
+        if not isinstance(e[k], int) or isinstance(e[k], bool) or e[k] < 0:
+            raise CatalogError(f"shards[{i}].{k} must be a non-negative integer")
+    name = e["file"]
+    # shard names are plain file names beside the catalog: no way out of its folder
+    if not name or name in (".", "..") or "/" in name or "\\" in name or "\x00" in name:
+        raise CatalogError(f"shards[{i}].file must be a plain file name, got {name!r}")
+    return e
+
+
+def read_catalog(path: str | os.PathLike) -> dict[str, Any]:
+    """Read and check a catalog document (schema, types, its own hash); opens no shard."""
+    p = Path(path)
+    try:
+        with p.open("rb") as fh:
+            raw = fh.read(MAX_CATALOG_BYTES + 1)
+    except OSError as e:
+        raise CatalogError(f"cannot read catalog {p}: {e.strerror}") from e
+    if len(raw) > MAX_CATALOG_BYTES:
+        raise CatalogError(f"catalog {p} is larger than {MAX_CATALOG_BYTES} bytes")
+    try:
+        doc = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError) as e:
+        raise CatalogError(f"catalog {p} is not JSON: {e}") from e
+    if not isinstance(doc, dict):
+        raise CatalogError(f"catalog {p} is not a JSON object")
+    if doc.get("catalog_schema_version") != CATALOG_SCHEMA_VERSION:
+        raise CatalogError(f"unsupported catalog_schema_version "
+                           f"{doc.get('catalog_schema_version')!r} (expected 1)")
+    shards = doc.get("shards")
+    if not isinstance(shards, list) or not shards:
+        raise CatalogError("catalog lists no shards")
+    entries = [_check_entry(i, e) for i, e in enumerate(shards)]
+    if len({e["file"] for e in entries}) != len(entries):
+        raise CatalogError("catalog lists a shard file twice")
+    got = catalog_hash(doc)
+    if doc.get("catalog_hash") != got:
+        raise CatalogError(f"catalog_hash mismatch: catalog says {doc.get('catalog_hash')!r} "
+                           f"but its contents hash to {got}")
+    for key in ("model_hash", "embedding_dim"):
+        values = sorted({str(e[key]) for e in entries})
+        if len(values) > 1:
+            raise CatalogError(f"shards disagree on {key}: {', '.join(values)}")
+        if doc.get(key) != entries[0][key]:
+            raise CatalogError(f"catalog {key} {doc.get(key)!r} differs from its shards' "
+                               f"{entries[0][key]!r}")
+    if doc.get("n_chunks") != sum(e["n_chunks"] for e in entries):
+        raise CatalogError("catalog n_chunks is not the sum of its shards'")
+    return doc
+
+
+class Catalog:
+    """Shards opened together and searched as one corpus. Use :func:`open_catalog`."""
+
+    def __init__(self, path: str | os.PathLike, *, max_workers: int | None = None) -> None:
+        self.path = os.fspath(path)
+        self.document = read_catalog(path)
+        base = Path(self.path).parent
+        self.shards: list[UrnaFile] = []
+        try:
+            for i, e in enumerate(self.document["shards"]):
+                f = open_file(base / e["file"])
+                self.shards.append(f)
+                _match(i, e, f)
+            _same_model(self.shards)
+        except BaseException:
+            self.close()
+            raise
+        self._ordinals: list[dict[str, int] | None] = [None] * len(self.shards)
+        workers = max_workers or min(len(self.shards), os.cpu_count() or 1)
+        self._pool = ThreadPoolExecutor(max_workers=max(1, workers),
+                                        thread_name_prefix="urna-catalog")
+
+    # -- lifetime ---------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Close every shard and the thread pool (idempotent)."""
+        pool = getattr(self, "_pool", None)
+        if pool is not None:
+            pool.shutdown(wait=True)
+            self._pool = None
+        for f in self.shards:
+            f.close()
+
+    def __enter__(self) -> "Catalog":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"<Catalog {self.path!r} shards={len(self.shards)} n={self.n_embeddings}>"
+
+    # -- properties (the UrnaFile names a caller of both relies on) -----------------------
+
+    name = property(lambda self: self.document["name"], doc="Corpus name.")
+    catalog_hash = property(lambda self: self.document["catalog_hash"], doc="The catalog's hash.")
+    n_embeddings = property(lambda self: sum(f.n_embeddings for f in self.shards),
+                            doc="Chunks across all shards.")
+    embedding_dim = property(lambda self: self.shards[0].embedding_dim, doc="Vector width.")
+    model_hash = property(lambda self: self.shards[0].model_hash, doc="The shards' model_hash.")
+    embedding_model = property(lambda self: self.shards[0].embedding_model, doc="Text model.")
+    has_ann = property(lambda self: all(f.has_ann for f in self.shards), doc="Every shard has HNSW.")
+    has_bm25 = property(lambda self: all(f.has_bm25 for f in self.shards), doc="Every shard has BM25.")
+    has_graph = property(lambda self: all(f.has_graph for f in self.shards), doc="Every shard has a graph.")
+
+    @property
+    def dtype(self) -> str:
+        """The stored dtype when every shard shares it, else ``"mixed"``."""
+        kinds = {f.dtype for f in self.shards}
+        return kinds.pop() if len(kinds) == 1 else "mixed"
+
+    def inspect(self) -> dict[str, Any]:
+        """The catalog document, the shared manifest (first shard's) and each shard's hashes."""
+        return {"catalog": self.document, "manifest": dict(self.shards[0].inspect()["manifest"]),
+                "shards": [{"file": f.path, "file_hash": f.file_hash,
+                            "content_hash": f.content_hash, "n_chunks": f.n_embeddings}
+                           for f in self.shards]}
+
+    def chunk_ids(self) -> list[str]:
+        """Chunk ids of every shard, shard by shard in catalog order."""
+        return [c for f in self.shards for c in f.chunk_ids()]
+
+    # -- fan-out and merge ----------------------------------------------------------------
+
+    def _fan_out(self, call: Callable[[UrnaFile], list[_Hit]]) -> list[list[_Hit]]:
+        if self._pool is None:
+            raise ValueError("I/O operation on closed Catalog")
+        if len(self.shards) == 1:
+            return [call(self.shards[0])]
+        return list(self._pool.map(call, self.shards))
+
+    def _ordinal(self, shard: int, chunk_id: str) -> int:
+        table = self._ordinals[shard]
+        if table is None:
+            table = {c: i for i, c in enumerate(self.shards[shard].chunk_ids())}
+            self._ordinals[shard] = table
+        return table[chunk_id]
+
+    def _merge(self, per_shard: list[list[_Hit]], k: int) -> list[_Hit]:
+        keyed = [(-h.score, s, self._ordinal(s, h.chunk_id), h)
+                 for s, hits in enumerate(per_shard) for h in hits]
+        keyed.sort(key=lambda t: t[:3])
+        return [t[3] for t in keyed[:k]]
+
+    def search(self, query: Any, k: int) -> list[SearchHit]:
+        """Exact top-k over every shard; equals one file holding all the chunks."""
+        return self._merge(self._fan_out(lambda f: f.search(query, k)), k)
+
+    def search_ann(self, query: Any, k: int, ef: int) -> list[SearchHit]:
+        """Each shard's HNSW top-k (exact rerank), merged by score."""
+        return self._merge(self._fan_out(lambda f: f.search_ann(query, k, ef)), k)
+
+    def search_hybrid(self, query: Any, query_text: str, k: int,
+                      candidates: int) -> list[SearchHit]:
+        """Each shard's hybrid top-k (``candidates`` per path per shard), merged by score."""
+        return self._merge(self._fan_out(
+            lambda f: f.search_hybrid(query, query_text, k, candidates)), k)
+
+    def search_graph(self, query: Any, k: int, hops: int = 1, ef: int = 100) -> list[SearchHit]:
+        """Each shard's graph search (edges never cross shards), merged by score."""
+        return self._merge(self._fan_out(lambda f: f.search_graph(query, k, hops, ef)), k)
+
+    def retrieve(self, query: Any, k: int, candidates: int | None = None, hops: int = 1,
+                 ef: int = 100, expected_model_hash: str | None = None,
+                 query_text: str | None = None) -> list[RetrieveHit]:
+        """Each shard's routed retrieve, merged by score; hits carry their shard's citation."""
+        return self._merge(self._fan_out(lambda f: f.retrieve(
+            query, k, candidates=candidates, hops=hops, ef=ef,
+            expected_model_hash=expected_model_hash, query_text=query_text)), k)
+
+    def cite(self, citation: str) -> ResolvedCitation:
+        """Resolve a citation on the shard whose content_hash it names."""
+        expected, _ = parse_citation(citation)
+        for f in self.shards:
+            if f.content_hash == expected:
+                return f.cite(citation)
+        raise CitationError(f"content_hash {expected} is not a shard of this catalog")
+
+
+def _match(i: int, e: dict[str, Any], f: UrnaFile) -> None:
+    got = {"file_hash": f.file_hash, "content_hash": f.content_hash,
+           "n_chunks": f.n_embeddings, "model_hash": f.model_hash,
+           "embedding_dim": f.embedding_dim}
+    for key, value in got.items():
+        if e[key] != value:
+            raise CatalogError(f"shard {i} ({e['file']}): {key} is {value!r}, "
+                               f"the catalog says {e[key]!r}")
+
+
+def _same_model(shards: list[UrnaFile]) -> None:
+    for attr in ("model_hash", "embedding_dim", "embedding_model"):
+        values = sorted({str(getattr(f, attr)) for f in shards})
+        if len(values) > 1:
+            raise CatalogError(f"shards disagree on {attr}: {', '.join(values)}")
+
+
+def open_catalog(path: str | os.PathLike, *, max_workers: int | None = None) -> Catalog:
+    """Open ``<name>.catalog.json`` and every shard it lists, checking each against it."""
+    return Catalog(path, max_workers=max_workers)
