@@ -1,4 +1,4 @@
-"""Hot loops of the HNSW index (03-runtime §7.4-7.7), compiled with numba when it is installed.
+"""Hot loops of the HNSW index (03-runtime §7.5-7.7), compiled with numba when it is installed.
 
 Everything here works on flat arrays: vectors ``(n, dim)`` float32, and a graph given as
 ``node_ptr`` (n+1) + per-row ``row_start``/``row_end`` offsets into an int32 ``ids`` array
@@ -6,11 +6,10 @@ Everything here works on flat arrays: vectors ``(n, dim)`` float32, and a graph 
 fixed-capacity rows and moves ``row_end``; a decoded payload passes ``nbr_ptr[:-1]`` and
 ``nbr_ptr[1:]``, so build and query run the same traversal code.
 
-Bit-exactness with the reference depends on three things kept here on purpose:
-``dist8`` adds in the reference's fixed order, in float32, without FMA (numba does not
-contract without fastmath); the two heaps replay Rust's ``BinaryHeap`` sift rules, tie choices
-included; and every sort uses an integer key (distance in IEEE total order with NaN last, then
-a tie-break) so no comparison-based sort can reorder equal distances.
+Bit-exactness with the reference rests on: the distances of ``_hnsw_dist``; the two heaps,
+which replay Rust's ``BinaryHeap`` sift rules, tie choices included; and every sort using an
+integer key (distance in IEEE total order with NaN last, then a tie-break), so no
+comparison sort can reorder equal distances.
 
 Without numba the same functions run as plain Python (correct, slow).
 """
@@ -19,204 +18,12 @@ from __future__ import annotations
 
 import numpy as np
 
-import contextlib
-from collections.abc import Iterator
+from ._hnsw_dist import HAVE_NUMBA, dist8, dist_one, dists, jit, vectorizing
 
-try:  # numba is the "fast" extra; the plain path gives the same answers
-    from numba import njit as _njit
-    from numba.core import config as _numba_config
+__all__ = ["HAVE_NUMBA", "build_graph", "dist8", "dist_one", "dists", "greedy", "layer_search",
+           "order_key", "search_graph", "select_heuristic", "vectorizing"]
 
-    def jit(fn):
-        """Compile ``fn`` with numba (cached on disk, no fastmath)."""
-        return _njit(cache=True, nogil=True)(fn)
-
-    HAVE_NUMBA = True
-except ImportError:  # pragma: no cover - exercised only where numba is absent
-    def jit(fn):
-        """Identity: run ``fn`` as plain Python."""
-        return fn
-
-    _numba_config = None
-    HAVE_NUMBA = False
-
-
-@contextlib.contextmanager
-def vectorizing() -> Iterator[None]:
-    """Let LLVM's SLP vectoriser run while our kernels compile (numba keeps it off by default).
-
-    SLP packs the eight independent lane accumulators of ``dist8`` into one SIMD register; it
-    only regroups independent operations, never reassociates or fuses them, so results stay
-    bit-identical. Compilation is lazy, so callers wrap each kernel call; once compiled (or
-    loaded from numba's cache) the flag no longer matters.
-    """
-    if _numba_config is None:
-        yield
-        return
-    before = _numba_config.SLP_VECTORIZE
-    _numba_config.SLP_VECTORIZE = 1
-    try:
-        yield
-    finally:
-        _numba_config.SLP_VECTORIZE = before
-
-_F32_ONE = np.float32(1.0)
-_F32_ZERO = np.float32(0.0)
 _F32_INF = np.float32(np.inf)
-
-
-@jit
-def dist8(a, b):
-    """``1 - dot8(a, b)`` in float32: eight lanes, fixed reduction tree, sequential tail."""
-    dim = a.shape[0]
-    nb = dim // 8
-    a0 = a1 = a2 = a3 = a4 = a5 = a6 = a7 = _F32_ZERO
-    for c in range(nb):
-        o = c * 8
-        a0 += a[o] * b[o]
-        a1 += a[o + 1] * b[o + 1]
-        a2 += a[o + 2] * b[o + 2]
-        a3 += a[o + 3] * b[o + 3]
-        a4 += a[o + 4] * b[o + 4]
-        a5 += a[o + 5] * b[o + 5]
-        a6 += a[o + 6] * b[o + 6]
-        a7 += a[o + 7] * b[o + 7]
-    tail = _F32_ZERO
-    for j in range(nb * 8, dim):
-        tail += a[j] * b[j]
-    dot = ((a0 + a1) + (a2 + a3)) + ((a4 + a5) + (a6 + a7)) + tail
-    return _F32_ONE - dot
-
-
-_U1, _U2, _U3, _U4, _U5, _U6, _U7, _U8 = (np.uint64(k) for k in range(1, 9))
-
-
-@jit
-def _lanes4(q, vecs, i0, i1, i2, i3, acc):
-    """The eight dot8 lane sums of ``q`` against four rows at once, into ``acc[0:32]``.
-
-    Four rows give four independent dependency chains (one row alone is latency-bound);
-    each lane is still summed sequentially over the blocks, so every row gets exactly
-    ``dist8``'s lanes. Unsigned offsets spare numba's negative-index wraparound.
-    """
-    nb = vecs.shape[1] // 8
-    a0 = a1 = a2 = a3 = a4 = a5 = a6 = a7 = _F32_ZERO
-    b0 = b1 = b2 = b3 = b4 = b5 = b6 = b7 = _F32_ZERO
-    c0 = c1 = c2 = c3 = c4 = c5 = c6 = c7 = _F32_ZERO
-    d0 = d1 = d2 = d3 = d4 = d5 = d6 = d7 = _F32_ZERO
-    o = np.uint64(0)
-    for _ in range(nb):
-        q0 = q[o]
-        q1 = q[o + _U1]
-        q2 = q[o + _U2]
-        q3 = q[o + _U3]
-        q4 = q[o + _U4]
-        q5 = q[o + _U5]
-        q6 = q[o + _U6]
-        q7 = q[o + _U7]
-        a0 += q0 * vecs[i0, o]
-        a1 += q1 * vecs[i0, o + _U1]
-        a2 += q2 * vecs[i0, o + _U2]
-        a3 += q3 * vecs[i0, o + _U3]
-        a4 += q4 * vecs[i0, o + _U4]
-        a5 += q5 * vecs[i0, o + _U5]
-        a6 += q6 * vecs[i0, o + _U6]
-        a7 += q7 * vecs[i0, o + _U7]
-        b0 += q0 * vecs[i1, o]
-        b1 += q1 * vecs[i1, o + _U1]
-        b2 += q2 * vecs[i1, o + _U2]
-        b3 += q3 * vecs[i1, o + _U3]
-        b4 += q4 * vecs[i1, o + _U4]
-        b5 += q5 * vecs[i1, o + _U5]
-        b6 += q6 * vecs[i1, o + _U6]
-        b7 += q7 * vecs[i1, o + _U7]
-        c0 += q0 * vecs[i2, o]
-        c1 += q1 * vecs[i2, o + _U1]
-        c2 += q2 * vecs[i2, o + _U2]
-        c3 += q3 * vecs[i2, o + _U3]
-        c4 += q4 * vecs[i2, o + _U4]
-        c5 += q5 * vecs[i2, o + _U5]
-        c6 += q6 * vecs[i2, o + _U6]
-        c7 += q7 * vecs[i2, o + _U7]
-        d0 += q0 * vecs[i3, o]
-        d1 += q1 * vecs[i3, o + _U1]
-        d2 += q2 * vecs[i3, o + _U2]
-        d3 += q3 * vecs[i3, o + _U3]
-        d4 += q4 * vecs[i3, o + _U4]
-        d5 += q5 * vecs[i3, o + _U5]
-        d6 += q6 * vecs[i3, o + _U6]
-        d7 += q7 * vecs[i3, o + _U7]
-        o += _U8
-    # consecutive stores: the SLP vectoriser's seeds, so each row's lanes become one vector
-    acc[0] = a0
-    acc[1] = a1
-    acc[2] = a2
-    acc[3] = a3
-    acc[4] = a4
-    acc[5] = a5
-    acc[6] = a6
-    acc[7] = a7
-    acc[8] = b0
-    acc[9] = b1
-    acc[10] = b2
-    acc[11] = b3
-    acc[12] = b4
-    acc[13] = b5
-    acc[14] = b6
-    acc[15] = b7
-    acc[16] = c0
-    acc[17] = c1
-    acc[18] = c2
-    acc[19] = c3
-    acc[20] = c4
-    acc[21] = c5
-    acc[22] = c6
-    acc[23] = c7
-    acc[24] = d0
-    acc[25] = d1
-    acc[26] = d2
-    acc[27] = d3
-    acc[28] = d4
-    acc[29] = d5
-    acc[30] = d6
-    acc[31] = d7
-
-
-@jit
-def _finish(q, vecs, row, acc, base):
-    """Combine one row's lanes with dot8's fixed tree, add its sequential tail, return 1 - dot."""
-    dim = vecs.shape[1]
-    tail = _F32_ZERO
-    for j in range((dim // 8) * 8, dim):
-        tail += q[j] * vecs[row, j]
-    dot = (((acc[base] + acc[base + 1]) + (acc[base + 2] + acc[base + 3]))
-           + ((acc[base + 4] + acc[base + 5]) + (acc[base + 6] + acc[base + 7])) + tail)
-    return _F32_ONE - dot
-
-
-@jit
-def dists(q, vecs, rows, count, out, acc):
-    """``out[j] = dist8(q, vecs[rows[j]])`` for j < count, four rows per pass."""
-    for g in range(0, count, 4):
-        last = count - 1
-        i0 = rows[g]
-        i1 = rows[min(g + 1, last)]  # a short final group repeats its last row
-        i2 = rows[min(g + 2, last)]
-        i3 = rows[min(g + 3, last)]
-        _lanes4(q, vecs, i0, i1, i2, i3, acc)
-        out[g] = _finish(q, vecs, i0, acc, 0)
-        if g + 1 < count:
-            out[g + 1] = _finish(q, vecs, i1, acc, 8)
-        if g + 2 < count:
-            out[g + 2] = _finish(q, vecs, i2, acc, 16)
-        if g + 3 < count:
-            out[g + 3] = _finish(q, vecs, i3, acc, 24)
-
-
-@jit
-def dist_one(q, vecs, row, acc):
-    """``dist8(q, vecs[row])`` through the same kernel as ``dists``."""
-    _lanes4(q, vecs, row, row, row, row, acc)
-    return _finish(q, vecs, row, acc, 0)
 
 
 @jit
