@@ -15,9 +15,16 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from urna.errors import (MalformedSectionPayload, UnsupportedSectionEncoding,
-                         UnsupportedSectionVersion)
-from urna.format.encodings import decode_chunks_canonical_section, decode_section, zstd_compress
+from urna.errors import (
+    MalformedSectionPayload,
+    UnsupportedSectionEncoding,
+    UnsupportedSectionVersion,
+)
+from urna.format.encodings import (
+    decode_chunks_canonical_section,
+    decode_section,
+    zstd_compress,
+)
 from urna.format.encodings.dedup import decode_map, dedup, encode_map
 from urna.format.encodings.intpack import pack_u64s
 from urna.format.layout import Header, SectionEntry

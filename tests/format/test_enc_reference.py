@@ -160,8 +160,8 @@ OWN_CORPORA = {
     "runs_zstd": lambda: ["a" * (1 + _h(i) % 64) for i in range(50)],
     "few_unique": lambda: ["same text", "other"] * 6 + ["third one"],
     "one": lambda: ["x"],
-    "nine_distinct": lambda: ["sentence number %d about urna files" % i for i in range(9)],
-    "unicode": lambda: ["déjà vu ü %d 日本語 🚀" % (_h(i) % 5) for i in range(30)] + [""],
+    "nine_distinct": lambda: [f"sentence number {i} about urna files" for i in range(9)],
+    "unicode": lambda: [f"déjà vu ü {_h(i) % 5} 日本語 🚀" for i in range(30)] + [""],
 }
 
 

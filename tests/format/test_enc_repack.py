@@ -15,8 +15,12 @@ from hypothesis import strategies as st
 from urna.errors import MalformedSectionPayload
 from urna.format.encodings import decode_section
 from urna.format.encodings.intpack import pack_u64s
-from urna.format.encodings.repack import (chunk_ids_eligible, decode_repack, encode_chunk_ids,
-                                          encode_spans)
+from urna.format.encodings.repack import (
+    chunk_ids_eligible,
+    decode_repack,
+    encode_chunk_ids,
+    encode_spans,
+)
 
 ID0 = "sha256:" + "00" * 32
 ID1 = "sha256:" + "01" * 32

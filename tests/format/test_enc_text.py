@@ -17,10 +17,17 @@ from urna.errors import MalformedSectionPayload, UnsupportedSectionEncoding
 from urna.format.encodings import decode_chunks_canonical_section, decode_section
 from urna.format.encodings.fsst import _Encoder, build_table, decode_fsst, encode_fsst
 from urna.format.encodings.intpack import pack_u64s
-from urna.format.encodings.textcontainer import (decode_txt_streams, encode_txt_streams,
-                                                 txt_streams_text)
+from urna.format.encodings.textcontainer import (
+    decode_txt_streams,
+    encode_txt_streams,
+    txt_streams_text,
+)
 from urna.format.encodings.zstd import zstd_compress
-from urna.format.encodings.zstd_dict import decode_zstd_dict, encode_zstd_dict, train_dict
+from urna.format.encodings.zstd_dict import (
+    decode_zstd_dict,
+    encode_zstd_dict,
+    train_dict,
+)
 
 
 def canonical(texts: list[str]) -> bytes:

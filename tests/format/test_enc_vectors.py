@@ -15,11 +15,24 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from urna.errors import (EmbeddingSizeMismatch, InvalidEmbeddingValue, InvalidInput,
-                         MalformedSectionPayload, UnsupportedDType, UnsupportedSectionEncoding,
-                         UnsupportedSectionVersion)
-from urna.format.encodings import (dequantize, encode_embeddings, expected_embeddings_size,
-                                   f16_view, int4_view, int8_view, validate_embedding_values)
+from urna.errors import (
+    EmbeddingSizeMismatch,
+    InvalidEmbeddingValue,
+    InvalidInput,
+    MalformedSectionPayload,
+    UnsupportedDType,
+    UnsupportedSectionEncoding,
+    UnsupportedSectionVersion,
+)
+from urna.format.encodings import (
+    dequantize,
+    encode_embeddings,
+    expected_embeddings_size,
+    f16_view,
+    int4_view,
+    int8_view,
+    validate_embedding_values,
+)
 
 F32 = np.float32
 

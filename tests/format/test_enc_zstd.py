@@ -15,8 +15,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from urna.errors import MalformedSectionPayload
-from urna.format.encodings.zstd import (REFERENCE_ZSTD_VERSION, ZSTD_VERSION, decompress_cap,
-                                         zstd_compress, zstd_decompress)
+from urna.format.encodings.zstd import (
+    REFERENCE_ZSTD_VERSION,
+    ZSTD_VERSION,
+    decompress_cap,
+    zstd_compress,
+    zstd_decompress,
+)
 
 
 def _reason(payload: bytes) -> str:

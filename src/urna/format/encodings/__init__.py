@@ -10,13 +10,27 @@ The writer's choices live in ``chooser``; vector layouts in ``vectors``.
 from __future__ import annotations
 
 from ...errors import MalformedSectionPayload, UnsupportedSectionEncoding
-from .chooser import choose_chunk_ids, choose_chunks_canonical, choose_spans, encode_smallest
+from .chooser import (
+    choose_chunk_ids,
+    choose_chunks_canonical,
+    choose_spans,
+    encode_smallest,
+)
 from .dedup import decode_map, expand_pool
 from .fsst import decode_fsst
 from .repack import decode_repack
 from .textcontainer import decode_txt_streams, malformed
-from .vectors import (dequantize, encode_embeddings, expected_embeddings_size, f16_view,
-                      f32_view, fp_slab_view, int4_view, int8_view, validate_embedding_values)
+from .vectors import (
+    dequantize,
+    encode_embeddings,
+    expected_embeddings_size,
+    f16_view,
+    f32_view,
+    fp_slab_view,
+    int4_view,
+    int8_view,
+    validate_embedding_values,
+)
 from .zstd import zstd_compress, zstd_decompress
 from .zstd_dict import decode_zstd_dict
 
@@ -74,8 +88,21 @@ def decode_chunks_canonical_section(encoding: int, payload: bytes | memoryview,
 
 
 __all__ = [
-    "decode_section", "decode_chunks_canonical_section", "zstd_compress", "zstd_decompress",
-    "choose_chunk_ids", "choose_spans", "choose_chunks_canonical", "encode_embeddings",
-    "expected_embeddings_size", "validate_embedding_values", "f16_view", "int8_view",
-    "int4_view", "dequantize", "f32_view", "fp_slab_view", "encode_smallest",
+    "choose_chunk_ids",
+    "choose_chunks_canonical",
+    "choose_spans",
+    "decode_chunks_canonical_section",
+    "decode_section",
+    "dequantize",
+    "encode_embeddings",
+    "encode_smallest",
+    "expected_embeddings_size",
+    "f16_view",
+    "f32_view",
+    "fp_slab_view",
+    "int4_view",
+    "int8_view",
+    "validate_embedding_values",
+    "zstd_compress",
+    "zstd_decompress",
 ]

@@ -9,7 +9,11 @@ from __future__ import annotations
 
 import struct
 
-from ...errors import MalformedSectionPayload, SectionCountMismatch, UnsupportedSectionVersion
+from ...errors import (
+    MalformedSectionPayload,
+    SectionCountMismatch,
+    UnsupportedSectionVersion,
+)
 from ..cursor import Cursor, decode_utf8
 
 _PREFIX = struct.Struct("<IQ")

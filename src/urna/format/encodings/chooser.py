@@ -7,6 +7,8 @@ candidate is computed in full.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 from ...errors import InvalidInput, UnsupportedSectionEncoding
 from ._canonical import encode_texts
 from .dedup import dedup, encode_map
@@ -42,7 +44,8 @@ def choose_spans(raw_payload: bytes, spans: list[tuple[str, int, int]]) -> tuple
     return ENCODING_ZSTD, compressed
 
 
-def _candidates(texts: list[str]):
+def _candidates(texts: list[str]) -> Iterator[tuple[int, bytes, list[tuple[int, bytes]]]]:
+    """The five candidates of §8, in the reference's order (absent ones skipped)."""
     raw = encode_texts(texts)
     yield ENCODING_ZSTD, zstd_compress(raw), []
     yield ENCODING_TXT_STREAMS, encode_txt_streams(texts), []

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import struct
 from dataclasses import dataclass
+from itertools import pairwise
 
 from ...errors import MalformedSectionPayload
 from ..cursor import decode_utf8
@@ -78,7 +79,7 @@ def parse_container(payload: bytes | memoryview, kind: int, check_final: bool = 
     if table_len > len(table):
         raise malformed(f"{p}: truncated offset table")
     offsets = values.tolist()
-    if any(b < a for a, b in zip(offsets, offsets[1:])):
+    if any(b < a for a, b in pairwise(offsets)):
         raise malformed(f"{p}: non-monotonic offsets")
     region = table[table_len:]
     if check_final and offsets[-1] != len(region):

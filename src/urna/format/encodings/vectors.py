@@ -20,9 +20,15 @@ import struct
 
 import numpy as np
 
-from ...errors import (EmbeddingSizeMismatch, InvalidEmbeddingValue, InvalidInput,
-                       MalformedSectionPayload, UnsupportedDType, UnsupportedSectionEncoding,
-                       UnsupportedSectionVersion)
+from ...errors import (
+    EmbeddingSizeMismatch,
+    InvalidEmbeddingValue,
+    InvalidInput,
+    MalformedSectionPayload,
+    UnsupportedDType,
+    UnsupportedSectionEncoding,
+    UnsupportedSectionVersion,
+)
 
 ENCODING_FLOAT32 = 0
 ENCODING_FLOAT16 = 2

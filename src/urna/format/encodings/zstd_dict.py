@@ -14,7 +14,16 @@ from ...errors import InvalidInput
 from ..cursor import decode_utf8
 from ._canonical import build_canonical
 from .textcontainer import KIND_ZSTD_DICT, malformed, parse_container, write_container
-from .zstd import LEVEL, ZstdFailure, decompress_into, error_name, ffi, frame_bound, is_error, lib
+from .zstd import (
+    LEVEL,
+    ZstdFailure,
+    decompress_into,
+    error_name,
+    ffi,
+    frame_bound,
+    is_error,
+    lib,
+)
 
 MIN_SAMPLES = 8
 MIN_DICT_BYTES = 4 * 1024
