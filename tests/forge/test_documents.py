@@ -71,3 +71,15 @@ def test_nothing_usable_is_an_error(tmp_path: Path) -> None:
 def test_md_text_fixture_is_what_the_file_holds(docs_dir: Path, md_text: str) -> None:
     rows = load_document_rows(_spec(str(docs_dir), max_chars=10_000), report=lambda m: None)
     assert [r.canonical_text for r in rows if r.source_uri == "a.md"] == [md_text]
+
+
+def test_a_non_utf8_file_name_is_reported_not_crashed(tmp_path: Path) -> None:
+    import os
+
+    (tmp_path / "good.txt").write_text("fine text")
+    with open(os.path.join(os.fsencode(tmp_path), b"bad\xff.txt"), "wb") as fh:
+        fh.write(b"some text")
+    said: list[str] = []
+    rows = load_document_rows(_spec(str(tmp_path)), report=said.append)
+    assert [r.source_uri for r in rows] == ["good.txt"]
+    assert said == ["[forge] skipping bad\ufffd.txt: file name is not UTF-8"]

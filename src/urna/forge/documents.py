@@ -124,6 +124,11 @@ def load_document_rows(spec: CorpusSpec, *, sample: int | None = None,
     for f in files:
         rel = f.relative_to(base).as_posix()
         try:
+            try:
+                rel.encode("utf-8")  # it becomes the source_uri
+            except UnicodeEncodeError:
+                rel = rel.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+                raise SkipFile("file name is not UTF-8") from None
             text, offset = extract(f)
         except (SkipFile, OSError) as e:
             why = str(e) if isinstance(e, SkipFile) else f"cannot read ({e.strerror})"
