@@ -158,3 +158,10 @@ def test_rendered_lines_are_clean_and_deterministic(row: dict, template: str) ->
     for line in out.split("\n") if out else []:
         assert line and line == line.strip() and "  " not in line
         assert line[0] not in "\u2014\u2013" and line[-1] not in "\u2014\u2013"
+
+
+def test_lone_surrogates_are_an_ingest_error(tmp_path: Path) -> None:
+    p = tmp_path / "rows.jsonl"
+    p.write_text('{"id": "a", "t": "bad \\ud800 text"}\n')
+    with pytest.raises(IngestError, match=r"row 'a': text is not valid Unicode"):
+        load_rows(_spec({"kind": "jsonl", "path": str(p), "order_by": ["id"]}, "{t}"))

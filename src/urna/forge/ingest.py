@@ -271,6 +271,12 @@ def rows_to_items(spec: CorpusSpec, records: list[dict[str, Any]], *,
             text = label or key
         uri = rec.get("source_uri")
         source_uri = str(uri) if not _blank(uri) else f"item://{spec.name}/{key}"
+        for what, value in (("text", text), ("source_uri", source_uri)):
+            try:
+                value.encode("utf-8")
+            except UnicodeEncodeError as e:  # a lone surrogate from a JSON "\ud800" escape
+                raise IngestError(f"row {key!r}: {what} is not valid Unicode ({e.reason} at "
+                                  f"character {e.start})") from None
         out.append(Row(ordinal, key, label, text, source_uri, ordinal, ordinal + 1,
                        item_input_hash(text, label, spec.chunker_version)))
     return out
