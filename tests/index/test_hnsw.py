@@ -371,3 +371,16 @@ def test_heuristic_breaks_distance_ties_by_id() -> None:
     vecs = [[1, 0], [0, 1], [-1, 0], [0, -1]]
     assert _select(vecs, [(3, 0.5), (1, 0.5), (2, 0.5)], 3)[0] == 1
     assert _select(vecs, [(1, 0.5)], 0) == [] and _select(vecs, [], 3) == []
+
+
+def test_vectorizing_window_restores_numba_config(pinned_graph) -> None:
+    from numba.core import config
+
+    vecs, g = pinned_graph
+    before = config.SLP_VECTORIZE
+    with K.vectorizing():
+        with K.vectorizing():
+            assert config.SLP_VECTORIZE == 1
+        assert config.SLP_VECTORIZE == 1
+        hnsw_search(g, vecs, vecs[0], 10)
+    assert config.SLP_VECTORIZE == before

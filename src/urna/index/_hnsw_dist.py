@@ -11,6 +11,7 @@ Without numba the same functions run as plain Python (correct, slow).
 from __future__ import annotations
 
 import contextlib
+import threading
 from collections.abc import Iterator
 
 import numpy as np
@@ -33,6 +34,11 @@ except ImportError:  # pragma: no cover - exercised only where numba is absent
     HAVE_NUMBA = False
 
 
+_window_lock = threading.Lock()
+_window_depth = 0
+_window_saved = 0
+
+
 @contextlib.contextmanager
 def vectorizing() -> Iterator[None]:
     """Let LLVM's SLP vectoriser run while our kernels compile (numba keeps it off by default).
@@ -40,17 +46,25 @@ def vectorizing() -> Iterator[None]:
     SLP packs the eight independent lane accumulators of ``dist8`` into one SIMD register; it
     only regroups independent operations, never reassociates or fuses them, so results stay
     bit-identical. Compilation is lazy, so callers wrap each kernel call; once compiled (or
-    loaded from numba's cache) the flag no longer matters.
+    loaded from numba's cache) the flag no longer matters. Nested and concurrent windows are
+    counted, so the global flag is restored only when the last one closes.
     """
+    global _window_depth, _window_saved
     if _numba_config is None:
         yield
         return
-    before = _numba_config.SLP_VECTORIZE
-    _numba_config.SLP_VECTORIZE = 1
+    with _window_lock:
+        if _window_depth == 0:
+            _window_saved = _numba_config.SLP_VECTORIZE
+            _numba_config.SLP_VECTORIZE = 1
+        _window_depth += 1
     try:
         yield
     finally:
-        _numba_config.SLP_VECTORIZE = before
+        with _window_lock:
+            _window_depth -= 1
+            if _window_depth == 0:
+                _numba_config.SLP_VECTORIZE = _window_saved
 
 
 _F32_ONE = np.float32(1.0)
