@@ -23,6 +23,7 @@ from __future__ import annotations
 import math
 import os
 import platform
+import threading
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -56,13 +57,16 @@ def _load_numba():
 
 _NUMBA = None
 _NUMBA_LOADED = False
+_NUMBA_LOCK = threading.Lock()
 
 
 def _kernels():
     global _NUMBA, _NUMBA_LOADED
     if not _NUMBA_LOADED:
-        _NUMBA = _load_numba()
-        _NUMBA_LOADED = True
+        with _NUMBA_LOCK:  # first searches from several threads compile once
+            if not _NUMBA_LOADED:
+                _NUMBA = _load_numba()
+                _NUMBA_LOADED = True
     return _NUMBA
 
 
