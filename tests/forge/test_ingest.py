@@ -165,3 +165,16 @@ def test_lone_surrogates_are_an_ingest_error(tmp_path: Path) -> None:
     p.write_text('{"id": "a", "t": "bad \\ud800 text"}\n')
     with pytest.raises(IngestError, match=r"row 'a': text is not valid Unicode"):
         load_rows(_spec({"kind": "jsonl", "path": str(p), "order_by": ["id"]}, "{t}"))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet="{}[]().:!0a b\u2014\n", max_size=25),
+       st.dictionaries(st.sampled_from(["a", "b", "0"]),
+                       st.one_of(st.none(), st.integers(), st.text(max_size=5))))
+def test_any_template_renders_or_raises_a_spec_error(template: str, row: dict) -> None:
+    try:
+        out = render_template(template, row)
+    except SpecError as e:
+        assert str(e).startswith("source.text.template:")
+    else:
+        assert isinstance(out, str)

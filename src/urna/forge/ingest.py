@@ -233,7 +233,7 @@ def render_template(template: str, row: Mapping[str, Any]) -> str:
             continue
         try:
             rendered = _FMT.vformat(line, (), row)
-        except (IndexError, KeyError, AttributeError, ValueError) as e:
+        except (IndexError, KeyError, AttributeError, ValueError, TypeError) as e:
             raise SpecError(f"source.text.template: {e!r} in line {line!r}") from e
         cleaned = _clean_line(rendered)
         if cleaned:
