@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import signal
+import time
 from typing import Any
 
 import numpy as np
@@ -40,12 +41,25 @@ class EmbedActor:
         return out
 
 
+def _die_after_the_others(plan: ShardPlan, index: int, timeout_s: float = 300.0) -> None:
+    """Test hook: wait until every other shard of the plan is built, then SIGKILL this worker.
+
+    A real worker death at a known point, so a test can check that a rerun rebuilds only
+    this shard.
+    """
+    deadline = time.monotonic() + timeout_s
+    others = [t for t in plan.tasks if t.index != index]
+    while time.monotonic() < deadline and not all(plan.sidecar(t).is_file() for t in others):
+        time.sleep(0.05)
+    os.kill(os.getpid(), signal.SIGKILL)
+
+
 def build_shard_group(group: dict[str, np.ndarray], spec: CorpusSpec, plan: ShardPlan,
                       kill_shard: int | None) -> dict[str, np.ndarray]:
     """A Ray Data group function: one shard's embedded rows -> one ``.urna`` and its entry."""
     index = int(group["shard"][0])
-    if index == kill_shard:  # fault-injection hook for the resume test: a real worker death
-        os.kill(os.getpid(), signal.SIGKILL)
+    if index == kill_shard:
+        _die_after_the_others(plan, index)
     order = np.argsort(group["ordinal"], kind="stable")
     rows = [Row(int(group["ordinal"][i]), str(group["key"][i]), str(group["label"][i]),
                 str(group["text"][i]), str(group["source_uri"][i]),
@@ -94,6 +108,7 @@ def run_ray(spec: CorpusSpec, plan: ShardPlan, pending: list[ShardTask], *,
     """
     import ray
     import ray.data
+    import ray.exceptions
 
     started = ensure_ray(address, workers)
     try:
@@ -111,7 +126,11 @@ def run_ray(spec: CorpusSpec, plan: ShardPlan, pending: list[ShardTask], *,
         built = ds.groupby("shard", num_partitions=len(pending)).map_groups(
             build_shard_group, fn_kwargs={"spec": spec, "plan": slim, "kill_shard": kill_shard},
             batch_format="numpy", num_cpus=1, max_retries=max_retries)
-        rows = built.take_all()
+        try:
+            rows = built.take_all()
+        except ray.exceptions.RayError as e:  # a task or actor died; built shards stay built
+            raise ForgeError(f"Ray build failed ({type(e).__name__}); shards already written "
+                             f"are kept and a rerun skips them: {str(e).splitlines()[0]}") from e
     finally:
         if started:
             ray.shutdown()

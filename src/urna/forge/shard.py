@@ -210,15 +210,16 @@ def build_sharded(spec: CorpusSpec, *, n_shards: int, engine: str = "local",
                   address: str | None = None, workers: int | None = None,
                   sample: int | None = None, out_dir: str | None = None,
                   cache_dir: str | None = None, progress: Progress | None = None,
-                  report: Callable[[str], None] | None = None,
+                  report: Callable[[str], None] | None = None, max_retries: int = 2,
                   _kill_shard: int | None = None) -> dict[str, Any]:
     """Build ``spec`` as ``n_shards`` standalone files plus ``<name>.catalog.json``.
 
     ``engine="ray"`` streams the rows through Ray Data (embedding actors) and builds each
     shard in a Ray task (``address`` joins a running cluster, else a local one starts with
     ``workers`` CPUs); ``engine="local"`` runs in process. Shards already built from the same
-    inputs are skipped. ``_kill_shard`` is a fault-injection hook for tests: the worker that
-    builds that shard SIGKILLs itself before writing it.
+    inputs are skipped. ``max_retries`` is how often Ray retries a shard task whose worker
+    died. ``_kill_shard`` is a fault-injection hook for tests: the Ray worker that builds that
+    shard SIGKILLs itself once every other shard is written.
     """
     from urna.runtime.catalog import catalog_document, write_catalog
 
@@ -258,7 +259,7 @@ def build_sharded(spec: CorpusSpec, *, n_shards: int, engine: str = "local",
         from urna.forge.ray_engine import run_ray
 
         built = run_ray(spec, plan, pending, address=address, workers=workers,
-                        kill_shard=_kill_shard)
+                        kill_shard=_kill_shard, max_retries=max_retries)
     elif pending:
         if _kill_shard is not None:
             raise ValueError("_kill_shard is a Ray-engine test hook")
