@@ -72,3 +72,18 @@ def test_every_query_path_matches(opened) -> None:
                 space = key[len("search_space_"):]
                 _same_hits(f.search_space(space, value["vector"], 5), value["hits"],
                            f"{name}#{qi} {key}")
+
+
+def test_compiled_kernels_give_the_same_answers(monkeypatch) -> None:
+    """The vectors are small, so they take the numpy path; force the compiled kernels too."""
+    from urna.index import exact
+
+    monkeypatch.setattr(exact, "NUMBA_MIN_VALUES", 0)
+    for name in FILES:
+        with urna.open(REF / name) as f:
+            for qi, q in enumerate(EXPECTED[name]["queries"]):
+                _same_hits(f.search(q["vector"], 5), q["search"], f"{name}#{qi} search")
+                _same_hits(f.retrieve(q["vector"], 5), q["retrieve"], f"{name}#{qi} retrieve")
+                if "search_hybrid" in q:
+                    _same_hits(f.search_hybrid(q["vector"], q["text"], 5, 50), q["search_hybrid"],
+                               f"{name}#{qi} hybrid")
