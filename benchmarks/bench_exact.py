@@ -17,6 +17,12 @@ runs in one process on one thread (BLAS, OpenMP and faiss pinned to 1), warm cac
     .venv/bin/python benchmarks/bench_exact.py --n 20000       # quicker
 
 Files are cached in ``--dir`` (default: a temp folder) so reruns skip the build.
+
+Figures of 2026-11-29 (``--queries 100 --batch 500``, 100,000 x 384, x86_64 AVX2, numba
+backend; the 2-core machine was shared, load average ~8, so absolute times are inflated,
+the interleaved ratios are the result): single query p50 urna 58.7 ms / numpy 60.2 ms /
+faiss 64.3 ms (0.91x faiss); batch of 500 urna 122 QPS / numpy 92 / faiss 70 (1.74x faiss);
+urna per dtype p50 vs float32: float16 1.34x, int8 0.59x, int4 0.64x.
 """
 
 from __future__ import annotations
