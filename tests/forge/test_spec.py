@@ -143,3 +143,32 @@ def test_unparsable_file_is_a_spec_error(tmp_path: Path) -> None:
         load_spec(_spec(tmp_path, "[corpus\nname="))
     with pytest.raises(SpecError, match="unsupported extension"):
         load_spec(_spec(tmp_path, BASE, "corpus.ini"))
+
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from urna.forge.spec import parse_spec  # noqa: E402
+
+_values = st.recursive(st.one_of(st.none(), st.booleans(), st.integers(-3, 3),
+                                 st.sampled_from(["", "x", "potion", "default", "jsonl", "id"])),
+                       lambda inner: st.one_of(st.lists(inner, max_size=3),
+                                               st.dictionaries(st.sampled_from(
+                                                   ["name", "kind", "path", "preset", "text",
+                                                    "order_by", "template", "query", "on"]),
+                                                   inner, max_size=3)), max_leaves=8)
+_docs = st.dictionaries(
+    st.sampled_from(["corpus", "source", "models", "build", "output", "media", "embedding", "x"]),
+    st.one_of(_values, st.dictionaries(st.sampled_from(
+        ["name", "chunker_version", "kind", "path", "order_by", "text", "joins", "derive",
+         "preset", "with_graph", "mode", "dir", "image", "dims"]), _values, max_size=4)),
+    max_size=5)
+
+
+@settings(max_examples=400, deadline=None)
+@given(_docs)
+def test_any_document_parses_or_raises_a_spec_error(doc: dict) -> None:
+    try:
+        validate(parse_spec(doc))
+    except (SpecError, RegistryError) as e:
+        assert ":" in str(e)  # every message starts with the offending key
