@@ -267,3 +267,14 @@ def test_page_and_its_assets_are_served_without_external_urls(client) -> None:
         assert res.status_code == 200
         assert "http://" not in res.text and "https://" not in res.text
     assert "https://" not in page.text and "http://" not in page.text
+
+
+def test_warming_every_corpus_keeps_answers_and_tolerates_a_model_it_cannot_load(
+        served, client) -> None:
+    served.corpora.warm()  # hnsw, bm25, graph files and one with an unknown model
+    q = EXPECTED["synthetic-graph.urna"]["queries"][1]
+    res = client.post("/api/corpora/synthetic-graph/search",
+                      json={"vector": q["vector"], "k": 5, "mode": "graph"})
+    _same_hits(res.json()["hits"], q["search_graph"])
+    _error(client.post("/api/corpora/unknown-model/retrieve", json={"text": "x"}), 422,
+           "EmbedderUnavailable")

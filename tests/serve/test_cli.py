@@ -30,7 +30,8 @@ def calls(monkeypatch: pytest.MonkeyPatch) -> list[dict]:
     seen: list[dict] = []
 
     def fake_run(corpora, **kw):
-        seen.append({"names": corpora.names(), **kw})
+        warmed = all(corpora.get(n)._embedder is not None for n in corpora.names())
+        seen.append({"names": corpora.names(), "warmed": warmed, **kw})
         corpora.close()
 
     monkeypatch.setattr(urna.serve.app, "run", fake_run)
@@ -51,8 +52,8 @@ def test_serve_is_registered_with_help_and_example() -> None:
 def test_loopback_by_default_without_warning(calls: list[dict]) -> None:
     res = invoke(FILE)
     assert res.exit_code == 0, res.output
-    assert calls == [{"names": ["quickstart-exact"], "host": "127.0.0.1", "port": 8077,
-                      "max_body": 1 << 20}]
+    assert calls == [{"names": ["quickstart-exact"], "warmed": True, "host": "127.0.0.1",
+                      "port": 8077, "max_body": 1 << 20}]
     assert "warning" not in res.stderr
     assert res.stderr == "urna serve: http://127.0.0.1:8077/ (1 file(s))\n"
 

@@ -43,6 +43,7 @@ def serve_cmd(files: tuple[str, ...], host: str, port: int, expose: bool, max_bo
         from urna.serve.corpora import Corpora
 
         corpora = Corpora(list(files))  # each file opened once, before binding
+        corpora.warm()  # numba kernels and the embedder load here, not in the first request
     except (UrnaError, ValueError, OSError) as e:
         name = type(e).__name__ if isinstance(e, UrnaError) else ""
         raise click.ClickException(f"{name}: {e}" if name else str(e)) from None

@@ -171,6 +171,27 @@ class Corpus:
             "space_names": f.space_names,
         }
 
+    def warm(self) -> None:
+        """Load the embedder and run one query per index present, so the first request is fast.
+
+        The searches compile their numba kernels on first use (seconds); a corpus whose
+        model cannot embed text is still warmed for vector queries.
+        """
+        f = self.file
+        probe = np.zeros(int(f.embedding_dim), dtype=np.float32)
+        probe[0] = 1.0
+        f.search(probe, 1)
+        if f.has_ann:
+            f.search_ann(probe, 1, 16)
+        if f.has_bm25:
+            f.search_hybrid(probe, "warm", 1, 16)
+        if f.has_graph:
+            f.search_graph(probe, 1)
+        try:
+            self.embedder()
+        except ApiError:
+            pass  # reported per request: this corpus answers vector queries only
+
     # -- handlers --------------------------------------------------------------------------
 
     def search(self, body: Any) -> dict[str, Any]:
@@ -291,6 +312,11 @@ class Corpora:
         """The ``GET /api/corpora`` document."""
         return {"corpora": [c.summary() for c in self._by_name.values()],
                 "encoding_names": {str(k): v for k, v in ENCODING_NAMES.items()}}
+
+    def warm(self) -> None:
+        """Warm every corpus (see :meth:`Corpus.warm`)."""
+        for c in self._by_name.values():
+            c.warm()
 
     def close(self) -> None:
         """Close every file (idempotent)."""
