@@ -84,6 +84,7 @@ class UrnaFile:
             self._release_map()
             raise
         self._texts: list[str] | None = None
+        self._by_id: dict[str, str] | None = None
         self._inspect: dict | None = None
 
     @classmethod
@@ -97,7 +98,7 @@ class UrnaFile:
         self = cls.__new__(cls)
         self.path, self._mm = "<bytes>", None
         self._st = open_state(bytes(data))
-        self._texts, self._inspect = None, None
+        self._texts, self._by_id, self._inspect = None, None, None
         return self
 
     # -- lifetime ------------------------------------------------------------------------
@@ -112,7 +113,7 @@ class UrnaFile:
     def close(self) -> None:
         """Release the map (idempotent)."""
         st, self._st = self._st, None
-        self._texts = None
+        self._texts = self._by_id = None
         if st is not None:
             st.view.release()
             del st
@@ -239,8 +240,10 @@ class UrnaFile:
         _s.check_model_hash(st, expected_model_hash)
         x, k = as_f32(query), as_i32(k)
         cand = None if candidates is None else check_size(candidates)
-        return _s.retrieve(st, self.texts(), x, k, cand, check_size(hops), check_size(ef),
-                           expected_model_hash, query_text)
+        if self._by_id is None:
+            self._by_id = _s.texts_by_id(st, self.texts())
+        return _s.retrieve(st, self._by_id, x, k, cand, check_size(hops), check_size(ef),
+                           query_text)
 
     def search_batch(self, queries, k: int) -> BatchResult:
         """Exact top-k for many queries with one BLAS screen; equals :meth:`search` per row."""

@@ -168,17 +168,20 @@ def routed_search(st: OpenedFile, x: np.ndarray, k: int, candidates: int | None,
     return exact_search(st, x, k)
 
 
-def retrieve(st: OpenedFile, texts: list[str], x: np.ndarray, k: int, candidates: int | None,
-             hops: int, ef: int, expected_model_hash: str | None,
+def texts_by_id(st: OpenedFile, texts: list[str]) -> dict[str, str]:
+    """Stored text by chunk id, as the reference maps it (the last ordinal wins on a repeat)."""
+    return {cid: texts[i] for i, cid in enumerate(st.chunk_ids) if i < len(texts)}
+
+
+def retrieve(st: OpenedFile, by_id: dict[str, str], x: np.ndarray, k: int,
+             candidates: int | None, hops: int, ef: int,
              query_text: str | None) -> list[RetrieveHit]:
     """Routed search whose hits carry the stored text and the precision marker."""
     result = routed_search(st, x, k, candidates, hops, ef, query_text)
     source = result.explain.rerank_source
-    index = {cid: i for i, cid in enumerate(st.chunk_ids)}
     return [RetrieveHit(h.chunk_id, h.citation_id, h.content_hash, h.file_hash, h.offset_start,
                         h.offset_end, source, h.score, h.score_type, h.source_uri,
-                        texts[index[h.chunk_id]] if index.get(h.chunk_id, len(texts)) < len(texts)
-                        else "")
+                        by_id.get(h.chunk_id, ""))
             for h in result.hits]
 
 
