@@ -185,7 +185,8 @@ def stats_cmd(file: Path, as_json: bool) -> None:
     if as_json:
         emit_json(d)
         return
-    out = [f"file:         {d['file']}", f"size:         {d['size']} bytes ({d['size'] / 1e6:.2f} MB)",
+    out = [f"file:         {d['file']}",
+           f"size:         {d['size']} bytes ({d['size'] / 1e6:.2f} MB)",
            f"chunks:       {d['chunks']}", f"embeddings:   {d['embeddings']}",
            f"dim:          {d['dim']}"]
     if d["mrl_dim"] is not None and d["full_dim"] is not None:
@@ -198,7 +199,8 @@ def stats_cmd(file: Path, as_json: bool) -> None:
             f"chunker:      {d['chunker']}", f"supports_ann: {_b(d['supports_ann'])}",
             f"supports_bm25:{_b(d['supports_bm25'])}", f"simd_backend: {d['simd_backend']}",
             f"sections:     {len(d['sections'])}"]
-    out += [f"  0x{s['section_id']:02x} {s['name']:<24} encoding={s['encoding']:<8} {s['size']} bytes"
+    out += [f"  0x{s['section_id']:02x} {s['name']:<24} encoding={s['encoding']:<8} "
+            f"{s['size']} bytes"
             for s in d["sections"]]
     if d["spaces"] is not None:
         out.append(f"spaces:       {len(d['spaces'])}")

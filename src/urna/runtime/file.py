@@ -139,7 +139,8 @@ class UrnaFile:
         self.close()
 
     def __repr__(self) -> str:
-        state = "closed" if self._st is None else f"n={self._st.n} dim={self._st.dim} dtype={self._st.dtype}"
+        st = self._st
+        state = "closed" if st is None else f"n={st.n} dim={st.dim} dtype={st.dtype}"
         return f"<UrnaFile {self.path!r} {state}>"
 
     # -- properties ----------------------------------------------------------------------
@@ -194,7 +195,7 @@ class UrnaFile:
         return _s.ann_search(self._state, as_f32(query), as_i32(k), check_size(ef))
 
     def search_ann(self, query, k: int, ef: int) -> list[SearchHit]:
-        """HNSW candidates (beam ``max(ef, k, ef_construction)``), exact rerank; exact without HNSW."""
+        """HNSW candidates (beam ``max(ef, k, ef_construction)``), exact rerank; else exact."""
         return self.search_ann_result(query, k, ef).hits
 
     def search_hybrid_result(self, query, query_text: str, k: int, candidates: int) -> SearchResult:

@@ -132,7 +132,8 @@ def _open_blobs(view: UrnaView, spans: list[tuple[str, int, int]]):
                 continue
             if refs is None or idx >= len(refs):
                 raise MalformedSectionPayload(
-                    SECTION_BLOB_SPAN_OVERLAY, f"overlay entry {i} references missing blob_ref {idx}")
+                    SECTION_BLOB_SPAN_OVERLAY,
+                    f"overlay entry {i} references missing blob_ref {idx}")
             spans[i] = (refs[idx].original_uri, start, end)
     data = None
     entry = view.entry(SECTION_BLOB_DATA)

@@ -49,7 +49,8 @@ def check_size(value: int) -> int:
 def as_f32(query: Sequence[float] | np.ndarray) -> np.ndarray:
     """The query as a 1-D float32 array (no normalisation, no checks beyond the type)."""
     if isinstance(query, (str, bytes)):
-        raise UrnaError(f"invalid query vector: TypeError: Can't extract `{type(query).__name__}` to `Vec`")
+        kind = type(query).__name__
+        raise UrnaError(f"invalid query vector: TypeError: Can't extract `{kind}` to `Vec`")
     try:
         with np.errstate(over="ignore", invalid="ignore"):
             arr = np.asarray(query)

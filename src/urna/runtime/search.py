@@ -33,7 +33,8 @@ def _hits(st: OpenedFile, ids: np.ndarray, scores: np.ndarray, label: str,
     for i, s in zip(ids.tolist(), scores.tolist()):
         if i >= len(st.chunk_ids):  # a space band longer than the chunk tables (crafted file)
             raise MalformedSectionPayload(
-                SECTION_SPACE_TABLE, f"vector row {i} has no chunk (n_embeddings={len(st.chunk_ids)})")
+                SECTION_SPACE_TABLE,
+                f"vector row {i} has no chunk (n_embeddings={len(st.chunk_ids)})")
         cid = st.chunk_ids[i]
         uri, start, end = st.spans[i]
         out.append(SearchHit(cid, s, "cosine", uri, start, end, st.embedding_model, label,
@@ -75,7 +76,7 @@ def _hnsw_candidates(st: OpenedFile, q: np.ndarray, width: int) -> np.ndarray:
 
 
 def ann_search(st: OpenedFile, x: np.ndarray, k: int, ef: int) -> SearchResult:
-    """§7.6: HNSW beam of width ``max(ef, k, ef_construction)``, exact rerank; exact without 0x07."""
+    """§7.6: HNSW beam ``max(ef, k, ef_construction)``, exact rerank; exact without 0x07."""
     t0 = time.perf_counter()
     if st.hnsw is None:
         return exact_search(st, x, k, t0)
@@ -112,7 +113,7 @@ def hybrid_search(st: OpenedFile, x: np.ndarray, text: str, k: int, cpp: int) ->
 
 
 def graph_search(st: OpenedFile, x: np.ndarray, k: int, hops: int, ef: int) -> SearchResult:
-    """§10.4: exact seeds (top ``max(ef, k)``), bounded BFS, exact rerank; exact without a graph."""
+    """§10.4: exact seeds (top ``max(ef, k)``), bounded BFS, exact rerank; else exact."""
     from ..index.graph import bounded_bfs
 
     t0 = time.perf_counter()
