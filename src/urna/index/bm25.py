@@ -93,33 +93,46 @@ def _numba_kernel():
     return _KERNEL
 
 
-def _topk_kernel(tids, offs, docs, contrib, n_docs, k, out_ids, out_sc):
+def _topk_kernel(tids, offs, docs, contrib, n_docs, k, marked, out_ids, out_sc):
     """Scatter-add the query terms' postings, then keep the best ``k`` finite scores.
 
-    The heap's root is the worst kept hit (lowest score, then highest id). Returns how many
-    hits were kept; they are unordered.
+    With ``marked`` false every contribution is > 0, so a doc was touched iff its sum is not 0
+    and the scan runs over the sums in doc order; otherwise touched docs are listed at first
+    touch. The heap's root is the worst kept hit (lowest score, then highest id). Returns how
+    many hits were kept; they are unordered.
     """
     acc = np.zeros(n_docs, dtype=np.float32)
-    mark = np.zeros(n_docs, dtype=np.uint8)
-    total = 0
-    for j in range(tids.shape[0]):
-        total += offs[tids[j] + 1] - offs[tids[j]]
-    touched = np.empty(total, dtype=np.int64)
-    n = 0
-    for j in range(tids.shape[0]):
-        t = tids[j]
-        for p in range(offs[t], offs[t + 1]):
-            d = docs[p]
-            if mark[d] == 0:
-                mark[d] = 1
-                touched[n] = d
-                n += 1
-            acc[d] += contrib[p]
+    if marked:
+        mark = np.zeros(n_docs, dtype=np.uint8)
+        total = 0
+        for j in range(tids.shape[0]):
+            total += offs[tids[j] + 1] - offs[tids[j]]
+        touched = np.empty(total, dtype=np.int64)
+        n = 0
+        for j in range(tids.shape[0]):
+            t = tids[j]
+            for p in range(offs[t], offs[t + 1]):
+                d = docs[p]
+                if mark[d] == 0:
+                    mark[d] = 1
+                    touched[n] = d
+                    n += 1
+                acc[d] += contrib[p]
+    else:
+        touched = np.empty(0, dtype=np.int64)
+        n = n_docs
+        for j in range(tids.shape[0]):
+            t = tids[j]
+            for p in range(offs[t], offs[t + 1]):
+                acc[docs[p]] += contrib[p]
     size = 0
     for i in range(n):
-        d = touched[i]
+        d = touched[i] if marked else i
         s = acc[d]
-        if not np.isfinite(s):
+        # most docs lose to the current worst kept hit: test that first (NaN fails it too)
+        if size == k and not (s > out_sc[0] or (s == out_sc[0] and d < out_ids[0])):
+            continue
+        if (not marked and s == 0) or not np.isfinite(s):
             continue
         if size < k:
             # sift up
@@ -185,6 +198,7 @@ class Bm25Index:
         # A term whose every contribution is > 0 marks its docs through the sum alone.
         self._positive = np.ones(len(self.terms), dtype=bool)
         self._positive[term_of[~(self._contrib > 0)]] = False
+        self._nonpositive = not self._positive.all()
         # Postings we build are strictly increasing per term; a decoded v1 payload may repeat a
         # doc inside one term, which then needs the slower unbuffered add.
         step = np.diff(self.docs) > 0
@@ -283,7 +297,9 @@ class Bm25Index:
             tids = np.asarray([t for t in map(get, tokenize(text)) if t is not None], np.intp)
             m = min(k, self.n_docs)
             ids, sc = np.empty(m, np.intp), np.empty(m, _F32)
-            n = kernel(tids, self.offsets, self.docs, self._contrib, self.n_docs, m, ids, sc)
+            marked = bool(self._nonpositive) and not self._positive[tids].all()
+            n = kernel(tids, self.offsets, self.docs, self._contrib, self.n_docs, m, marked,
+                       ids, sc)
             ids, sc = ids[:n], sc[:n]
             order = np.lexsort((ids, -sc))
             return ids[order], sc[order]

@@ -1,0 +1,120 @@
+"""BM25 side by side: urna's index vs bm25s and rank-bm25 on a synthetic Zipf corpus.
+
+Measures index build time and top-10 query latency (one query at a time, as a search call
+is made). Not a test; numbers depend on the machine. Run:
+
+    .venv/bin/python benchmarks/bench_bm25.py --docs 50000 --queries 200
+    .venv/bin/python benchmarks/bench_bm25.py --docs 50000 --skip-rank-bm25
+
+The corpus: ``--vocab`` synthetic words drawn with Zipf exponent 1.1, document lengths
+uniform in [20, 180]; queries are 2-5 words drawn from the same distribution (restricted to
+the 5,000 most frequent words so that most queries hit something). All three libraries get the
+same documents; bm25s and rank-bm25 get them pre-split on spaces (their own tokenizers differ),
+ours runs its reference-exact Unicode tokenizer inside build and search. bm25s uses its
+default "lucene" variant and k1 = 1.5, b = 0.75 like ours, with its numpy (default) and numba
+backends; ours uses numba when installed (``URNA_FORCE_SCALAR=1`` forces its numpy path).
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+
+import numpy as np
+
+
+def make_corpus(n_docs: int, vocab: int, seed: int) -> tuple[list[str], list[str]]:
+    """Documents and queries over pseudo-words with a Zipf frequency profile."""
+    rng = np.random.default_rng(seed)
+    words = [f"w{i}x" for i in range(vocab)]
+    p = 1.0 / np.arange(1, vocab + 1) ** 1.1
+    p /= p.sum()
+    lens = rng.integers(20, 181, size=n_docs)
+    ids = rng.choice(vocab, size=int(lens.sum()), p=p)
+    docs, pos = [], 0
+    for n in lens:
+        docs.append(" ".join(words[i] for i in ids[pos:pos + n]))
+        pos += n
+    qp = p[:5000] / p[:5000].sum()
+    queries = [" ".join(words[i] for i in rng.choice(5000, size=rng.integers(2, 6), p=qp))
+               for _ in range(400)]
+    return docs, queries
+
+
+def timed(fn, *args):
+    t = time.perf_counter()
+    out = fn(*args)
+    return out, time.perf_counter() - t
+
+
+def latency(search, queries: list[str]) -> tuple[float, float]:
+    """Median and p95 latency in milliseconds."""
+    times = []
+    for q in queries:
+        t = time.perf_counter()
+        search(q)
+        times.append((time.perf_counter() - t) * 1000)
+    times.sort()
+    return statistics.median(times), times[int(0.95 * (len(times) - 1))]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--docs", type=int, default=50_000)
+    ap.add_argument("--vocab", type=int, default=50_000)
+    ap.add_argument("--queries", type=int, default=200)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--skip-rank-bm25", action="store_true")
+    args = ap.parse_args()
+
+    docs, queries = make_corpus(args.docs, args.vocab, args.seed)
+    queries = queries[:args.queries]
+    tokens = sum(len(d.split()) for d in docs)
+    print(f"corpus: {len(docs)} docs, {tokens} tokens, vocab {args.vocab}; "
+          f"{len(queries)} queries, top-10")
+    rows = []
+
+    from urna.index.bm25 import Bm25Index
+
+    import urna.index.bm25 as ub
+
+    idx, t_build = timed(Bm25Index.build, docs)
+    payload, t_enc = timed(idx.to_bytes)
+    _, t_open = timed(Bm25Index.from_bytes, payload)
+    idx.search(queries[0], 10)
+    med, p95 = latency(lambda q: idx.search(q, 10), queries)
+    backend = "numba" if ub._numba_kernel() is not None else "numpy"
+    rows.append((f"urna ({backend})", t_build, med, p95))
+    print(f"urna: 0x08 payload {len(payload) / 1e6:.1f} MB, encode {t_enc:.2f} s, "
+          f"decode+prepare {t_open:.2f} s")
+
+    import bm25s
+
+    for backend in ("numpy", "numba"):
+        def bm25s_build():
+            r = bm25s.BM25(k1=1.5, b=0.75, backend=backend)
+            r.index([d.split() for d in docs], show_progress=False)
+            return r
+
+        r, t_build = timed(bm25s_build)
+        run = lambda q: r.retrieve([q.split()], k=10, show_progress=False, n_threads=1)  # noqa: E731
+        run(queries[0])  # compile / warm up
+        med, p95 = latency(run, queries)
+        rows.append((f"bm25s ({backend})", t_build, med, p95))
+
+    if not args.skip_rank_bm25:
+        from rank_bm25 import BM25Okapi
+
+        rb, t_build = timed(BM25Okapi, [d.split() for d in docs])
+        few = queries[: max(10, len(queries) // 10)]  # it scores every doc per query term
+        med, p95 = latency(lambda q: np.argsort(rb.get_scores(q.split()))[::-1][:10], few)
+        rows.append((f"rank-bm25 ({len(few)} q)", t_build, med, p95))
+
+    print(f"{'library':<22}{'build s':>10}{'query p50 ms':>15}{'query p95 ms':>15}")
+    for name, b, m, p in rows:
+        print(f"{name:<22}{b:>10.2f}{m:>15.3f}{p:>15.3f}")
+
+
+if __name__ == "__main__":
+    main()
