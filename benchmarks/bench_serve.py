@@ -73,9 +73,14 @@ def build_big(work: Path, n: int) -> Path:
     rng = random.Random(7)
     texts = [f"{i}: " + " ".join(rng.choices(words, k=rng.randint(12, 40))) for i in range(n)]
     emb = potion_embedder()
-    t0 = time.perf_counter()
-    vecs = emb.embed(texts)
-    print(f"  embedded {n} texts in {time.perf_counter() - t0:.1f} s", file=sys.stderr)
+    cache = work / f"big-{n}.npy"
+    if cache.exists():
+        vecs = np.load(cache)
+    else:
+        t0 = time.perf_counter()
+        vecs = emb.embed(texts)
+        np.save(cache, vecs)
+        print(f"  embedded {n} texts in {time.perf_counter() - t0:.1f} s", file=sys.stderr)
     chunks = [{"canonical_text": t, "source_uri": f"synthetic/{i // 1000}.txt",
                "byte_start": 0, "byte_end": len(t.encode()), "embedding": vecs[i]}
               for i, t in enumerate(texts)]

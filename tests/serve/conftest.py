@@ -98,6 +98,7 @@ def served(tmp_path_factory: pytest.TempPathFactory):
     paths["unknown-model"] = _small(tmp / "unknown-model.urna", "acme/unknown-model",
                                     "sha256:" + "cd" * 32)
     corpora = Corpora(list(paths.values()))
+    corpora.warm()  # as urna serve does before binding
     server, thread, url = start_server(corpora)
     try:
         yield Served(url, corpora, paths)

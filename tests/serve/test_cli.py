@@ -112,21 +112,26 @@ def test_a_real_serve_process_answers_and_stops_on_sigterm() -> None:
 
 
 def test_cli_and_library_work_without_the_serve_extra() -> None:
-    block = ("import sys; sys.modules['starlette'] = None; sys.modules['uvicorn'] = None; "
-             "import urna; from urna.cli import main; ")
-    f = urna.open(FILE)
-    f.close()
-    opened = subprocess.run([sys.executable, "-c", block + f"print(urna.open({str(FILE)!r}).n_embeddings)"],
-                            capture_output=True, text=True, timeout=60)
-    assert opened.returncode == 0 and opened.stdout == "12\n", opened.stderr
-    res = subprocess.run([sys.executable, "-c", block + "main()", "serve", str(FILE)],
-                         capture_output=True, text=True, timeout=60)
-    assert res.returncode == 1
-    assert "urna serve needs the serve extra: pip install 'urna[serve]'" in res.stderr
-    listed = subprocess.run([sys.executable, "-c", block + "main()", "--help"],
-                            capture_output=True, text=True, timeout=60)
-    assert listed.returncode == 0 and "serve" in listed.stdout
-    assert json.loads(subprocess.run(
-        [sys.executable, "-c", block + "main()", "inspect", str(FILE), "--json"],
-        capture_output=True, text=True, timeout=60).stdout)["content_hash"] == \
-        EXPECTED["quickstart-exact.urna"]["content_hash"]
+    script = f"""
+import sys
+sys.modules["starlette"] = None  # import starlette -> ImportError, as when not installed
+sys.modules["uvicorn"] = None
+import json
+from click.testing import CliRunner
+import urna
+from urna.cli import cli
+print(urna.open({str(FILE)!r}).n_embeddings)
+r = CliRunner()
+served = r.invoke(cli, ["serve", {str(FILE)!r}])
+print(served.exit_code, served.stderr.strip())
+print("serve" in r.invoke(cli, ["--help"]).output)
+print(json.loads(r.invoke(cli, ["inspect", {str(FILE)!r}, "--json"]).stdout)["content_hash"])
+"""
+    res = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                         timeout=60)
+    assert res.returncode == 0, res.stderr
+    lines = res.stdout.splitlines()
+    assert lines[0] == "12" and lines[2:] == ["True",
+                                              EXPECTED["quickstart-exact.urna"]["content_hash"]]
+    assert lines[1].startswith(
+        "1 Error: urna serve needs the serve extra: pip install 'urna[serve]' (")
