@@ -136,3 +136,10 @@ def test_mrl_dim_equal_to_dim_keeps_rows_but_records_the_fields(tmp_path):
     half = UrnaView.from_bytes(open(urna.build(tmp_path / "h.urna", "m", 4, "c", ZERO, chunks,
                                                mrl_dim=2), "rb").read())
     assert bytes(half.payload(4)) == struct.pack("<4f", 1, 0, 0.6, 0.8)
+
+
+def test_built_file_gets_normal_permissions(tmp_path):
+    mask = os.umask(0)
+    os.umask(mask)
+    path = urna.build(tmp_path / "m.urna", "demo", 4, "c/1", ZERO, ONE)
+    assert os.stat(path).st_mode & 0o777 == 0o666 & ~mask  # not mkstemp's 0600

@@ -308,12 +308,22 @@ def _attach_media(manifest: Manifest, kw: dict, n_chunks: int, out: list[Encoded
         _ext(manifest).supports_multimodal = True
 
 
+def _default_mode() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return 0o666 & ~mask
+
+
+_DEFAULT_MODE = _default_mode()
+
+
 def write_atomic(path: str | os.PathLike, data: bytes) -> None:
     """Write ``data`` to ``path`` via a temp file in the same folder, fsync, then rename."""
     target = Path(path)
     folder = target.parent if str(target.parent) else Path(".")
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=folder)
     try:
+        os.fchmod(fd, _DEFAULT_MODE)  # mkstemp makes 0600; a built corpus is a normal file
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
             fh.flush()

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from ...errors import InvalidInput, UnsupportedSectionEncoding
-from ._canonical import encode_texts
+from ..sections.canonical import encode_texts
 from .dedup import dedup, encode_map
 from .fsst import encode_fsst
 from .repack import chunk_ids_eligible, encode_chunk_ids, encode_spans

@@ -8,7 +8,8 @@ reference does. Errors carry section 0x0B (intpack ones 0, re-tagged by the call
 from __future__ import annotations
 
 from ...errors import MalformedSectionPayload
-from ._canonical import build_canonical, byte_view, parse_canonical
+from ..sections.canonical import decode_string_bodies
+from ._canonical import build_canonical, byte_view
 from .intpack import IntpackReader, pack_u64s
 
 DEDUP_MAP_V1 = 0
@@ -51,7 +52,7 @@ def expand_pool(pool_payload: bytes | memoryview, back_refs: list[int]) -> bytes
     if len(pool_payload) < 12:
         raise MalformedSectionPayload(_SECTION_CANONICAL, "chunks_canonical: truncated count prefix")
     count = int.from_bytes(bytes(pool_payload[4:12]), "little")
-    pool = parse_canonical(pool_payload, _SECTION_CANONICAL, count)
+    pool = decode_string_bodies(pool_payload, count, _SECTION_CANONICAL)
     n = len(pool)
     out = []
     for r in back_refs:

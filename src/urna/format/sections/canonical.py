@@ -12,7 +12,7 @@ import struct
 
 from ...errors import (InvalidInput, MalformedSectionPayload, SectionCountMismatch,
                        UnsupportedSectionVersion)
-from ..cursor import Cursor, lp
+from ..cursor import Cursor, decode_utf8, lp
 from ..layout import (PREFIX, SECTION_CHUNK_IDS, SECTION_CHUNKS_CANONICAL,
                       SECTION_CHUNKS_ORIGINAL_SPANS, SECTION_PAYLOAD_VERSION,
                       SECTION_PROVENANCE, SECTION_SEARCH_CONTRACT, U32_MAX, pack_prefix)
@@ -56,15 +56,26 @@ def _open(raw: bytes | memoryview, section_id: int, expected: int | None) -> tup
     return Cursor(raw, section_id, PREFIX.size), count
 
 
-def decode_strings(raw: bytes | memoryview, expected: int | None, section_id: int) -> list[str]:
-    """Parse ``prefix(n) + n x lp(utf8)`` with the reference's checks."""
+def decode_string_bodies(raw: bytes | memoryview, expected: int | None,
+                        section_id: int) -> list[bytes]:
+    """Parse ``prefix(n) + n x lp(utf8)`` with the reference's checks; UTF-8-checked bodies.
+
+    Records are read one at a time, as the reference reads them, so a short payload fails at
+    the record that runs out (with its offset); each consumes >= 4 bytes, which bounds the loop.
+    """
     cur, count = _open(raw, section_id, expected)
-    # Each record costs at least 4 bytes: bound the loop by the bytes present.
-    if count > cur.remaining // 4:
-        cur.take(4 * count)  # raises the reference's "want N bytes" text
-    out = [cur.lp_str() for _ in range(count)]
+    out = []
+    for _ in range(count):
+        body = cur.lp_bytes()
+        decode_utf8(body, section_id)
+        out.append(body)
     cur.expect_end()
     return out
+
+
+def decode_strings(raw: bytes | memoryview, expected: int | None, section_id: int) -> list[str]:
+    """Parse ``prefix(n) + n x lp(utf8)`` to strings."""
+    return [body.decode("utf-8") for body in decode_string_bodies(raw, expected, section_id)]
 
 
 def decode_chunk_ids(raw: bytes | memoryview, expected: int | None) -> list[str]:
@@ -80,8 +91,6 @@ def decode_texts(raw: bytes | memoryview, expected: int | None) -> list[str]:
 def decode_spans(raw: bytes | memoryview, expected: int | None) -> list[tuple[str, int, int]]:
     """Decode raw 0x03 to ``(source_uri, byte_start, byte_end)`` tuples."""
     cur, count = _open(raw, SECTION_CHUNKS_ORIGINAL_SPANS, expected)
-    if count > cur.remaining // 20:
-        cur.take(20 * count)
     out = []
     for _ in range(count):
         uri = cur.lp_str()
