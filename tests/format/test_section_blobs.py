@@ -38,20 +38,12 @@ from urna.format.sections.blobs import (
     encode_overlay,
 )
 
+from helpers.vectors import section_payload
+
 DATA = Path(__file__).resolve().parents[1] / "data"
 REF = DATA / "ref-0.5.1"
 BLOB_FILES = ["quickstart-blobs.urna", "synthetic-blobs.urna"]
 REFS, OVERLAY, BLOBDATA = L.SECTION_BLOB_REFS, L.SECTION_BLOB_SPAN_OVERLAY, L.SECTION_BLOB_DATA
-
-
-def section_payload(buf: bytes, section_id: int) -> bytes:
-    """First payload of ``section_id``, found through the file's own section table."""
-    h = L.Header.unpack(buf)
-    for i in range(h.section_table_count):
-        e = L.SectionEntry.unpack(buf, h.section_table_offset + i * L.URNA_SECTION_ENTRY_SIZE)
-        if e.section_id == section_id:
-            return buf[e.offset:e.offset + e.size]
-    raise KeyError(section_id)
 
 
 def expected(name: str) -> dict:

@@ -36,6 +36,8 @@ from urna.format.sections.graph import (
     encode_graph,
 )
 
+from helpers.vectors import section_payload
+
 DATA = Path(__file__).resolve().parents[1] / "data"
 REF = DATA / "ref-0.5.1"
 
@@ -47,16 +49,6 @@ REF_TOP_M2 = bytes.fromhex(
     "0100000005000000000000001900000006000000010000000c000000000000000000000005609cf5241a00000012"
     "000000010000000c000000000000000000000002156292d204011800000012000000010000000c00000000000000"
     "0000000001666603")
-
-
-def section_payload(buf: bytes, section_id: int) -> bytes:
-    """First payload of ``section_id``, found through the file's own section table."""
-    h = L.Header.unpack(buf)
-    for i in range(h.section_table_count):
-        e = L.SectionEntry.unpack(buf, h.section_table_offset + i * L.URNA_SECTION_ENTRY_SIZE)
-        if e.section_id == section_id:
-            return buf[e.offset:e.offset + e.size]
-    raise KeyError(section_id)
 
 
 def lp_intpack(values) -> bytes:

@@ -33,3 +33,15 @@ def build_kwargs(file_name: str) -> tuple[list, dict]:
     args = [meta["embedding_model"], meta["embedding_dim"], meta["chunker_version"],
             meta["model_hash"], data["chunks"]]
     return args, opts
+
+
+def section_payload(buf: bytes, section_id: int) -> bytes:
+    """First payload of ``section_id``, found through the file's own section table."""
+    from urna.format import layout as L
+
+    h = L.Header.unpack(buf)
+    for i in range(h.section_table_count):
+        e = L.SectionEntry.unpack(buf, h.section_table_offset + i * L.URNA_SECTION_ENTRY_SIZE)
+        if e.section_id == section_id:
+            return buf[e.offset:e.offset + e.size]
+    raise KeyError(section_id)

@@ -24,6 +24,8 @@ from urna.format.sections.graph import (
 )
 from urna.index.graph import bounded_bfs, graph_edges
 
+from helpers.vectors import section_payload
+
 REF = Path(__file__).resolve().parents[1] / "data" / "ref-0.5.1"
 
 
@@ -31,15 +33,6 @@ def line_csr(n: int):
     """Bidirectional line graph 0 - 1 - ... - n-1, as the reference's traversal tests use."""
     edges = [(i, NEXT, i + 1) for i in range(n - 1)] + [(i + 1, NEXT, i) for i in range(n - 1)]
     return decode_graph(encode_graph(n, edges), n)
-
-
-def section_payload(buf: bytes, section_id: int) -> bytes:
-    h = L.Header.unpack(buf)
-    for i in range(h.section_table_count):
-        e = L.SectionEntry.unpack(buf, h.section_table_offset + i * L.URNA_SECTION_ENTRY_SIZE)
-        if e.section_id == section_id:
-            return buf[e.offset:e.offset + e.size]
-    raise KeyError(section_id)
 
 
 # ------------------------------------------------------------------ §18 item 6: BFS
