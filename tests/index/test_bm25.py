@@ -118,6 +118,26 @@ def test_lexical_order_equals_the_reference(zipf_index: Bm25Index, i: int) -> No
     assert [d for d, _ in zipf_index.search(QUERIES[i], 15)] == REF_ORDERS[i]
 
 
+# The same recovery over the vectors' own corpora (chunk texts + 15 empty chunks), per query
+# text of <corpus>.chunks.json.
+REF_VECTOR_ORDERS = {
+    "synthetic": [
+        [25, 155, 151, 286, 307, 15, 188, 214, 114, 199, 19, 390, 210, 144, 187],
+        [191, 174, 177, 323, 328, 85, 90, 123, 370, 391, 396, 358, 395, 86, 390],
+        [161, 168, 172, 104, 151, 180, 284, 112, 81, 361, 9, 255, 260, 23, 222],
+    ],
+    "quickstart": [[10, 8, 7], [0, 9], [0, 2, 9, 6, 1, 7, 3, 4, 8, 10, 5, 11]],
+}
+
+
+@pytest.mark.parametrize("corpus", sorted(REF_VECTOR_ORDERS))
+def test_lexical_order_on_vector_corpora_equals_the_reference(corpus: str) -> None:
+    data = json.loads((DATA / "ref-0.5.1" / f"{corpus}.chunks.json").read_text())
+    idx = Bm25Index.build([c["canonical_text"] for c in data["chunks"]] + [""] * N_EMPTY)
+    got = [[d for d, _ in idx.search(q[0], 15)] for q in data["queries"]]
+    assert got == REF_VECTOR_ORDERS[corpus]
+
+
 def oracle_scores(docs: list[str], query: str, k1: float = 1.5, b: float = 0.75) -> dict:
     """§8.4 evaluated one posting at a time with f32 scalars (independent of the index)."""
     toks = [tokenize(d) for d in docs]
