@@ -75,9 +75,8 @@ def main() -> None:
           f"{len(queries)} queries, top-10")
     rows = []
 
-    from urna.index.bm25 import Bm25Index
-
     import urna.index.bm25 as ub
+    from urna.index.bm25 import Bm25Index
 
     idx, t_build = timed(Bm25Index.build, docs)
     payload, t_enc = timed(idx.to_bytes)
@@ -92,13 +91,16 @@ def main() -> None:
     import bm25s
 
     for backend in ("numpy", "numba"):
-        def bm25s_build():
+        def bm25s_build(backend: str = backend) -> bm25s.BM25:
             r = bm25s.BM25(k1=1.5, b=0.75, backend=backend)
             r.index([d.split() for d in docs], show_progress=False)
             return r
 
         r, t_build = timed(bm25s_build)
-        run = lambda q: r.retrieve([q.split()], k=10, show_progress=False, n_threads=1)  # noqa: E731
+
+        def run(q: str, r: bm25s.BM25 = r) -> None:
+            r.retrieve([q.split()], k=10, show_progress=False, n_threads=1)
+
         run(queries[0])  # compile / warm up
         med, p95 = latency(run, queries)
         rows.append((f"bm25s ({backend})", t_build, med, p95))

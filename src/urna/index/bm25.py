@@ -27,7 +27,12 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ..format.sections.bm25 import BM25_PAYLOAD_VERSION, Bm25Payload, decode_bm25, encode_bm25
+from ..format.sections.bm25 import (
+    BM25_PAYLOAD_VERSION,
+    Bm25Payload,
+    decode_bm25,
+    encode_bm25,
+)
 from .tokenize import tokenize
 
 DEFAULT_K1 = 1.5
@@ -84,7 +89,7 @@ def _numba_kernel():
         if not _force_scalar():
             try:
                 import numba
-            except Exception:  # numba is the optional "fast" extra
+            except ImportError:  # numba is the optional "fast" extra
                 numba = None
             if numba is not None:
                 # no fastmath: the f32 sums must be added in the reference's order
@@ -211,7 +216,7 @@ class Bm25Index:
 
     # -- construction ------------------------------------------------------------------
     @classmethod
-    def build(cls, docs: Sequence[str], k1: float = DEFAULT_K1, b: float = DEFAULT_B) -> "Bm25Index":
+    def build(cls, docs: Sequence[str], k1: float = DEFAULT_K1, b: float = DEFAULT_B) -> Bm25Index:
         """Index ``docs`` (canonical chunk texts in chunk order) as the reference does."""
         all_toks: list[str] = []
         lens = np.zeros(len(docs), dtype=np.int64)
@@ -238,12 +243,12 @@ class Bm25Index:
         return cls(payload)
 
     @classmethod
-    def from_payload(cls, payload: Bm25Payload) -> "Bm25Index":
+    def from_payload(cls, payload: Bm25Payload) -> Bm25Index:
         """Wrap a decoded 0x08 payload (see ``urna.format.sections.bm25.decode_bm25``)."""
         return cls(payload)
 
     @classmethod
-    def from_bytes(cls, data: bytes | memoryview) -> "Bm25Index":
+    def from_bytes(cls, data: bytes | memoryview) -> Bm25Index:
         """Decode a raw (decompressed) 0x08 payload and wrap it."""
         return cls(decode_bm25(data))
 
@@ -295,6 +300,8 @@ class Bm25Index:
         if kernel is not None:
             get = self.term_index.get
             tids = np.asarray([t for t in map(get, tokenize(text)) if t is not None], np.intp)
+            if len(tids) == 0:
+                return np.zeros(0, np.intp), np.zeros(0, _F32)
             m = min(k, self.n_docs)
             ids, sc = np.empty(m, np.intp), np.empty(m, _F32)
             marked = bool(self._nonpositive) and not self._positive[tids].all()
