@@ -98,10 +98,11 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def start_server(files: list[Path]) -> tuple[subprocess.Popen, str]:
+def start_server(files: list[Path], threads: int) -> tuple[subprocess.Popen, str]:
     """``urna serve FILES`` on a free loopback port; returns once it answers."""
     port = free_port()
-    proc = subprocess.Popen([*URNA, "serve", *map(str, files), "--port", str(port)],
+    proc = subprocess.Popen([*URNA, "serve", *map(str, files), "--port", str(port),
+                             "--threads", str(threads)],
                             stderr=subprocess.DEVNULL)
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 120
@@ -186,6 +187,7 @@ def main() -> None:
     ap.add_argument("--seconds", type=float, default=10.0, help="duration of each run")
     ap.add_argument("--connections", type=int, default=8)
     ap.add_argument("--max-requests", type=int, default=200_000, help="Python generator cap")
+    ap.add_argument("--threads", type=int, default=1, help="urna serve --threads")
     ap.add_argument("--warmup", type=int, default=20)
     ap.add_argument("--dir", default=os.path.join(tempfile.gettempdir(), "urna-bench-serve"))
     ap.add_argument("--generator", choices=["auto", "wrk", "python"], default="auto")
@@ -197,7 +199,7 @@ def main() -> None:
     if gen == "auto":
         gen = "wrk" if shutil.which("wrk") else "python"
     qvec = potion_embedder().embed([QUESTIONS[0]])[0].tolist()
-    proc, url = start_server(files)
+    proc, url = start_server(files, args.threads)
     rows = []
     try:
         with httpx.Client(timeout=60) as c:
@@ -222,7 +224,7 @@ def main() -> None:
     finally:
         proc.send_signal(signal.SIGTERM)
         proc.wait(30)
-    print(f"\nurna serve, 1 uvicorn worker, {args.connections} connections, {args.seconds:g} s "
+    print(f"\nurna serve --threads {args.threads}, 1 uvicorn worker, {args.connections} connections, {args.seconds:g} s "
           f"per row, generator {gen}, {os.cpu_count()} CPUs\n")
     print("| corpus | chunks | request | requests/s | p50 ms | p99 ms | non-2xx |")
     print("|---|---:|---|---:|---:|---:|---:|")

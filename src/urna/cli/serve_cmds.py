@@ -21,7 +21,10 @@ from urna.errors import UrnaError
               help="Allow a non-loopback --host (anyone who can reach it can query the files).")
 @click.option("--max-body", type=click.IntRange(min=1024), default=1 << 20, show_default=True,
               help="Largest request body in bytes.")
-def serve_cmd(files: tuple[str, ...], host: str, port: int, expose: bool, max_body: int) -> None:
+@click.option("--threads", type=click.IntRange(1, 64), default=1, show_default=True,
+              help="Searches run at once (a large exact scan already uses every core).")
+def serve_cmd(files: tuple[str, ...], host: str, port: int, expose: bool, max_body: int,
+              threads: int) -> None:
     """[engine] Serve FILES over HTTP: JSON API (/openapi.json) and a web page at /.
 
     Each file is opened once and named by its stem (quickstart.urna -> quickstart).
@@ -49,7 +52,7 @@ def serve_cmd(files: tuple[str, ...], host: str, port: int, expose: bool, max_bo
         raise click.ClickException(f"{name}: {e}" if name else str(e)) from None
     click.echo(f"urna serve: http://{host if ':' not in host else f'[{host}]'}:{port}/ "
                f"({len(files)} file(s))", err=True)
-    run(corpora, host=host, port=port, max_body=max_body)
+    run(corpora, host=host, port=port, max_body=max_body, threads=threads)
 
 
 COMMANDS: list[click.Command] = [serve_cmd]

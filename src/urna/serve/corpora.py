@@ -68,10 +68,8 @@ def _fields(body: Any, allowed: tuple[str, ...]) -> dict[str, Any]:
 
 
 def _int(body: dict[str, Any], key: str, default: int | None, lo: int, hi: int) -> int | None:
-    value = body.get(key, default)
-    if value is None:
-        if default is None and key in body:
-            return None
+    value = body.get(key)
+    if value is None:  # absent or JSON null
         return default
     if isinstance(value, bool) or not isinstance(value, int):
         raise ApiError(422, "InvalidField", f"{key} must be an integer")
