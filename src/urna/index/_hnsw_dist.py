@@ -221,6 +221,13 @@ def dists(q, vecs, rows, count, out, acc):
 
 @jit
 def dist_one(q, vecs, row, acc):
-    """``dist8(q, vecs[row])`` through the same kernel as ``dists``."""
-    _lanes4(q, vecs, row, row, row, row, acc)
+    """``dist8(q, vecs[row])`` for one row (entry points; kept small so it compiles fast)."""
+    nb = vecs.shape[1] // 8
+    for lane in range(8):
+        acc[lane] = _F32_ZERO
+    o = np.uint64(0)
+    for _ in range(nb):
+        for lane in range(8):
+            acc[lane] += q[o + np.uint64(lane)] * vecs[row, o + np.uint64(lane)]
+        o += _U8
     return _finish(q, vecs, row, acc, 0)
