@@ -31,7 +31,7 @@ _HEAD = struct.Struct("<7I")
 _U32 = struct.Struct("<I")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # holds arrays: compare fields explicitly
 class HnswPayload:
     """A decoded (or freshly built) HNSW graph held as flat arrays.
 
