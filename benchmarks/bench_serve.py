@@ -224,8 +224,8 @@ def main() -> None:
     finally:
         proc.send_signal(signal.SIGTERM)
         proc.wait(30)
-    print(f"\nurna serve --threads {args.threads}, 1 uvicorn worker, {args.connections} connections, {args.seconds:g} s "
-          f"per row, generator {gen}, {os.cpu_count()} CPUs\n")
+    print(f"\nurna serve --threads {args.threads}, 1 uvicorn worker, {args.connections} "
+          f"connections, {args.seconds:g} s per row, generator {gen}, {os.cpu_count()} CPUs\n")
     print("| corpus | chunks | request | requests/s | p50 ms | p99 ms | non-2xx |")
     print("|---|---:|---|---:|---:|---:|---:|")
     for r in rows:

@@ -11,11 +11,10 @@ import math
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
+from serve_support import EXPECTED, REF_SERVED, TOP_OFFLINE
 
 import urna
-from conftest import EXPECTED, REF_SERVED
 
-TOP_OFFLINE = "sha256:eed9a60b68133464e91c831f8af5960491f6c444cf1645fc5e4864435ab4bd44"
 SEARCH_KEYS = {"chunk_id", "score", "score_type", "source_uri", "offset_start", "offset_end",
                "embedding_model", "index_type", "reranked", "file_hash", "content_hash",
                "citation_id"}

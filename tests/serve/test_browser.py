@@ -8,16 +8,13 @@ is saved under the pytest tmp dir and its path printed.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 from selenium import webdriver
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support import expected_conditions as EC
 from selenium.webdriver.support.ui import Select, WebDriverWait
-
-from test_api import TOP_OFFLINE
+from serve_support import EXPECTED, TOP_OFFLINE
 
 QUESTION = "can I use this offline"
 
@@ -80,8 +77,6 @@ def test_inspect_view_shows_sections_encodings_and_hashes(served, browser) -> No
     browser.find_element(By.ID, "tab-inspect").click()
     wait.until(EC.presence_of_element_located((By.CSS_SELECTOR, "#inspect table")))
     text = browser.find_element(By.ID, "inspect").text
-    from conftest import EXPECTED
-
     exp = EXPECTED["quickstart-hybrid.urna"]
     assert exp["content_hash"] in text and exp["file_hash"] in text
     for s in exp["inspect"]["sections"]:

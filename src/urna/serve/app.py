@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Callable
 from importlib import resources
-from typing import Any, Callable
+from typing import Any
 
-from starlette.applications import Starlette
 import anyio
 import anyio.to_thread
+from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import FileResponse, JSONResponse, Response
