@@ -79,6 +79,11 @@ def queries(dim: int, n: int, seed: int = 0) -> np.ndarray:
     return q / np.linalg.norm(q, axis=1, keepdims=True)
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """Register the ``ray`` marker (tests that start a local Ray cluster)."""
+    config.addinivalue_line("markers", "ray: starts a real local Ray cluster (needs urna[ray])")
+
+
 @pytest.fixture(scope="session")
 def quickstart_single(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The quickstart built as one file by the ordinary pipeline."""

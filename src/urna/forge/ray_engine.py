@@ -2,10 +2,12 @@
 
 The rows of the shards still to build flow through Ray Data: ``map_batches`` over a pool of
 embedding actors, each of which loads every ``[[models]]`` embedder once in its constructor.
-The embedded rows are grouped by shard, and each group is built by one task into a standalone
-``.urna`` (``shard.emit_shard``: temp file, atomic rename, then the sidecar that lets a rerun
-skip it). Output goes to ``output.dir``, which on a multi-node cluster must be a filesystem
-every node shares. Importing this module imports Ray; ``urna`` itself never does.
+The embedded blocks stay in the object store: one small task per block splits it by shard
+(``num_returns`` = shards), and each shard is then built by exactly one task from its pieces
+into a standalone ``.urna`` (``shard.emit_shard``: temp file, atomic rename, then the sidecar
+that lets a rerun skip it). Data never funnels through the driver. Output goes to
+``output.dir``, which on a multi-node cluster must be a filesystem every node shares.
+Importing this module imports Ray; ``import urna`` never does.
 """
 
 from __future__ import annotations
@@ -22,8 +24,7 @@ from urna.forge.pipeline import PART_ROWS, ForgeError
 from urna.forge.shard import ShardPlan, ShardTask, embed_rows, emit_shard, model_meta_for
 from urna.forge.spec import CorpusSpec
 
-_COLUMNS = ("shard", "ordinal", "key", "label", "text", "source_uri", "byte_start",
-            "byte_end", "input_hash")
+Batch = dict[str, np.ndarray]
 
 
 class EmbedActor:
@@ -32,7 +33,7 @@ class EmbedActor:
     def __init__(self, spec: CorpusSpec) -> None:
         _, self.embedders = model_meta_for(spec)
 
-    def __call__(self, batch: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    def __call__(self, batch: Batch) -> Batch:
         """Add one ``vec:<preset>`` column per model to the batch."""
         vectors = embed_rows(self.embedders, [str(t) for t in batch["text"]], len(batch["text"]))
         out = dict(batch)
@@ -41,40 +42,43 @@ class EmbedActor:
         return out
 
 
-def _die_after_the_others(plan: ShardPlan, index: int, timeout_s: float = 300.0) -> None:
-    """Test hook: wait until every other shard of the plan is built, then SIGKILL this worker.
+def split_block(block: Batch, shards: list[int]) -> tuple[Batch, ...] | Batch:
+    """One embedded block cut into one piece per shard (in ``shards`` order).
 
-    A real worker death at a known point, so a test can check that a rerun rebuilds only
-    this shard.
+    A single shard gets its piece itself: Ray stores a one-return task's value as one object.
     """
+    ids = np.asarray(block["shard"])
+    pieces = tuple({k: np.asarray(v)[ids == s] for k, v in block.items()} for s in shards)
+    return pieces[0] if len(pieces) == 1 else pieces
+
+
+def _wait_for_others(plan: ShardPlan, index: int, timeout_s: float = 120.0) -> None:
+    """Test hook: wait (bounded) until every other planned shard is written."""
     deadline = time.monotonic() + timeout_s
     others = [t for t in plan.tasks if t.index != index]
     while time.monotonic() < deadline and not all(plan.sidecar(t).is_file() for t in others):
         time.sleep(0.05)
-    os.kill(os.getpid(), signal.SIGKILL)
 
 
-def build_shard_group(group: dict[str, np.ndarray], spec: CorpusSpec, plan: ShardPlan,
-                      kill_shard: int | None) -> dict[str, np.ndarray]:
-    """A Ray Data group function: one shard's embedded rows -> one ``.urna`` and its entry."""
-    index = int(group["shard"][0])
-    if index == kill_shard:
-        _die_after_the_others(plan, index)
-    order = np.argsort(group["ordinal"], kind="stable")
-    rows = [Row(int(group["ordinal"][i]), str(group["key"][i]), str(group["label"][i]),
-                str(group["text"][i]), str(group["source_uri"][i]),
-                int(group["byte_start"][i]), int(group["byte_end"][i]),
-                str(group["input_hash"][i])) for i in order]
+def build_shard(spec: CorpusSpec, plan: ShardPlan, index: int, kill_shard: int | None,
+                *pieces: Batch) -> dict[str, Any]:
+    """One Ray task: a shard's embedded rows -> one ``.urna``; returns its catalog entry."""
+    if index == kill_shard:  # test hook: a real worker death once the other shards are out
+        _wait_for_others(plan, index)
+        os.kill(os.getpid(), signal.SIGKILL)
+    cols = {k: np.concatenate([np.asarray(p[k]) for p in pieces]) for k in pieces[0]}
+    order = np.argsort(cols["ordinal"], kind="stable")
+    rows = [Row(int(cols["ordinal"][i]), str(cols["key"][i]), str(cols["label"][i]),
+                str(cols["text"][i]), str(cols["source_uri"][i]), int(cols["byte_start"][i]),
+                int(cols["byte_end"][i]), str(cols["input_hash"][i])) for i in order]
     task = next(t for t in plan.tasks if t.index == index)
     if corpus_input_hash(rows) != task.input_hash:  # rows lost or duplicated in transit
         raise ForgeError(f"shard {index}: the {len(rows)} rows Ray delivered are not the "
                          f"planned ones")
-    vectors = {p: np.ascontiguousarray(np.stack(list(group[f"vec:{p}"]))[order],
-                                       dtype=np.float32)
+    vectors = {p: np.ascontiguousarray(np.stack(list(cols[f"vec:{p}"]))[order], dtype=np.float32)
                for p in plan.model_meta}
-    entry = emit_shard(spec, plan, ShardTask(index, task.file, rows, task.input_hash,
-                                             task.inputs_key), vectors)
-    return {k: np.asarray([v]) for k, v in entry.items()}
+    return emit_shard(spec, plan, ShardTask(index, task.file, rows, task.input_hash,
+                                            task.inputs_key), vectors)
 
 
 def _items(pending: list[ShardTask]) -> list[dict[str, Any]]:
@@ -101,8 +105,8 @@ def ensure_ray(address: str | None, workers: int | None) -> bool:
 
 def run_ray(spec: CorpusSpec, plan: ShardPlan, pending: list[ShardTask], *,
             address: str | None = None, workers: int | None = None,
-            kill_shard: int | None = None, max_retries: int = 0) -> list[dict[str, Any]]:
-    """Embed the pending shards' rows on Ray Data actors and build each shard in a task.
+            kill_shard: int | None = None, max_retries: int = 2) -> list[dict[str, Any]]:
+    """Embed the pending shards' rows on Ray Data actors and build each shard in one task.
 
     ``workers`` is the number of embedding actors (default: the cluster's CPUs).
     """
@@ -112,26 +116,32 @@ def run_ray(spec: CorpusSpec, plan: ShardPlan, pending: list[ShardTask], *,
 
     started = ensure_ray(address, workers)
     try:
-        ctx = ray.data.DataContext.get_current()
-        ctx.enable_progress_bars = False
+        ray.data.DataContext.get_current().enable_progress_bars = False
         n_actors = workers or max(1, int(ray.cluster_resources().get("CPU", 1)))
         ds = ray.data.from_items(_items(pending))
         ds = ds.map_batches(EmbedActor, fn_constructor_kwargs={"spec": spec},
                             batch_size=PART_ROWS, batch_format="numpy",
                             compute=ray.data.ActorPoolStrategy(size=n_actors), num_cpus=1)
-        # the rows travel through Ray Data, so the plan each task gets carries none
+        # the plan each task receives carries no rows: those travel as the pieces
         slim = ShardPlan(plan.name, plan.n_shards, plan.out_dir,
                          [ShardTask(t.index, t.file, [], t.input_hash, t.inputs_key)
                           for t in pending], plan.model_meta)
-        built = ds.groupby("shard", num_partitions=len(pending)).map_groups(
-            build_shard_group, fn_kwargs={"spec": spec, "plan": slim, "kill_shard": kill_shard},
-            batch_format="numpy", num_cpus=1, max_retries=max_retries)
+        indices = [t.index for t in pending]
+        split = ray.remote(split_block).options(num_returns=len(indices), num_cpus=0.5)
+        build = ray.remote(build_shard).options(num_cpus=1, max_retries=max_retries)
         try:
-            rows = built.take_all()
+            pieces = []
+            for ref in ds.to_numpy_refs():
+                got = split.remote(ref, indices)
+                pieces.append([got] if len(indices) == 1 else list(got))
+            spec_ref, plan_ref = ray.put(spec), ray.put(slim)
+            futures = [build.remote(spec_ref, plan_ref, s, kill_shard, *[p[j] for p in pieces])
+                       for j, s in enumerate(indices)]
+            entries = ray.get(futures)
         except ray.exceptions.RayError as e:  # a task or actor died; built shards stay built
             raise ForgeError(f"Ray build failed ({type(e).__name__}); shards already written "
                              f"are kept and a rerun skips them: {str(e).splitlines()[0]}") from e
     finally:
         if started:
             ray.shutdown()
-    return [{k: (v.item() if hasattr(v, "item") else v) for k, v in r.items()} for r in rows]
+    return list(entries)

@@ -219,7 +219,7 @@ def build_sharded(spec: CorpusSpec, *, n_shards: int, engine: str = "local",
     ``workers`` CPUs); ``engine="local"`` runs in process. Shards already built from the same
     inputs are skipped. ``max_retries`` is how often Ray retries a shard task whose worker
     died. ``_kill_shard`` is a fault-injection hook for tests: the Ray worker that builds that
-    shard SIGKILLs itself once every other shard is written.
+    shard SIGKILLs itself before writing it.
     """
     from urna.runtime.catalog import catalog_document, write_catalog
 
