@@ -22,10 +22,11 @@ from .format.identity import chunk_id
 
 if TYPE_CHECKING:  # pragma: no cover
     from .runtime import RetrieveHit, SearchHit, UrnaFile
+    from .runtime.catalog import Catalog
 
 __version__ = "0.1.0"
-__all__ = ["open", "build", "chunk_id", "UrnaFile", "SearchHit", "RetrieveHit", "UrnaError",
-           "errors", "potion_model_path"]
+__all__ = ["open", "open_catalog", "build", "chunk_id", "UrnaFile", "SearchHit", "RetrieveHit",
+           "UrnaError", "errors", "potion_model_path"]
 _RUNTIME_NAMES = ("UrnaFile", "SearchHit", "RetrieveHit")
 
 
@@ -34,6 +35,13 @@ def open(path: str | os.PathLike) -> "UrnaFile":  # noqa: A001 - the reference's
     from .runtime import open_file
 
     return open_file(path)
+
+
+def open_catalog(path: str | os.PathLike) -> "Catalog":
+    """Open ``<name>.catalog.json`` and every shard it lists; searches span all shards."""
+    from .runtime.catalog import open_catalog as _open_catalog
+
+    return _open_catalog(path)
 
 
 def potion_model_path() -> str:

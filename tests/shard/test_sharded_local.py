@@ -187,3 +187,16 @@ def test_more_shards_than_rows_leaves_no_empty_files(tmp_path: Path) -> None:
     assert 1 <= len(doc["shards"]) <= 3
     assert sorted(p.name for p in (tmp_path / "out").glob("*.urna")) == \
         sorted(s["file"] for s in doc["shards"])
+
+
+def test_urna_and_the_local_engine_never_import_ray(qs_catalog: Path) -> None:
+    import subprocess
+    import sys
+
+    code = ("import sys, urna, urna.forge.shard, urna.runtime.catalog\n"
+            f"c = urna.open_catalog({str(qs_catalog)!r})\n"
+            "assert c.n_embeddings == 12\n"
+            "print(sorted(m for m in sys.modules if m == 'ray' or m.startswith('ray.')))\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True)
+    assert out.stdout.strip() == "[]"
