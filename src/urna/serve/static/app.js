@@ -122,8 +122,9 @@ async function showInspect() {
         encodingNames[String(s.encoding)] || String(s.encoding), s.offset, s.size, s.checksum])));
     box.appendChild(heading("Manifest"));
     const m = d.manifest || {};
+    // values as text, left-aligned: nested objects (capabilities ...) as compact JSON
     box.appendChild(table(["key", "value"], Object.keys(m).map((key) => [key,
-      typeof m[key] === "object" ? JSON.stringify(m[key]) : m[key]])));
+      typeof m[key] === "object" ? JSON.stringify(m[key]) : String(m[key])])));
   } catch (e) {
     box.textContent = e.message;
   }
