@@ -374,13 +374,13 @@ class SpaceModelMismatch(UrnaError):
 class ModelHashMismatch(UrnaError):
     """A query embedder's model differs from the one the corpus was built with."""
 
-    def __init__(self, expected: str, actual: str) -> None:
+    def __init__(self, expected: str, actual: str, *, bypass_hint: bool = True) -> None:
         self.expected, self.actual = expected, actual
-        ValueError.__init__(
-            self,
-            f"model_hash mismatch: the query was embedded with {expected}, but the corpus was "
-            f"built with {actual}; results would be cosine-valid but semantically wrong",
-        )
+        text = (f"model_hash mismatch: the query was embedded with {expected}, but the corpus was "
+                f"built with {actual}. Results would be cosine-valid but semantically wrong.")
+        if bypass_hint:  # UrnaFile.retrieve can skip the check; the CLI gate cannot
+            text += " Pass expected_model_hash=None to bypass this check."
+        ValueError.__init__(self, text)
 
 
 class CitationError(UrnaError):

@@ -76,7 +76,7 @@ def embed_query(manifest: dict[str, Any], text: str, *, model_path: str | None =
         raise DimensionMismatch(full, emb.embedding_dim)
     got_hash = emb.model_hash()
     if corpus_hash != PLACEHOLDER_HASH and got_hash != corpus_hash:
-        raise ModelHashMismatch(got_hash, corpus_hash)
+        raise ModelHashMismatch(got_hash, corpus_hash, bypass_hint=False)
     vec = np.asarray(emb.embed([text])[0], dtype=np.float32)
     if vec.shape[0] != full:
         raise DimensionMismatch(full, int(vec.shape[0]))

@@ -18,6 +18,7 @@ from ..layout import (PREFIX, SECTION_CHUNK_IDS, SECTION_CHUNKS_CANONICAL,
                       SECTION_PROVENANCE, SECTION_SEARCH_CONTRACT, U32_MAX, pack_prefix)
 
 _SPAN_TAIL = struct.Struct("<QQ")  # byte_start, byte_end
+_U32 = struct.Struct("<I")
 CONTRACT_KEYS = ("metric", "score_type", "normalize", "index_type", "rerank_policy")
 
 
@@ -56,14 +57,39 @@ def _open(raw: bytes | memoryview, section_id: int, expected: int | None) -> tup
     return Cursor(raw, section_id, PREFIX.size), count
 
 
+def _scan_strings(raw: bytes, count: int) -> list[bytes] | None:
+    """Fast path: split ``count`` length-prefixed records; None if anything does not fit."""
+    out = []
+    pos, end_all = PREFIX.size, len(raw)
+    unpack = _U32.unpack_from
+    for _ in range(count):
+        if pos + 4 > end_all:
+            return None
+        end = pos + 4 + unpack(raw, pos)[0]
+        if end > end_all:
+            return None
+        out.append(raw[pos + 4:end])
+        pos = end
+    return out if pos == end_all else None
+
+
 def decode_string_bodies(raw: bytes | memoryview, expected: int | None,
                         section_id: int) -> list[bytes]:
     """Parse ``prefix(n) + n x lp(utf8)`` with the reference's checks; UTF-8-checked bodies.
 
-    Records are read one at a time, as the reference reads them, so a short payload fails at
-    the record that runs out (with its offset); each consumes >= 4 bytes, which bounds the loop.
+    A fast scan handles well-formed payloads; anything irregular is re-read record by record
+    with the bounded cursor, as the reference reads it, so a short payload fails at the record
+    that runs out (with its offset). Each record consumes >= 4 bytes, which bounds the loop.
     """
     cur, count = _open(raw, section_id, expected)
+    bodies = _scan_strings(bytes(raw), count)
+    if bodies is not None:
+        try:
+            for body in bodies:
+                body.decode("utf-8")
+            return bodies
+        except UnicodeDecodeError:
+            pass  # the cursor below reports the first bad record exactly
     out = []
     for _ in range(count):
         body = cur.lp_bytes()
@@ -91,6 +117,19 @@ def decode_texts(raw: bytes | memoryview, expected: int | None) -> list[str]:
 def decode_spans(raw: bytes | memoryview, expected: int | None) -> list[tuple[str, int, int]]:
     """Decode raw 0x03 to ``(source_uri, byte_start, byte_end)`` tuples."""
     cur, count = _open(raw, SECTION_CHUNKS_ORIGINAL_SPANS, expected)
+    data = bytes(raw)
+    out, pos, end_all = [], PREFIX.size, len(data)
+    try:  # fast path for well-formed payloads; the cursor below explains any failure
+        for _ in range(count):
+            end = pos + 4 + _U32.unpack_from(data, pos)[0]
+            if end + 16 > end_all:
+                raise ValueError
+            out.append((data[pos + 4:end].decode("utf-8"), *_SPAN_TAIL.unpack_from(data, end)))
+            pos = end + 16
+        if pos == end_all:
+            return out
+    except (ValueError, struct.error):  # UnicodeDecodeError is a ValueError
+        pass
     out = []
     for _ in range(count):
         uri = cur.lp_str()
