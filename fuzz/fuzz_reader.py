@@ -4,7 +4,9 @@ The first input byte picks the mode:
 
 * even: the rest is a whole file. ``UrnaView.from_bytes``, then everything the reader offers
   on it: ``content_hash``, ``validate_embeddings_values``, ``search_contract``, the decoded
-  bytes of every section and the section decoders on them (with the header's counts).
+  bytes of every section and the section decoders on them (with the header's counts). When
+  the byte is 2 mod 4 the file is first resealed (``tests/helpers/mutate.reseal``: checksums,
+  header and footer recomputed), so mutations get past the integrity layer to the decoders.
 * odd: the second byte picks one decoder and the rest is its payload (02-encodings codecs,
   section payload codecs, intpack), so libFuzzer can grow payloads without a container.
 
@@ -33,7 +35,10 @@ MAX_N = 1 << 16  # counts handed to decoders that take one; the payload bounds t
 
 def _imports() -> None:
     global UrnaError, UrnaView, layout, enc, canonical, hnsw, bm25, graph, space_table, blobs
-    global intpack, repack, dedup, fsst, textcontainer, vectors
+    global intpack, repack, dedup, fsst, textcontainer, vectors, reseal
+    if str(ROOT / "tests") not in sys.path:
+        sys.path.insert(0, str(ROOT / "tests"))
+    from helpers.mutate import reseal
     from urna.errors import UrnaError
     from urna.format import layout
     from urna.format import encodings as enc
@@ -117,7 +122,7 @@ def one_input(data: bytes) -> None:
     if not data:
         return
     if data[0] % 2 == 0:
-        _whole_file(data[1:])
+        _whole_file(bytes(reseal(bytearray(data[1:]))) if data[0] % 4 == 2 else data[1:])
         return
     if len(data) < 4:
         return
@@ -134,6 +139,7 @@ def _seed_corpus(folder: Path) -> None:
         return
     for f in SEED_FILES:
         (folder / f.name).write_bytes(b"\x00" + f.read_bytes())
+        (folder / (f.name + ".sealed")).write_bytes(b"\x02" + f.read_bytes())
 
 
 def main(argv: list[str]) -> int:

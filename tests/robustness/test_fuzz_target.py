@@ -42,4 +42,4 @@ def test_mutated_seeds_replay_cleanly(target) -> None:
     seeds = [f.read_bytes() for f in target.SEED_FILES[:4]]
     for s in range(120):
         data, _ = mutate(seeds[s % len(seeds)], Rng(s))
-        target.one_input(b"\x00" + bytes(data))
+        target.one_input(bytes([2 * (s % 2)]) + bytes(data))  # raw and resealed modes
