@@ -3,7 +3,7 @@ PY ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: venv quickstart test bench fuzz clean
+.PHONY: venv browser quickstart test bench pins fuzz clean
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -17,12 +17,27 @@ quickstart: venv
 	$(BIN)/urna build --spec examples/quickstart/corpus.toml
 	$(BIN)/urna ask examples/quickstart/out/quickstart.urna "can I use this offline" -k 1
 
-test: venv
+# The serve browser test drives Debian's chromium through chromedriver.
+browser:
+	@if ! command -v chromium >/dev/null 2>&1 || ! command -v chromedriver >/dev/null 2>&1; then \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver; \
+	fi
+
+test: venv browser
 	$(BIN)/python -m pytest tests
 
+# Side-by-side benchmarks (peers measured in the same run); figures go in the README.
 bench: venv
 	$(BIN)/pip install -q -e '.[bench]'
-	$(BIN)/python benchmarks/run_all.py
+	$(BIN)/python benchmarks/sizes.py
+	$(BIN)/python benchmarks/bench_exact.py
+	$(BIN)/python benchmarks/bench_hnsw.py
+	$(BIN)/python benchmarks/bench_bm25.py
+	$(BIN)/python benchmarks/bench_embed.py
+
+# The reference's two pinned HNSW digests (the 10000x384 one takes ~30 s).
+pins: venv
+	$(BIN)/python benchmarks/bench_hnsw.py --pins
 
 fuzz: venv
 	URNA_MUTATION_ITERS=20000 $(BIN)/python -m pytest tests/robustness -q
