@@ -77,3 +77,26 @@ def test_killed_worker_then_rerun_builds_only_the_lost_shard(tmp_path: Path) -> 
     assert lost in after
     with open_catalog(res["catalog"]) as cat:
         assert cat.n_embeddings == 600
+
+
+def test_catalog_on_ray_actors_answers_as_threads(tmp_path: Path) -> None:
+    from urna.runtime.catalog import CatalogError
+
+    res = build_sharded(load_spec(write_synthetic(tmp_path, n=300)), n_shards=3,
+                        engine="local")
+    with open_catalog(res["catalog"]) as local, \
+            open_catalog(res["catalog"], engine="ray") as remote:
+        assert remote.shards == [] and remote.n_embeddings == 300
+        assert remote.chunk_ids() == local.chunk_ids()
+        for q in queries(local.embedding_dim, 4):
+            assert remote.search(q, 7) == local.search(q, 7)
+            hits = remote.retrieve(q, 5)
+            assert hits == local.retrieve(q, 5)
+            assert remote.cite(hits[0].citation_id) == local.cite(hits[0].citation_id)
+        assert remote.inspect() == local.inspect()
+    # an actor whose shard does not match its entry fails the open with the catalog's error
+    first = Path(res["catalog"]).parent / res["outputs"][shard_file_name("synth", 0, 3)]["file"]
+    second = Path(res["outputs"][shard_file_name("synth", 1, 3)]["file"])
+    first.write_bytes(second.read_bytes())
+    with pytest.raises(CatalogError, match="shard 0 .*file_hash"):
+        open_catalog(res["catalog"], engine="ray")

@@ -19,10 +19,11 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 from ..errors import CitationError, UrnaError
 from ..format.citation import ResolvedCitation
@@ -34,7 +35,6 @@ CATALOG_SCHEMA_VERSION = 1
 CATALOG_SUFFIX = ".catalog.json"
 SHARD_KEYS = ("file", "file_hash", "content_hash", "n_chunks", "model_hash", "embedding_dim")
 MAX_CATALOG_BYTES = 64 << 20  # a catalog is a small index; refuse anything far larger
-_Hit = TypeVar("_Hit", SearchHit, RetrieveHit)
 
 
 class CatalogError(UrnaError):
@@ -162,38 +162,166 @@ def read_catalog(path: str | os.PathLike) -> dict[str, Any]:
     return doc
 
 
-class Catalog:
-    """Shards opened together and searched as one corpus. Use :func:`open_catalog`."""
+@dataclass(frozen=True)
+class ShardInfo:
+    """What the catalog knows of one opened shard (read once at open)."""
 
-    def __init__(self, path: str | os.PathLike, *, max_workers: int | None = None) -> None:
-        self.path = os.fspath(path)
+    file: str
+    file_hash: str
+    content_hash: str
+    n_chunks: int
+    model_hash: str
+    embedding_dim: int
+    embedding_model: str
+    dtype: str
+    has_ann: bool
+    has_bm25: bool
+    has_graph: bool
+
+    @classmethod
+    def of(cls, f: UrnaFile) -> "ShardInfo":
+        """The info of an open file."""
+        return cls(f.path, f.file_hash, f.content_hash, int(f.n_embeddings), f.model_hash,
+                   int(f.embedding_dim), f.embedding_model, f.dtype, f.has_ann, f.has_bm25,
+                   f.has_graph)
+
+
+def open_checked(path: str | os.PathLike, index: int, entry: dict[str, Any]) -> UrnaFile:
+    """Open one shard (the file's own checks) and check it against its catalog entry."""
+    f = open_file(path)
+    try:
+        got = {"file_hash": f.file_hash, "content_hash": f.content_hash,
+               "n_chunks": f.n_embeddings, "model_hash": f.model_hash,
+               "embedding_dim": f.embedding_dim}
+        for key, value in got.items():
+            if entry[key] != value:
+                raise CatalogError(f"shard {index} ({entry['file']}): {key} is {value!r}, "
+                                   f"the catalog says {entry[key]!r}")
+    except BaseException:
+        f.close()
+        raise
+    return f
+
+
+def ranked(f: UrnaFile, ordinals: dict[str, int], method: str, args: tuple,
+           kwargs: dict[str, Any]) -> list[tuple[int, Any]]:
+    """Run one search method on a shard; each hit with its ordinal there (the merge key)."""
+    return [(ordinals[h.chunk_id], h) for h in getattr(f, method)(*args, **kwargs)]
+
+
+def _ordinals(f: UrnaFile) -> dict[str, int]:
+    return {c: i for i, c in enumerate(f.chunk_ids())}
+
+
+# -- shards held by Ray actors (engine="ray"); Ray is imported only when asked for -------
+
+class ShardServer:
+    """One shard opened (mmap) inside an actor process."""
+
+    def __init__(self, path: str, index: int, entry: dict[str, Any]) -> None:
+        # opened in open(), not here: an error there reaches the caller as itself
+        self.args = (path, index, entry)
+        self.f: UrnaFile | None = None
+        self.ordinals: dict[str, int] = {}
+
+    def open(self) -> ShardInfo:
+        """Open and check the shard; its ShardInfo."""
+        self.f = open_checked(*self.args)
+        self.ordinals = _ordinals(self.f)
+        return ShardInfo.of(self.f)
+
+    def ranked(self, method: str, args: tuple, kwargs: dict[str, Any]) -> list[tuple[int, Any]]:
+        """One search method's hits, each with its ordinal in this shard."""
+        assert self.f is not None
+        return ranked(self.f, self.ordinals, method, args, kwargs)
+
+    def call(self, method: str, args: tuple) -> Any:
+        """``inspect``, ``chunk_ids`` or ``cite`` on the shard."""
+        if method not in ("inspect", "chunk_ids", "cite"):
+            raise ValueError(f"not a shard call: {method}")
+        return getattr(self.f, method)(*args)
+
+
+def _open_actors(shards: list[tuple[str, int, dict[str, Any]]]
+                 ) -> tuple[list[Any], list[ShardInfo]]:
+    """Start one actor per shard (Ray must be reachable); their infos in catalog order."""
+    import ray
+    import ray.exceptions
+
+    if not ray.is_initialized():
+        ray.init(include_dashboard=False, log_to_driver=False, configure_logging=False)
+    remote = ray.remote(num_cpus=0)(ShardServer)
+    actors = [remote.remote(path, i, entry) for path, i, entry in shards]
+    try:
+        return actors, ray.get([a.open.remote() for a in actors])
+    except ray.exceptions.RayTaskError as e:  # the shard's own error, not Ray's wrapper
+        close_actors(actors)
+        raise e.cause from None
+    except BaseException:
+        close_actors(actors)
+        raise
+
+
+def close_actors(actors: list[Any]) -> None:
+    """Stop the actors (their maps close with their processes)."""
+    import ray
+
+    for a in actors:
+        ray.kill(a)
+
+
+class Catalog:
+    """Shards opened together and searched as one corpus. Use :func:`open_catalog`.
+
+    ``engine="threads"`` maps every shard in this process (``shards`` holds the UrnaFiles);
+    ``engine="ray"`` opens each shard in a Ray actor that holds its map (``shards`` is empty,
+    the actors answer), for shards spread over a cluster's nodes.
+    """
+
+    def __init__(self, path: str | os.PathLike, *, max_workers: int | None = None,
+                 engine: str = "threads") -> None:
+        if engine not in ("threads", "ray"):
+            raise ValueError(f"engine must be 'threads' or 'ray', not {engine!r}")
+        self.path, self.engine = os.fspath(path), engine
         self.document = read_catalog(path)
         base = Path(self.path).parent
+        entries = self.document["shards"]
         self.shards: list[UrnaFile] = []
+        self._actors: list[Any] = []
+        self._pool: ThreadPoolExecutor | None = None
         try:
-            for i, e in enumerate(self.document["shards"]):
-                f = open_file(base / e["file"])
-                self.shards.append(f)
-                _match(i, e, f)
-            _same_model(self.shards)
+            if engine == "ray":
+                self._actors, infos = _open_actors(
+                    [(str((base / e["file"]).resolve()), i, e) for i, e in enumerate(entries)])
+            else:
+                for i, e in enumerate(entries):
+                    self.shards.append(open_checked(base / e["file"], i, e))
+                infos = [ShardInfo.of(f) for f in self.shards]
+            self.shard_info: list[ShardInfo] = infos
+            _same_model(infos)
         except BaseException:
             self.close()
             raise
-        self._ordinals: list[dict[str, int] | None] = [None] * len(self.shards)
-        workers = max_workers or min(len(self.shards), os.cpu_count() or 1)
-        self._pool = ThreadPoolExecutor(max_workers=max(1, workers),
-                                        thread_name_prefix="urna-catalog")
+        self._ordinals: list[dict[str, int] | None] = [None] * len(entries)
+        if engine == "threads":
+            workers = max_workers or min(len(entries), os.cpu_count() or 1)
+            self._pool = ThreadPoolExecutor(max_workers=max(1, workers),
+                                            thread_name_prefix="urna-catalog")
+        self._closed = False
 
     # -- lifetime ---------------------------------------------------------------------
 
     def close(self) -> None:
-        """Close every shard and the thread pool (idempotent)."""
-        pool = getattr(self, "_pool", None)
-        if pool is not None:
-            pool.shutdown(wait=True)
+        """Close every shard, the thread pool or the actors (idempotent)."""
+        self._closed = True
+        if self._pool is not None:
+            self._pool.shutdown(wait=True)
             self._pool = None
         for f in self.shards:
             f.close()
+        if self._actors:
+            close_actors(self._actors)
+            self._actors = []
 
     def __enter__(self) -> "Catalog":
         return self
@@ -202,112 +330,120 @@ class Catalog:
         self.close()
 
     def __repr__(self) -> str:
-        return f"<Catalog {self.path!r} shards={len(self.shards)} n={self.n_embeddings}>"
+        return f"<Catalog {self.path!r} shards={len(self.shard_info)} n={self.n_embeddings}>"
 
     # -- properties (the UrnaFile names a caller of both relies on) -----------------------
 
     name = property(lambda self: self.document["name"], doc="Corpus name.")
     catalog_hash = property(lambda self: self.document["catalog_hash"], doc="The catalog's hash.")
-    n_embeddings = property(lambda self: sum(f.n_embeddings for f in self.shards),
+    n_embeddings = property(lambda self: sum(s.n_chunks for s in self.shard_info),
                             doc="Chunks across all shards.")
-    embedding_dim = property(lambda self: self.shards[0].embedding_dim, doc="Vector width.")
-    model_hash = property(lambda self: self.shards[0].model_hash, doc="The shards' model_hash.")
-    embedding_model = property(lambda self: self.shards[0].embedding_model, doc="Text model.")
-    has_ann = property(lambda self: all(f.has_ann for f in self.shards), doc="Every shard has HNSW.")
-    has_bm25 = property(lambda self: all(f.has_bm25 for f in self.shards), doc="Every shard has BM25.")
-    has_graph = property(lambda self: all(f.has_graph for f in self.shards), doc="Every shard has a graph.")
+    embedding_dim = property(lambda self: self.shard_info[0].embedding_dim, doc="Vector width.")
+    model_hash = property(lambda self: self.shard_info[0].model_hash, doc="The shards' model_hash.")
+    embedding_model = property(lambda self: self.shard_info[0].embedding_model, doc="Text model.")
+    has_ann = property(lambda self: all(s.has_ann for s in self.shard_info),
+                       doc="Every shard has HNSW.")
+    has_bm25 = property(lambda self: all(s.has_bm25 for s in self.shard_info),
+                        doc="Every shard has BM25.")
+    has_graph = property(lambda self: all(s.has_graph for s in self.shard_info),
+                         doc="Every shard has a graph.")
 
     @property
     def dtype(self) -> str:
         """The stored dtype when every shard shares it, else ``"mixed"``."""
-        kinds = {f.dtype for f in self.shards}
+        kinds = {s.dtype for s in self.shard_info}
         return kinds.pop() if len(kinds) == 1 else "mixed"
 
     def inspect(self) -> dict[str, Any]:
         """The catalog document, the shared manifest (first shard's) and each shard's hashes."""
-        return {"catalog": self.document, "manifest": dict(self.shards[0].inspect()["manifest"]),
-                "shards": [{"file": f.path, "file_hash": f.file_hash,
-                            "content_hash": f.content_hash, "n_chunks": f.n_embeddings}
-                           for f in self.shards]}
+        first = (self.shards[0].inspect() if self.shards
+                 else self._actor_call(0, "inspect"))
+        return {"catalog": self.document, "manifest": dict(first["manifest"]),
+                "shards": [{"file": s.file, "file_hash": s.file_hash,
+                            "content_hash": s.content_hash, "n_chunks": s.n_chunks}
+                           for s in self.shard_info]}
 
     def chunk_ids(self) -> list[str]:
         """Chunk ids of every shard, shard by shard in catalog order."""
-        return [c for f in self.shards for c in f.chunk_ids()]
+        if self.shards:
+            return [c for f in self.shards for c in f.chunk_ids()]
+        return [c for i in range(len(self._actors)) for c in self._actor_call(i, "chunk_ids")]
 
     # -- fan-out and merge ----------------------------------------------------------------
 
-    def _fan_out(self, call: Callable[[UrnaFile], list[_Hit]]) -> list[list[_Hit]]:
-        if self._pool is None:
-            raise ValueError("I/O operation on closed Catalog")
-        if len(self.shards) == 1:
-            return [call(self.shards[0])]
-        return list(self._pool.map(call, self.shards))
+    def _actor_call(self, i: int, method: str, *args: Any) -> Any:
+        import ray
 
-    def _ordinal(self, shard: int, chunk_id: str) -> int:
-        table = self._ordinals[shard]
+        return ray.get(self._actors[i].call.remote(method, args))
+
+    def _ordinal_table(self, i: int) -> dict[str, int]:
+        table = self._ordinals[i]
         if table is None:
-            table = {c: i for i, c in enumerate(self.shards[shard].chunk_ids())}
-            self._ordinals[shard] = table
-        return table[chunk_id]
+            table = self._ordinals[i] = _ordinals(self.shards[i])
+        return table
 
-    def _merge(self, per_shard: list[list[_Hit]], k: int) -> list[_Hit]:
-        keyed = [(-h.score, s, self._ordinal(s, h.chunk_id), h)
-                 for s, hits in enumerate(per_shard) for h in hits]
+    def _merged(self, k: int, method: str, *args: Any, **kwargs: Any) -> list[Any]:
+        """Run ``method`` on every shard, then keep the k best by (-score, shard, ordinal)."""
+        if self._closed:
+            raise ValueError("I/O operation on closed Catalog")
+        if self._actors:
+            import ray
+
+            per_shard = ray.get([a.ranked.remote(method, args, kwargs) for a in self._actors])
+        else:
+            assert self._pool is not None
+            per_shard = list(self._pool.map(
+                lambda i: ranked(self.shards[i], self._ordinal_table(i), method, args, kwargs),
+                range(len(self.shards))))
+        keyed = [(-h.score, s, o, h) for s, hits in enumerate(per_shard) for o, h in hits]
         keyed.sort(key=lambda t: t[:3])
         return [t[3] for t in keyed[:k]]
 
     def search(self, query: Any, k: int) -> list[SearchHit]:
         """Exact top-k over every shard; equals one file holding all the chunks."""
-        return self._merge(self._fan_out(lambda f: f.search(query, k)), k)
+        return self._merged(k, "search", query, k)
 
     def search_ann(self, query: Any, k: int, ef: int) -> list[SearchHit]:
         """Each shard's HNSW top-k (exact rerank), merged by score."""
-        return self._merge(self._fan_out(lambda f: f.search_ann(query, k, ef)), k)
+        return self._merged(k, "search_ann", query, k, ef)
 
     def search_hybrid(self, query: Any, query_text: str, k: int,
                       candidates: int) -> list[SearchHit]:
         """Each shard's hybrid top-k (``candidates`` per path per shard), merged by score."""
-        return self._merge(self._fan_out(
-            lambda f: f.search_hybrid(query, query_text, k, candidates)), k)
+        return self._merged(k, "search_hybrid", query, query_text, k, candidates)
 
     def search_graph(self, query: Any, k: int, hops: int = 1, ef: int = 100) -> list[SearchHit]:
         """Each shard's graph search (edges never cross shards), merged by score."""
-        return self._merge(self._fan_out(lambda f: f.search_graph(query, k, hops, ef)), k)
+        return self._merged(k, "search_graph", query, k, hops, ef)
 
     def retrieve(self, query: Any, k: int, candidates: int | None = None, hops: int = 1,
                  ef: int = 100, expected_model_hash: str | None = None,
                  query_text: str | None = None) -> list[RetrieveHit]:
         """Each shard's routed retrieve, merged by score; hits carry their shard's citation."""
-        return self._merge(self._fan_out(lambda f: f.retrieve(
-            query, k, candidates=candidates, hops=hops, ef=ef,
-            expected_model_hash=expected_model_hash, query_text=query_text)), k)
+        return self._merged(k, "retrieve", query, k, candidates=candidates, hops=hops, ef=ef,
+                            expected_model_hash=expected_model_hash, query_text=query_text)
 
     def cite(self, citation: str) -> ResolvedCitation:
         """Resolve a citation on the shard whose content_hash it names."""
         expected, _ = parse_citation(citation)
-        for f in self.shards:
-            if f.content_hash == expected:
-                return f.cite(citation)
+        for i, s in enumerate(self.shard_info):
+            if s.content_hash == expected:
+                return self.shards[i].cite(citation) if self.shards else \
+                    self._actor_call(i, "cite", citation)
         raise CitationError(f"content_hash {expected} is not a shard of this catalog")
 
 
-def _match(i: int, e: dict[str, Any], f: UrnaFile) -> None:
-    got = {"file_hash": f.file_hash, "content_hash": f.content_hash,
-           "n_chunks": f.n_embeddings, "model_hash": f.model_hash,
-           "embedding_dim": f.embedding_dim}
-    for key, value in got.items():
-        if e[key] != value:
-            raise CatalogError(f"shard {i} ({e['file']}): {key} is {value!r}, "
-                               f"the catalog says {e[key]!r}")
-
-
-def _same_model(shards: list[UrnaFile]) -> None:
+def _same_model(infos: list[ShardInfo]) -> None:
     for attr in ("model_hash", "embedding_dim", "embedding_model"):
-        values = sorted({str(getattr(f, attr)) for f in shards})
+        values = sorted({str(getattr(s, attr)) for s in infos})
         if len(values) > 1:
             raise CatalogError(f"shards disagree on {attr}: {', '.join(values)}")
 
 
-def open_catalog(path: str | os.PathLike, *, max_workers: int | None = None) -> Catalog:
-    """Open ``<name>.catalog.json`` and every shard it lists, checking each against it."""
-    return Catalog(path, max_workers=max_workers)
+def open_catalog(path: str | os.PathLike, *, max_workers: int | None = None,
+                 engine: str = "threads") -> Catalog:
+    """Open ``<name>.catalog.json`` and every shard it lists, checking each against it.
+
+    ``engine="ray"`` holds each shard in a Ray actor (an initialised Ray is used as is).
+    """
+    return Catalog(path, max_workers=max_workers, engine=engine)
