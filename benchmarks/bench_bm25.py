@@ -1,7 +1,8 @@
 """BM25 side by side: urna's index vs bm25s and rank-bm25 on a synthetic Zipf corpus.
 
 Measures index build time and top-10 query latency (one query at a time, as a search call
-is made). Not a test; numbers depend on the machine. Run:
+is made; the libraries take turns on each query, three rounds). Not a test; numbers depend on
+the machine. Run:
 
     .venv/bin/python benchmarks/bench_bm25.py --docs 50000 --queries 200
     .venv/bin/python benchmarks/bench_bm25.py --docs 50000 --skip-rank-bm25
@@ -48,15 +49,23 @@ def timed(fn, *args):
     return out, time.perf_counter() - t
 
 
-def latency(search, queries: list[str]) -> tuple[float, float]:
-    """Median and p95 latency in milliseconds."""
-    times = []
-    for q in queries:
-        t = time.perf_counter()
-        search(q)
-        times.append((time.perf_counter() - t) * 1000)
-    times.sort()
-    return statistics.median(times), times[int(0.95 * (len(times) - 1))]
+def interleaved(searches: dict, queries: list[str], rounds: int = 3) -> dict:
+    """Median and p95 latency (ms) per library, the libraries taking turns on each query.
+
+    Taking turns spreads a shared machine's load changes over every library alike.
+    """
+    times: dict[str, list[float]] = {name: [] for name in searches}
+    for _ in range(rounds):
+        for q in queries:
+            for name, search in searches.items():
+                t = time.perf_counter()
+                search(q)
+                times[name].append((time.perf_counter() - t) * 1000)
+    out = {}
+    for name, ts in times.items():
+        ts.sort()
+        out[name] = (statistics.median(ts), ts[int(0.95 * (len(ts) - 1))])
+    return out
 
 
 def main() -> None:
@@ -73,7 +82,8 @@ def main() -> None:
     tokens = sum(len(d.split()) for d in docs)
     print(f"corpus: {len(docs)} docs, {tokens} tokens, vocab {args.vocab}; "
           f"{len(queries)} queries, top-10")
-    rows = []
+    builds: dict[str, float] = {}
+    searches: dict = {}
 
     import urna.index.bm25 as ub
     from urna.index.bm25 import Bm25Index
@@ -81,10 +91,9 @@ def main() -> None:
     idx, t_build = timed(Bm25Index.build, docs)
     payload, t_enc = timed(idx.to_bytes)
     _, t_open = timed(Bm25Index.from_bytes, payload)
-    idx.search(queries[0], 10)
-    med, p95 = latency(lambda q: idx.search(q, 10), queries)
-    backend = "numba" if ub._numba_kernel() is not None else "numpy"
-    rows.append((f"urna ({backend})", t_build, med, p95))
+    name = f"urna ({'numba' if ub._numba_kernel() is not None else 'numpy'})"
+    builds[name] = t_build
+    searches[name] = lambda q: idx.search(q, 10)
     print(f"urna: 0x08 payload {len(payload) / 1e6:.1f} MB, encode {t_enc:.2f} s, "
           f"decode+prepare {t_open:.2f} s")
 
@@ -101,18 +110,24 @@ def main() -> None:
         def run(q: str, r: bm25s.BM25 = r) -> None:
             r.retrieve([q.split()], k=10, show_progress=False, n_threads=1)
 
-        run(queries[0])  # compile / warm up
-        med, p95 = latency(run, queries)
-        rows.append((f"bm25s ({backend})", t_build, med, p95))
+        builds[f"bm25s ({backend})"] = t_build
+        searches[f"bm25s ({backend})"] = run
+
+    for search in searches.values():  # compile / warm up
+        search(queries[0])
+    stats = interleaved(searches, queries)
 
     if not args.skip_rank_bm25:
         from rank_bm25 import BM25Okapi
 
         rb, t_build = timed(BM25Okapi, [d.split() for d in docs])
         few = queries[: max(10, len(queries) // 10)]  # it scores every doc per query term
-        med, p95 = latency(lambda q: np.argsort(rb.get_scores(q.split()))[::-1][:10], few)
-        rows.append((f"rank-bm25 ({len(few)} q)", t_build, med, p95))
+        name = f"rank-bm25 ({len(few)} q)"
+        builds[name] = t_build
+        stats.update(interleaved(
+            {name: lambda q: np.argsort(rb.get_scores(q.split()))[::-1][:10]}, few, rounds=1))
 
+    rows = [(name, builds[name], *stats[name]) for name in builds]
     print(f"{'library':<22}{'build s':>10}{'query p50 ms':>15}{'query p95 ms':>15}")
     for name, b, m, p in rows:
         print(f"{name:<22}{b:>10.2f}{m:>15.3f}{p:>15.3f}")

@@ -23,6 +23,7 @@ import ctypes
 import ctypes.util
 import math
 import os
+import types
 from collections.abc import Sequence
 
 import numpy as np
@@ -94,8 +95,45 @@ def _numba_kernel():
             if numba is not None:
                 # no fastmath: the f32 sums must be added in the reference's order
                 jit = numba.njit(cache=True, nogil=True, boundscheck=False)
-                _KERNEL = jit(_topk_kernel)
+                # the kernel calls the compiled helper: rebind its global to the jitted one
+                scope = dict(_topk_kernel.__globals__, _heap_offer=jit(_heap_offer))
+                _KERNEL = jit(types.FunctionType(_topk_kernel.__code__, scope, "_topk_kernel"))
     return _KERNEL
+
+
+def _heap_offer(out_sc, out_ids, size, k, s, d):
+    """Offer hit (s, d) to the k-heap whose root is the worst kept hit; returns the new size.
+
+    The caller has checked that a full heap's root loses to (s, d).
+    """
+    if size < k:
+        c = size
+        while c > 0:  # sift up
+            par = (c - 1) // 2
+            ps, pd = out_sc[par], out_ids[par]
+            if ps < s or (ps == s and pd > d):
+                break
+            out_sc[c], out_ids[c] = ps, pd
+            c = par
+        out_sc[c], out_ids[c] = s, d
+        return size + 1
+    c = 0
+    while True:  # replace the root, sift down
+        lo = 2 * c + 1
+        if lo >= size:
+            break
+        w = lo
+        r = lo + 1
+        if r < size and (out_sc[r] < out_sc[lo]
+                         or (out_sc[r] == out_sc[lo] and out_ids[r] > out_ids[lo])):
+            w = r
+        ws, wd = out_sc[w], out_ids[w]
+        if s < ws or (s == ws and d > wd):
+            break
+        out_sc[c], out_ids[c] = ws, wd
+        c = w
+    out_sc[c], out_ids[c] = s, d
+    return size
 
 
 def _topk_kernel(tids, offs, docs, contrib, n_docs, k, marked, out_ids, out_sc):
@@ -103,72 +141,51 @@ def _topk_kernel(tids, offs, docs, contrib, n_docs, k, marked, out_ids, out_sc):
 
     With ``marked`` false every contribution is > 0, so a doc was touched iff its sum is not 0
     and the scan runs over the sums in doc order; otherwise touched docs are listed at first
-    touch. The heap's root is the worst kept hit (lowest score, then highest id). Returns how
-    many hits were kept; they are unordered.
+    touch. Returns how many hits were kept in ``out_ids`` / ``out_sc`` (unordered).
     """
     acc = np.zeros(n_docs, dtype=np.float32)
-    if marked:
-        mark = np.zeros(n_docs, dtype=np.uint8)
-        total = 0
-        for j in range(tids.shape[0]):
-            total += offs[tids[j] + 1] - offs[tids[j]]
-        touched = np.empty(total, dtype=np.int64)
-        n = 0
-        for j in range(tids.shape[0]):
-            t = tids[j]
-            for p in range(offs[t], offs[t + 1]):
-                d = docs[p]
-                if mark[d] == 0:
-                    mark[d] = 1
-                    touched[n] = d
-                    n += 1
-                acc[d] += contrib[p]
-    else:
-        touched = np.empty(0, dtype=np.int64)
-        n = n_docs
+    size = 0
+    if not marked:
         for j in range(tids.shape[0]):
             t = tids[j]
             for p in range(offs[t], offs[t + 1]):
                 acc[docs[p]] += contrib[p]
-    size = 0
+        for d in range(n_docs):
+            s = acc[d]
+            if size == k:
+                # docs arrive in id order, so only a strictly better score enters; untouched
+                # docs (0) and NaN fail this one well-predicted test, as the root is > 0
+                if not s > out_sc[0]:
+                    continue
+            elif s == 0:
+                continue
+            if not np.isfinite(s):
+                continue
+            size = _heap_offer(out_sc, out_ids, size, k, s, d)
+        return size
+    mark = np.zeros(n_docs, dtype=np.uint8)
+    total = 0
+    for j in range(tids.shape[0]):
+        total += offs[tids[j] + 1] - offs[tids[j]]
+    touched = np.empty(total, dtype=np.int64)
+    n = 0
+    for j in range(tids.shape[0]):
+        t = tids[j]
+        for p in range(offs[t], offs[t + 1]):
+            d = docs[p]
+            if mark[d] == 0:
+                mark[d] = 1
+                touched[n] = d
+                n += 1
+            acc[d] += contrib[p]
     for i in range(n):
-        d = touched[i] if marked else i
+        d = touched[i]
         s = acc[d]
-        # most docs lose to the current worst kept hit: test that first (NaN fails it too)
         if size == k and not (s > out_sc[0] or (s == out_sc[0] and d < out_ids[0])):
             continue
-        if (not marked and s == 0) or not np.isfinite(s):
+        if not np.isfinite(s):
             continue
-        if size < k:
-            # sift up
-            c = size
-            size += 1
-            while c > 0:
-                par = (c - 1) // 2
-                ps, pd = out_sc[par], out_ids[par]
-                if ps < s or (ps == s and pd > d):
-                    break
-                out_sc[c], out_ids[c] = ps, pd
-                c = par
-            out_sc[c], out_ids[c] = s, d
-        elif s > out_sc[0] or (s == out_sc[0] and d < out_ids[0]):
-            # replace the root and sift down
-            c = 0
-            while True:
-                lo = 2 * c + 1
-                if lo >= size:
-                    break
-                w = lo
-                r = lo + 1
-                if r < size and (out_sc[r] < out_sc[lo]
-                                 or (out_sc[r] == out_sc[lo] and out_ids[r] > out_ids[lo])):
-                    w = r
-                ws, wd = out_sc[w], out_ids[w]
-                if s < ws or (s == ws and d > wd):
-                    break
-                out_sc[c], out_ids[c] = ws, wd
-                c = w
-            out_sc[c], out_ids[c] = s, d
+        size = _heap_offer(out_sc, out_ids, size, k, s, d)
     return size
 
 
