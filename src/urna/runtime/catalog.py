@@ -6,12 +6,14 @@ The catalog lists each shard's file name (relative to the catalog's folder), ``f
 re-checks the hash, opens every shard (the full open-time validation of ``urna.open``) and
 checks each against its entry; one model and one width across shards, else it refuses.
 
-Searches fan out to the shards (threads; ``numpy`` and the kernels release the GIL) and the
-per-shard top-k lists are merged by exact score with a deterministic tie-break: score
-descending, then shard order in the catalog, then the chunk's ordinal inside its shard. Each
-shard's exact top-k contains every chunk of that shard in the global top-k, so an exact search
-over a catalog returns the same hits as one file holding every chunk. Hits keep the citation
-of the shard they came from; :meth:`Catalog.cite` resolves it on that shard.
+Searches fan out to the shards (threads in this process, whose BLAS calls release the GIL,
+or one Ray actor per shard holding its map) and the per-shard top-k lists are merged by exact
+score with a deterministic tie-break: score descending, then shard order in the catalog, then
+the chunk's ordinal inside its shard. Each shard's exact top-k contains every chunk of that
+shard in the global top-k, so an exact search over a catalog returns the same hits as one file
+holding every chunk. The approximate paths (HNSW beam, BM25 shortlist) run per shard, so their
+candidates can differ from one big file's; every score is still the exact cosine. Hits keep
+the citation of the shard they came from; :meth:`Catalog.cite` resolves it on that shard.
 """
 
 from __future__ import annotations
