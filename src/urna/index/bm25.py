@@ -9,7 +9,9 @@ Build follows §8.2 (doc id = chunk ordinal, terms in UTF-8 byte order, postings
 
 Nothing in a posting's term score depends on the query, so every posting's contribution is
 computed once, with the same f32 operations in the same order; a query is then one
-scatter-add per query token (in query order, so the f32 sums match) and a top-k selection.
+scatter-add per query token (in query order, so the f32 sums match) and a top-k selection,
+done by numpy or, for indexes of 65,536 postings or more, by one numba kernel (without
+fastmath; ``URNA_FORCE_SCALAR=1`` forces numpy; tests check both give the same hits).
 There is no Python loop over documents or postings. ``ln`` is the C library's
 ``logf`` when it can be loaded (what the reference calls), else a correctly rounded log.
 Documents whose score is not finite are dropped, and the rest are ranked by score
@@ -23,6 +25,7 @@ import ctypes
 import ctypes.util
 import math
 import os
+import threading
 import types
 from collections.abc import Sequence
 
@@ -53,11 +56,15 @@ def _py_logf(x: float) -> np.float32:
 
 def _load_logf():
     """The C library's ``logf`` (what Rust's ``f32::ln`` calls), or a Python fallback."""
-    name = ctypes.util.find_library("m")
-    try:
-        fn = ctypes.CDLL(name).logf if name else None
-    except (OSError, AttributeError):
-        fn = None
+    fn = None
+    for name in ("libm.so.6", "libSystem.dylib", "msvcrt", ctypes.util.find_library("m")):
+        if not name:
+            continue
+        try:
+            fn = ctypes.CDLL(name).logf
+            break
+        except (OSError, AttributeError):
+            continue
     if fn is None:
         return _py_logf
     fn.restype = ctypes.c_float
@@ -65,11 +72,14 @@ def _load_logf():
     return lambda x: _F32(fn(x))
 
 
-_logf = _load_logf()
+_logf = None
 
 
 def f32_ln(x: float) -> np.float32:
-    """Natural log in f32, as the reference's ``f32::ln``."""
+    """Natural log in f32, as the reference's ``f32::ln`` (the C library is loaded on first use)."""
+    global _logf
+    if _logf is None:
+        _logf = _load_logf()
     return _logf(float(x))
 
 
@@ -80,14 +90,16 @@ def _force_scalar() -> bool:
 
 _KERNEL = None
 _KERNEL_LOADED = False
+_KERNEL_LOCK = threading.Lock()
 
 
 def _numba_kernel():
     """The compiled top-k kernel, or None (no numba, or URNA_FORCE_SCALAR set)."""
     global _KERNEL, _KERNEL_LOADED
-    if not _KERNEL_LOADED:
-        _KERNEL_LOADED = True
-        if not _force_scalar():
+    if _KERNEL_LOADED:
+        return _KERNEL
+    with _KERNEL_LOCK:  # one compile even when the first searches run concurrently
+        if not _KERNEL_LOADED and not _force_scalar():
             try:
                 import numba
             except ImportError:  # numba is the optional "fast" extra
@@ -98,6 +110,7 @@ def _numba_kernel():
                 # the kernel calls the compiled helper: rebind its global to the jitted one
                 scope = dict(_topk_kernel.__globals__, _heap_offer=jit(_heap_offer))
                 _KERNEL = jit(types.FunctionType(_topk_kernel.__code__, scope, "_topk_kernel"))
+        _KERNEL_LOADED = True
     return _KERNEL
 
 
