@@ -6,8 +6,10 @@ character at a time with the full, context-free mapping of Rust's ``char::to_low
 (so capital sigma is always ``σ`` and U+0130 becomes ``i`` + U+0307), and kept when it has
 at least two characters after lowercasing. No stemming, stop words or normalization.
 
-The tables come from ``_unicode_tables`` (generated at the reference's Unicode version), never
-from ``unicodedata`` or ``str.isalnum``/``str.lower``, whose answers depend on the interpreter.
+The tables come from ``_unicode_tables`` (generated at the reference's Unicode version, 17.0),
+never from ``unicodedata`` or ``str.isalnum``, whose answers depend on the interpreter.
+``str.lower`` is used only as a fast path, on text where it provably gives the table's answer
+(no capital sigma, no character this interpreter's Unicode data maps differently).
 """
 
 from __future__ import annotations
