@@ -16,7 +16,7 @@ kept as read, not recounted. This module works on decompressed payload bytes onl
 from __future__ import annotations
 
 import struct
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -55,7 +55,6 @@ class Bm25Payload:
     post_offsets: np.ndarray  # int64, len(terms) + 1
     post_docs: np.ndarray  # uint32
     post_tfs: np.ndarray  # uint32
-    _key: tuple = field(init=False, repr=False, default=())
 
     @property
     def dfs(self) -> np.ndarray:
