@@ -199,13 +199,12 @@ def test_real_disk_full_on_tiny_tmpfs(tmp_path: Path, size: str) -> None:
         subprocess.run(["umount", str(mnt)], capture_output=True)
 
 
-# Known bug (reported to the build owner): write_atomic keeps mkstemp's 0600, where the
-# reference writes a new file with 0666 & ~umask and keeps an existing file's mode.
-_MODE_BUG = pytest.mark.xfail(strict=True, reason="build.write_atomic: mkstemp's 0600 mode "
-                              "reaches the target; fchmod the temp file before the rename")
+# Known difference (reported to the build owner): the reference writes in place, so a rebuild
+# keeps an existing file's mode; write_atomic gives the replacement the umask's mode instead.
+_MODE_BUG = pytest.mark.xfail(strict=True, reason="build.write_atomic: fchmod the temp file "
+                              "to the existing target's mode before the rename")
 
 
-@_MODE_BUG
 def test_new_file_gets_the_umask_mode_like_the_reference(tmp_path: Path) -> None:
     old = os.umask(0o022)
     try:
