@@ -4,6 +4,8 @@ Thin click commands over ``urna.forge``; the main group imports ``COMMANDS``. Ex
 0 success; 1 the file or input failed a check (``Error: <text>`` on stderr); 2 usage, and
 for ``build`` a spec error (``spec error: <text>``); 4 a ``[[models]]`` preset this build
 cannot provide (``registry error: <text>``). ``doctor`` exits with its first failure code.
+``ask``, ``retrieve`` and ``search-text`` take a ``<name>.catalog.json`` (a sharded build)
+wherever they take a ``.urna`` file.
 """
 
 from __future__ import annotations
@@ -36,9 +38,10 @@ def _fail(e: BaseException, code: int = 1, prefix: str = "Error") -> NoReturn:
 
 def _open(path: str) -> Any:
     import urna
+    from urna.runtime.catalog import is_catalog_path
 
     try:
-        return urna.open(path)
+        return urna.open_catalog(path) if is_catalog_path(path) else urna.open(path)
     except (UrnaError, OSError) as e:
         _fail(e)
 
@@ -62,13 +65,25 @@ def _open(path: str) -> Any:
 @click.option("--strict-env", is_flag=True, help="With --rebuild-only: a lock divergence fails.")
 @click.option("--stop-on-error", is_flag=True,
               help="documents source: stop at the first unusable file instead of skipping it.")
+@click.option("--shards", type=click.IntRange(min=1), default=None,
+              help="Build N standalone shard files plus <name>.catalog.json (rows assigned "
+                   "by a hash of their key; a rerun skips finished shards).")
+@click.option("--engine", type=click.Choice(["local", "ray"]), default=None,
+              help="With --shards: run in process, or on Ray (default: ray when installed).")
+@click.option("--address", default=None,
+              help="With --engine ray: the cluster to join (else a local Ray starts).")
 def build_cmd(spec_path: str, sample: int | None, out_dir: str | None, cache_dir: str | None,
               dry_run: bool, as_json: bool, models: str | None, rebuild_only: bool,
-              strict_env: bool, stop_on_error: bool) -> None:
+              strict_env: bool, stop_on_error: bool, shards: int | None, engine: str | None,
+              address: str | None) -> None:
     """[agent] Build .urna file(s) from a declarative spec; prints the result JSON.
 
-    Example: urna build --spec examples/quickstart/corpus.toml
+    Example: urna build --spec examples/quickstart/corpus.toml --shards 4 --engine local
     """
+    if shards is None and (engine or address):
+        raise click.UsageError("--engine and --address need --shards")
+    if shards is not None and (rebuild_only or models):
+        raise click.UsageError("--shards cannot be combined with --rebuild-only or --models")
     from urna.forge import pipeline
     from urna.forge.ingest import IngestError
     from urna.forge.plan import format_plan, plan
@@ -82,10 +97,17 @@ def build_cmd(spec_path: str, sample: int | None, out_dir: str | None, cache_dir
             p = plan(spec, out_dir=out_dir, cache_dir=cache_dir)
             click.echo(json.dumps(p, indent=1, sort_keys=True) if as_json else format_plan(p))
             return
-        result = pipeline.build(spec, sample=sample, out_dir=out_dir, cache_dir=cache_dir,
-                                rebuild_only=rebuild_only, strict_env=strict_env,
-                                models=[m for m in models.split(",") if m] if models else None,
-                                report=lambda m: click.echo(m, err=True))
+        if shards is not None:
+            from urna.forge.shard import build_sharded, default_engine
+
+            result = build_sharded(spec, n_shards=shards, engine=engine or default_engine(),
+                                   address=address, sample=sample, out_dir=out_dir,
+                                   cache_dir=cache_dir, report=lambda m: click.echo(m, err=True))
+        else:
+            result = pipeline.build(spec, sample=sample, out_dir=out_dir, cache_dir=cache_dir,
+                                    rebuild_only=rebuild_only, strict_env=strict_env,
+                                    models=[m for m in models.split(",") if m] if models
+                                    else None, report=lambda m: click.echo(m, err=True))
     except RegistryError as e:
         _fail(e, 4, "registry error")
     except SpecError as e:
