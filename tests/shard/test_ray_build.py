@@ -14,13 +14,13 @@ import pytest
 
 ray = pytest.importorskip("ray", reason="the Ray engine needs the ray extra: urna[ray]")
 
-import urna  # noqa: E402
-from urna.forge.pipeline import ForgeError  # noqa: E402
-from urna.forge.shard import build_sharded, shard_file_name  # noqa: E402
-from urna.forge.spec import load_spec  # noqa: E402
-from urna.runtime.catalog import open_catalog  # noqa: E402
+import urna
+from urna.forge.pipeline import ForgeError
+from urna.forge.shard import build_sharded, shard_file_name
+from urna.forge.spec import load_spec
+from urna.runtime.catalog import open_catalog
 
-from .conftest import assert_same_topk, queries, quickstart_spec, write_synthetic  # noqa: E402
+from .conftest import assert_same_topk, queries, quickstart_spec, write_synthetic
 
 pytestmark = pytest.mark.ray
 
@@ -100,3 +100,20 @@ def test_catalog_on_ray_actors_answers_as_threads(tmp_path: Path) -> None:
     first.write_bytes(second.read_bytes())
     with pytest.raises(CatalogError, match="shard 0 .*file_hash"):
         open_catalog(res["catalog"], engine="ray")
+
+
+def test_cli_build_shards_on_ray(tmp_path: Path) -> None:
+    import json
+
+    from click.testing import CliRunner
+
+    from urna.cli.forge_cmds import build_cmd
+
+    spec_path = write_synthetic(tmp_path, n=200)
+    res = CliRunner().invoke(build_cmd, ["--spec", str(spec_path), "--shards", "2",
+                                         "--engine", "ray"])
+    assert res.exit_code == 0, res.output
+    doc = json.loads(res.stdout)
+    assert (doc["engine"], doc["built"]) == ("ray", [0, 1])
+    with open_catalog(doc["catalog"]) as cat:
+        assert cat.n_embeddings == 200

@@ -25,7 +25,6 @@ from urna.runtime.catalog import open_catalog
 
 from .conftest import assert_same_topk, queries, quickstart_spec, write_synthetic
 
-
 # ------------------------------------------------------------------------- assignment
 
 

@@ -181,7 +181,7 @@ class ShardInfo:
     has_graph: bool
 
     @classmethod
-    def of(cls, f: UrnaFile) -> "ShardInfo":
+    def of(cls, f: UrnaFile) -> ShardInfo:
         """The info of an open file."""
         return cls(f.path, f.file_hash, f.content_hash, int(f.n_embeddings), f.model_hash,
                    int(f.embedding_dim), f.embedding_model, f.dtype, f.has_ann, f.has_bm25,
@@ -325,7 +325,7 @@ class Catalog:
             close_actors(self._actors)
             self._actors = []
 
-    def __enter__(self) -> "Catalog":
+    def __enter__(self) -> Catalog:
         return self
 
     def __exit__(self, *exc: object) -> None:
