@@ -170,7 +170,7 @@ def exercise(buf: bytes, path: Path, *, with_view: bool = True) -> Exercise:
     ex = Exercise()
     log = ex.outcomes
     if with_view:
-        log.append(view_outcome(buf))
+        _exercise_view(buf, log)
     write_case(buf, path)
     f = attempt("open", lambda: urna.open(str(path)), log)
     if f is None:
@@ -180,6 +180,19 @@ def exercise(buf: bytes, path: Path, *, with_view: bool = True) -> Exercise:
     finally:
         _close(f)
     return ex
+
+
+def _exercise_view(buf: bytes, log: list[Outcome]) -> None:
+    """``UrnaView.from_bytes`` and, when it succeeds, everything the view offers."""
+    from urna.format.reader import UrnaView
+    view = attempt("view", lambda: UrnaView.from_bytes(buf), log)
+    if view is None:
+        return
+    attempt("view_content_hash", view.content_hash, log)
+    attempt("view_values", view.validate_embeddings_values, log)
+    attempt("view_contract", view.search_contract, log)
+    for e in view.entries[:64]:
+        attempt("view_decoded", lambda sid=e.section_id: view.decoded(sid), log)
 
 
 def _call(ex: Exercise, f: object, name: str, *args, op: str | None = None) -> object | None:
