@@ -41,7 +41,8 @@ def _entry_field(base: bytes, index: int, field: str, value: int) -> bytes:
     b = bytearray(base)
     at = M.header(b).section_table_offset + index * L.URNA_SECTION_ENTRY_SIZE
     fmt = {"section_id": "<I", "encoding": "<I", "offset": "<Q", "size": "<Q"}[field]
-    struct.pack_into(fmt, b, at + L.ENTRY_FIELD_OFFSETS[field], value & ((1 << (8 * struct.calcsize(fmt))) - 1))
+    value &= (1 << (8 * struct.calcsize(fmt))) - 1
+    struct.pack_into(fmt, b, at + L.ENTRY_FIELD_OFFSETS[field], value)
     return bytes(M.reseal(b))
 
 
@@ -134,7 +135,8 @@ def _iter(base: bytes, random_iters: int, seed: int) -> Iterator[Case]:
                               ("encoding", tuple(range(11)) + (99,)),
                               ("section_id", (0x09, 0x0A, 0x0B, 0x0D, 0x30, 0xFF))):
             for v in values:
-                yield f"ent-{i}-{sid}-{field}-{v}", lambda i=i, f=field, v=v: _entry_field(base, i, f, v)
+                yield (f"ent-{i}-{sid}-{field}-{v}",
+                       lambda i=i, f=field, v=v: _entry_field(base, i, f, v))
         for rel in (0, 4, 8, 12, 16, 20):  # prefix version/count and the first inner counts
             if rel + 8 <= e.size:
                 for v in HOSTILE:

@@ -53,7 +53,8 @@ def main() -> int:
     print("\n== class mismatches (reference -> ours @ stage)")
     for r in cls:
         print(f"{r['key']}: {r['want']} -> {r['got']} @ {r['op']}"
-              f"{' FOREIGN' if r['foreign'] else ''}\n    ref: {r['want_message']}\n    our: {r['got_message']}")
+              f"{' FOREIGN' if r['foreign'] else ''}\n    ref: {r['want_message']}"
+              f"\n    our: {r['got_message']}")
     print("\n== message mismatches")
     groups = collections.defaultdict(list)
     for r in msg:

@@ -158,8 +158,8 @@ _PROC_SCRIPT = textwrap.dedent("""
     import urna
     qs = json.loads(open(sys.argv[2]).read())["queries"]
     with urna.open(sys.argv[1]) as f:
-        out = [[(h.chunk_id, round(float(h.score), 6)) for h in f.search(np.asarray(q[1], np.float32), 5)]
-               for q in qs]
+        out = [[(h.chunk_id, round(float(h.score), 6))
+                for h in f.search(np.asarray(q[1], np.float32), 5)] for q in qs]
         print(json.dumps({"hits": out, "file_hash": f.file_hash}))
 """)
 

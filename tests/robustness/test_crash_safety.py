@@ -32,7 +32,8 @@ OLD = "quickstart-exact.urna"  # a reference vector stands in for "the existing 
 N, DIM = 300, 32
 
 
-def _run(target: Path, point: str, preset: str = "exact", n: int = N) -> subprocess.CompletedProcess:
+def _run(target: Path, point: str, preset: str = "exact",
+         n: int = N) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, str(DRIVER), str(target), point, str(n), str(DIM),
                            preset], capture_output=True, text=True, timeout=240)
 
@@ -178,7 +179,8 @@ def test_write_limit_gives_a_clear_error_and_no_partial_file(tmp_path: Path) -> 
 
 
 def _can_mount() -> bool:
-    return sys.platform.startswith("linux") and os.geteuid() == 0 and shutil.which("mount") is not None
+    return (sys.platform.startswith("linux") and os.geteuid() == 0
+            and shutil.which("mount") is not None)
 
 
 @pytest.mark.parametrize("size", ["64k"] if _can_mount() else [])

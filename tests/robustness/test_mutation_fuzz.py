@@ -43,7 +43,8 @@ DEFAULT_SOURCES = [
     "quickstart-f16_hnsw.urna",     # float16, HNSW
     "dedup-zstd_f32.urna",          # 0x0B dedup map
 ] + BUILT                           # every optional section at once; 0x02 as codecs 10, 9, 5
-SOURCES = [s for s in os.environ.get("URNA_FUZZ_SOURCES", ",".join(DEFAULT_SOURCES)).split(",") if s]
+SOURCES = [s for s in os.environ.get("URNA_FUZZ_SOURCES", ",".join(DEFAULT_SOURCES)).split(",")
+           if s]
 ITERS = env_int("URNA_MUTATION_ITERS", 200)
 # More random cases buy proportionally more time unless the budget is given explicitly.
 BUDGET = env_float("URNA_FUZZ_SECONDS", 1.5 * max(ITERS, 200) / 200)

@@ -32,8 +32,10 @@ def test_outcome_matches_reference(key: str, case_dir: Path) -> None:
     data = apply_case(case)
     with time_cap(60):
         view, first = conformance_outcome(data, case_dir / "case.urna")
-    assert not first.foreign, f"{key}: {first.op} escaped with {first.variant}: {first.message}\n{first.trace}"
-    assert not view.foreign, f"{key}: UrnaView escaped with {view.variant}: {view.message}\n{view.trace}"
+    assert not first.foreign, (
+        f"{key}: {first.op} escaped with {first.variant}: {first.message}\n{first.trace}")
+    assert not view.foreign, (
+        f"{key}: UrnaView escaped with {view.variant}: {view.message}\n{view.trace}")
     want = None if case["ok"] else case["variant"]
     assert first.variant == want, (
         f"{key}: reference {want!r} ({case['message']!r}), "

@@ -116,20 +116,31 @@ def test_bm25_bomb_is_refused_at_open(tmp_path: Path) -> None:
 
 
 _RSS_SCRIPT = textwrap.dedent("""
-    import json, resource, sys
+    import json, sys
     import urna
-    def peak():
-        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+    def status(key):
+        with open("/proc/self/status") as fh:
+            return next(int(l.split()[1]) * 1024 for l in fh if l.startswith(key + ":"))
+
+    def reset_peak():
+        # "5" resets VmHWM to the current RSS (Linux >= 4.0), so each case's peak is its own
+        # and not hidden under an earlier high-water mark (ru_maxrss cannot be reset).
+        with open("/proc/self/clear_refs", "w") as fh:
+            fh.write("5")
+        return status("VmRSS")
+
     with urna.open(sys.argv[1]) as f:   # warm every import and code path on a good file
         f.inspect()
-    base = peak()
     out = {}
     for p in sys.argv[2:]:
+        base = reset_peak()
         try:
             urna.open(p)
-            out[p] = ["ok", peak() - base]
+            verdict = "ok"
         except urna.errors.UrnaError as e:
-            out[p] = [type(e).__name__, peak() - base]
+            verdict = type(e).__name__
+        out[p] = [verdict, status("VmHWM") - base]
     print(json.dumps(out))
 """)
 
