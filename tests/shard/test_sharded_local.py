@@ -199,3 +199,16 @@ def test_urna_and_the_local_engine_never_import_ray(qs_catalog: Path) -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_a_rerun_clears_its_own_partial_shards_only(tmp_path: Path) -> None:
+    spec_path = write_synthetic(tmp_path, n=50)
+    build_sharded(load_spec(spec_path), n_shards=2, engine="local")
+    tmp = tmp_path / "out" / ".tmp"
+    ours = tmp / "synth-00001-of-00002.urna.partial"  # left by a killed worker
+    theirs = tmp / "other-00001-of-00002.urna.partial"  # another corpus building here
+    ours.write_bytes(b"half a file")
+    theirs.write_bytes(b"half a file")
+    res = build_sharded(load_spec(spec_path), n_shards=2, engine="local")
+    assert res["built"] == []  # nothing rebuilt, yet the leftover is gone
+    assert not ours.exists() and theirs.exists()

@@ -237,6 +237,9 @@ def build_sharded(spec: CorpusSpec, *, n_shards: int, engine: str = "local",
     out = Path(spec.output.dir)
     try:
         out.mkdir(parents=True, exist_ok=True)
+        # partial shards of a killed run: this build's names only, others may be building
+        for stale in (out / ".tmp").glob(f"{spec.name}-*-of-{n_shards:05d}.urna.partial"):
+            stale.unlink(missing_ok=True)
     except OSError as e:
         raise SpecError(f"output.dir: {out} is not a usable directory ({e.strerror})") from e
     t0 = time.perf_counter()
