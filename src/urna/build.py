@@ -308,13 +308,22 @@ def _attach_media(manifest: Manifest, kw: dict, n_chunks: int, out: list[Encoded
         _ext(manifest).supports_multimodal = True
 
 
-def _default_mode() -> int:
-    mask = os.umask(0)
+def _file_mode(target: Path) -> int:
+    """The mode the written file gets: the existing file's, else the umask's default (0666 & ~umask)."""
+    try:
+        return os.stat(target).st_mode & 0o7777
+    except OSError:
+        pass
+    try:  # read the umask without changing it (Linux); os.umask is a set-and-restore race
+        with open("/proc/self/status", encoding="ascii") as fh:
+            for line in fh:
+                if line.startswith("Umask:"):
+                    return 0o666 & ~int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    mask = os.umask(0o022)
     os.umask(mask)
     return 0o666 & ~mask
-
-
-_DEFAULT_MODE = _default_mode()
 
 
 def write_atomic(path: str | os.PathLike, data: bytes) -> None:
@@ -323,7 +332,7 @@ def write_atomic(path: str | os.PathLike, data: bytes) -> None:
     folder = target.parent if str(target.parent) else Path(".")
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=folder)
     try:
-        os.fchmod(fd, _DEFAULT_MODE)  # mkstemp makes 0600; a built corpus is a normal file
+        os.fchmod(fd, _file_mode(target))  # mkstemp makes 0600; a corpus is a normal file
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
             fh.flush()

@@ -243,11 +243,8 @@ _TRUNC_SCRIPT = textwrap.dedent("""
 """)
 
 
-# Known bug (reported to the runtime owner): the reader touches the mapping after the file was
-# cut and dies of SIGBUS, as the reference 0.5.1 does. strict: the day it is fixed, this marker
-# turns the pass into a failure so it gets removed.
-@pytest.mark.xfail(strict=True, reason="runtime: SIGBUS on a file truncated under an open "
-                   "mmap; check fstat size before touching the map (issue 9 item 5)")
+# A file cut under an open reader: every call checks the file's size against the map first
+# and raises FileSizeMismatch instead of touching lost pages (the reference 0.5.1 dies of SIGBUS).
 @pytest.mark.parametrize("cut", [-1, 0, 200], ids=["half", "empty", "header_only"])
 def test_file_truncated_under_an_open_reader_never_kills_the_process(tmp_path: Path,
                                                                       cut: int) -> None:

@@ -201,12 +201,6 @@ def test_real_disk_full_on_tiny_tmpfs(tmp_path: Path, size: str) -> None:
         subprocess.run(["umount", str(mnt)], capture_output=True)
 
 
-# Known difference (reported to the build owner): the reference writes in place, so a rebuild
-# keeps an existing file's mode; write_atomic gives the replacement the umask's mode instead.
-_MODE_BUG = pytest.mark.xfail(strict=True, reason="build.write_atomic: fchmod the temp file "
-                              "to the existing target's mode before the rename")
-
-
 def test_new_file_gets_the_umask_mode_like_the_reference(tmp_path: Path) -> None:
     old = os.umask(0o022)
     try:
@@ -216,7 +210,6 @@ def test_new_file_gets_the_umask_mode_like_the_reference(tmp_path: Path) -> None
     assert (tmp_path / "new.urna").stat().st_mode & 0o777 == 0o644
 
 
-@_MODE_BUG
 def test_rebuild_keeps_the_existing_files_mode(tmp_path: Path) -> None:
     target = tmp_path / "shared.urna"
     target.write_bytes(source_bytes(OLD))

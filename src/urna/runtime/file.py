@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import BlobNotInlined, CitationError, Io, MalformedSectionPayload
+from ..errors import BlobNotInlined, CitationError, FileSizeMismatch, Io, MalformedSectionPayload
 from ..format.citation import ResolvedCitation
 from ..format.identity import format_citation, parse_citation
 from ..format.layout import SECTION_BLOB_DATA, SECTION_CHUNKS_CANONICAL
@@ -108,6 +108,11 @@ class UrnaFile:
         st = self._st
         if st is None:
             raise ValueError("I/O operation on closed UrnaFile")
+        mm = self._mm
+        if mm is not None and mm.size() < len(mm):
+            # The file was cut under the map: touching the lost pages would be SIGBUS. (A cut
+            # that lands during a call is outside this check; renames never are, see README.)
+            raise FileSizeMismatch(len(mm), mm.size())
         return st
 
     def close(self) -> None:
