@@ -3,7 +3,7 @@ PY ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: venv browser quickstart test bench pins fuzz clean
+.PHONY: venv browser quickstart test bench pins fuzz fuzz-atheris clean
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -39,8 +39,13 @@ bench: venv
 pins: venv
 	$(BIN)/python benchmarks/bench_hnsw.py --pins
 
+# Long seeded mutation fuzz (the test suite runs a short, time-bounded share of it).
 fuzz: venv
-	URNA_MUTATION_ITERS=20000 $(BIN)/python -m pytest tests/robustness -q
+	URNA_MUTATION_ITERS=20000 $(BIN)/python -m pytest tests/robustness/test_mutation_fuzz.py -q
+
+# Coverage-guided fuzzing of UrnaView and every decoder (atheris / libFuzzer).
+fuzz-atheris: venv
+	$(BIN)/python fuzz/fuzz_reader.py fuzz/corpus -max_total_time=600 -rss_limit_mb=2048
 
 clean:
 	rm -rf $(VENV) build *.egg-info src/*.egg-info
