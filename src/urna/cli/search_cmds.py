@@ -7,7 +7,6 @@ human text or, with ``--json``, one JSON document on stdout.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 import time
@@ -19,6 +18,7 @@ import numpy as np
 from ..format.layout import SECTION_SPACE_TABLE, section_name
 from ..format.reader import UrnaView
 from ..runtime import SearchResult, UrnaFile, open_file
+from ..runtime.media import export_blobs
 from ._output import emit_json
 
 FILE = click.Path(dir_okay=False, path_type=Path)
@@ -335,27 +335,11 @@ def media_cmd(file: Path, export: Path | None, as_json: bool) -> None:
 
 
 def _export(f: UrnaFile, file: Path, refs: list[dict], folder: Path) -> list[str]:
-    """Write each inlined blob after checking its SHA-256; returns the written paths."""
+    """Write each inlined blob (hash-checked, safe names) under ``folder``."""
     if not f.has_blob_data:
         raise click.ClickException(
             f"{file} has no blob_data (0x17): its media lives in the sidecar files listed above")
-    folder.mkdir(parents=True, exist_ok=True)
-    written = []
-    for i, r in enumerate(refs):
-        if not r["inlined"]:
-            continue
-        data = f.blob_bytes(i)
-        if "sha256:" + hashlib.sha256(data).hexdigest() != r["content_hash"]:
-            raise click.ClickException(
-                f"blob {i} ({r['original_uri']}) failed its content_hash check; refusing to export")
-        uri = r["original_uri"]
-        name = (uri[len("media://"):] if uri.startswith("media://") else uri).rsplit("/", 1)[-1]
-        if name in ("", ".", ".."):
-            raise click.ClickException(f"blob {i} has no exportable name: {uri}")
-        out = folder / name
-        out.write_bytes(data)
-        written.append(str(out))
-    return written
+    return export_blobs(f, folder)
 
 
 COMMANDS: list[click.Command] = [stats_cmd, media_cmd, search_cmd, search_ann_cmd,
