@@ -1,6 +1,6 @@
 """The Ray engine of a sharded build (``urna build --shards N --engine ray``).
 
-The rows of the shards still to build flow through Ray Data: ``map_batches`` over a pool of
+The rows of the shards still to build flow through Ray Data (Arrow blocks): ``map_batches`` over a pool of
 embedding actors, each of which loads every ``[[models]]`` embedder once in its constructor.
 The embedded blocks stay in the object store: one small task per block splits it by shard
 (``num_returns`` = shards), and each shard is then built by exactly one task from its pieces
@@ -81,11 +81,29 @@ def build_shard(spec: CorpusSpec, plan: ShardPlan, index: int, kill_shard: int |
                                             task.inputs_key), vectors)
 
 
-def _items(pending: list[ShardTask]) -> list[dict[str, Any]]:
-    return [{"shard": t.index, "ordinal": r.ordinal, "key": r.key, "label": r.label,
-             "text": r.canonical_text, "source_uri": r.source_uri, "byte_start": r.byte_start,
-             "byte_end": r.byte_end, "input_hash": r.input_hash}
-            for t in pending for r in t.rows]
+def _blocks(pending: list[ShardTask], n_actors: int) -> list[Any]:
+    """The pending rows as Arrow tables, one Ray Data block each.
+
+    Blocks hold at most ``8 * PART_ROWS`` rows and there are at least four per actor when
+    the rows allow it, so every actor gets work.
+    """
+    import pyarrow as pa
+
+    flat = [(t.index, r) for t in pending for r in t.rows]
+    rows_per_block = max(1, min(8 * PART_ROWS, -(-len(flat) // (4 * n_actors))))
+    out = []
+    for lo in range(0, len(flat), rows_per_block):
+        part = flat[lo:lo + rows_per_block]
+        out.append(pa.table({
+            "shard": pa.array([s for s, _ in part], pa.int64()),
+            "ordinal": pa.array([r.ordinal for _, r in part], pa.int64()),
+            "key": [r.key for _, r in part], "label": [r.label for _, r in part],
+            "text": [r.canonical_text for _, r in part],
+            "source_uri": [r.source_uri for _, r in part],
+            "byte_start": pa.array([r.byte_start for _, r in part], pa.uint64()),
+            "byte_end": pa.array([r.byte_end for _, r in part], pa.uint64()),
+            "input_hash": [r.input_hash for _, r in part]}))
+    return out
 
 
 def ensure_ray(address: str | None, workers: int | None) -> bool:
@@ -118,7 +136,7 @@ def run_ray(spec: CorpusSpec, plan: ShardPlan, pending: list[ShardTask], *,
     try:
         ray.data.DataContext.get_current().enable_progress_bars = False
         n_actors = workers or max(1, int(ray.cluster_resources().get("CPU", 1)))
-        ds = ray.data.from_items(_items(pending))
+        ds = ray.data.from_arrow(_blocks(pending, n_actors))
         ds = ds.map_batches(EmbedActor, fn_constructor_kwargs={"spec": spec},
                             batch_size=PART_ROWS, batch_format="numpy",
                             compute=ray.data.ActorPoolStrategy(size=n_actors), num_cpus=1)
