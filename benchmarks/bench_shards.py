@@ -9,7 +9,14 @@ Measures, on one machine:
 
 Run from the repository root (``urna[ray]`` installed for the Ray rows):
     .venv/bin/python benchmarks/bench_shards.py
+    .venv/bin/python benchmarks/bench_shards.py --rows 100000 --shards 8
     .venv/bin/python benchmarks/bench_shards.py --rows 5000 --shards 4 --model floor --no-ray
+
+Measured on the dev box (2 vCPUs shared with other jobs, 1-min load 2.9; Ray 2.60.0) with
+``--rows 100000 --shards 8``: local engine 3,883 chunks/s; Ray, 1 worker 2,595 chunks/s;
+Ray, 2 workers 3,282 chunks/s (cluster start 2.3-2.5 s apart). Exact search, k=10:
+one file 3.3 ms/query, catalog of 8 shards 12.6 ms/query; the merge alone 0.008 ms for
+4 shards, 0.2 ms for 64, 5.2 ms for 1,024.
 """
 
 from __future__ import annotations
