@@ -37,11 +37,15 @@ def open(path: str | os.PathLike) -> "UrnaFile":  # noqa: A001 - the reference's
     return open_file(path)
 
 
-def open_catalog(path: str | os.PathLike) -> "Catalog":
-    """Open ``<name>.catalog.json`` and every shard it lists; searches span all shards."""
+def open_catalog(path: str | os.PathLike, *, engine: str = "threads",
+                 max_workers: int | None = None) -> "Catalog":
+    """Open ``<name>.catalog.json`` and every shard it lists; searches span all shards.
+
+    ``engine="ray"`` holds each shard's map in a Ray actor instead of this process.
+    """
     from .runtime.catalog import open_catalog as _open_catalog
 
-    return _open_catalog(path)
+    return _open_catalog(path, engine=engine, max_workers=max_workers)
 
 
 def potion_model_path() -> str:

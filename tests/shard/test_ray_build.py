@@ -85,7 +85,7 @@ def test_catalog_on_ray_actors_answers_as_threads(tmp_path: Path) -> None:
     res = build_sharded(load_spec(write_synthetic(tmp_path, n=300)), n_shards=3,
                         engine="local")
     with open_catalog(res["catalog"]) as local, \
-            open_catalog(res["catalog"], engine="ray") as remote:
+            urna.open_catalog(res["catalog"], engine="ray") as remote:
         assert remote.shards == [] and remote.n_embeddings == 300
         assert remote.chunk_ids() == local.chunk_ids()
         for q in queries(local.embedding_dim, 4):
