@@ -96,3 +96,26 @@ def test_a_damaged_catalog_is_one_error_line(catalog: Path, tmp_path: Path) -> N
     assert res.exit_code == 1
     assert res.output.startswith("Error: CatalogError: catalog_hash mismatch")
     assert len(res.output.strip().splitlines()) == 1
+
+
+def test_engine_verbs_take_a_catalog_where_they_take_a_file(catalog: Path) -> None:
+    """search / search-ann / search-graph on the catalog equal the single file's hits, and
+    cite resolves a catalog hit on its shard."""
+    from urna.cli import cli as urna_cli
+
+    import urna
+
+    with urna.open_catalog(catalog) as cat:
+        q = [1.0] + [0.0] * (cat.embedding_dim - 1)
+        want = [h.chunk_id for h in cat.search(q, 4)]
+    runner = CliRunner()
+    for verb in ("search", "search-ann", "search-graph"):
+        res = runner.invoke(urna_cli, [verb, str(catalog), json.dumps(q), "-k", "4", "--json"])
+        assert res.exit_code == 0, res.output
+        got = [h["chunk_id"] for h in json.loads(res.stdout)["hits"]]
+        assert got == want
+    citation = json.loads(runner.invoke(urna_cli, ["search", str(catalog), json.dumps(q), "-k", "1",
+                                                   "--json"]).stdout)["hits"][0]["citation_id"]
+    res = runner.invoke(urna_cli, ["cite", str(catalog), citation])
+    assert res.exit_code == 0, res.output
+    assert res.stdout.splitlines()[0] == f"citation_id:  {citation}"

@@ -12,6 +12,7 @@ from ..format.inspect import inspect_view
 from ..format.layout import ENCODING_NAMES, section_name
 from ..format.reader import UrnaView
 from ..format.verify import verify
+from ..runtime.catalog import is_catalog_path
 from ._output import emit_json, labelled
 
 FILE = click.Path(path_type=Path)  # a directory is bad input (exit 1), not usage
@@ -86,6 +87,20 @@ def validate_cmd(file: Path, as_json: bool) -> None:
     click.echo("  " + labelled("Content hash:", result.content_hash, w))
 
 
+def shard_for_citation(catalog: Path, citation: str) -> Path:
+    """The shard of ``catalog`` (checked against it) whose content_hash the citation names."""
+    from ..errors import CitationError
+    from ..format.identity import parse_citation
+    from ..runtime.catalog import open_catalog
+
+    expected, _ = parse_citation(citation)
+    with open_catalog(catalog) as cat:
+        for shard in cat.shard_info:
+            if shard.content_hash == expected:
+                return Path(shard.file)
+    raise CitationError(f"content_hash {expected} is not a shard of this catalog")
+
+
 @click.command("cite")
 @click.argument("file", type=FILE)
 @click.argument("citation")
@@ -95,6 +110,8 @@ def cite_cmd(file: Path, citation: str, as_json: bool) -> None:
 
     Example: urna cite corpus.urna 'urna://sha256:.../sha256:...'
     """
+    if is_catalog_path(file):
+        file = shard_for_citation(file, citation)
     data = read_file(file)
     view = UrnaView.from_bytes(data)
     hit = resolve_citation(view, citation)

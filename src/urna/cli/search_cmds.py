@@ -18,6 +18,8 @@ import numpy as np
 from ..format.layout import SECTION_SPACE_TABLE, section_name
 from ..format.reader import UrnaView
 from ..runtime import SearchResult, UrnaFile, open_file
+from ..runtime.catalog import is_catalog_path, open_catalog
+from ..runtime.hits import FULL_PRECISION, STORED_PRECISION, SearchExplain
 from ..runtime.media import export_blobs
 from ._output import emit_json
 
@@ -77,6 +79,24 @@ _json_flag = click.option("--json", "as_json", is_flag=True, help="Print one JSO
 _k_opt = click.option("-k", "k", type=int, default=10, show_default=True, help="Hits to return.")
 
 
+def _search(file: Path, method: str, q, k: int, *args) -> SearchResult:
+    """Run ``<method>_result`` on a file, or ``<method>`` on a shard catalog (merged hits)."""
+    if not is_catalog_path(file):
+        with open_file(file) as f:
+            return getattr(f, f"{method}_result")(q, k, *args)
+    started = time.perf_counter()
+    with open_catalog(file) as cat:
+        hits = getattr(cat, method)(q, k, *args)
+        n, dtype = cat.n_embeddings, cat.dtype
+    route = hits[0].index_type if hits else "exact"
+    exact = route == "exact"
+    source = FULL_PRECISION if dtype == "float32" else STORED_PRECISION
+    explain = SearchExplain(route=route, exact_candidates=n if exact else 0, rerank_source=source,
+                            recall_estimate=1.0 if exact else math.nan)
+    return SearchResult(hits, route, 1.0 if exact else math.nan, k < n, k,
+                        (time.perf_counter() - started) * 1000.0, explain)
+
+
 @click.command("search")
 @click.argument("file", type=FILE)
 @click.argument("query")
@@ -87,9 +107,7 @@ def search_cmd(file: Path, query: str, k: int, as_json: bool) -> None:
 
     Example: urna search corpus.urna "[0.1, 0.2, 0.3, 0.4]" -k 5
     """
-    q = parse_query(query)
-    with open_file(file) as f:
-        _show(f.search_result(q, k), as_json)
+    _show(_search(file, "search", parse_query(query), k), as_json)
 
 
 @click.command("search-ann")
@@ -104,9 +122,7 @@ def search_ann_cmd(file: Path, query: str, k: int, ef: int, as_json: bool) -> No
 
     Example: urna search-ann corpus.urna "[0.1, 0.2, 0.3, 0.4]" -k 5 --ef 200
     """
-    q = parse_query(query)
-    with open_file(file) as f:
-        _show(f.search_ann_result(q, k, ef), as_json)
+    _show(_search(file, "search_ann", parse_query(query), k, ef), as_json)
 
 
 @click.command("search-graph")
@@ -121,9 +137,7 @@ def search_graph_cmd(file: Path, query: str, k: int, hops: int, ef: int, as_json
 
     Example: urna search-graph corpus.urna "[0.1, 0.2, 0.3, 0.4]" --hops 2
     """
-    q = parse_query(query)
-    with open_file(file) as f:
-        _show(f.search_graph_result(q, k, hops, ef), as_json)
+    _show(_search(file, "search_graph", parse_query(query), k, hops, ef), as_json)
 
 
 @click.command("search-space")
