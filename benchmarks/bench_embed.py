@@ -20,6 +20,10 @@ import random
 import tempfile
 import time
 from pathlib import Path
+import sys
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+from helpers.specs import write_jsonl_spec  # noqa: E402  (the tests' spec writer)
 
 WORDS = ("file vector search citation offline embed chunk corpus index model query rerank "
          "cosine byte span hash manifest section graph space media blob token lexical "
@@ -46,29 +50,9 @@ def bench_build(texts: list[str], preset: str, work: Path) -> dict[str, float]:
     from urna.forge import pipeline
     from urna.forge.spec import load_spec
 
-    rows = work / "rows.jsonl"
-    rows.write_text("".join(json.dumps({"id": f"{i:06d}", "text": t}) + "\n"
-                            for i, t in enumerate(texts)))
-    spec = work / "corpus.toml"
-    spec.write_text(f"""
-[corpus]
-name = "bench"
-chunker_version = "bench/1"
-[source]
-kind = "jsonl"
-path = "{rows}"
-order_by = "id"
-[source.text]
-template = "{{text}}"
-[[models]]
-preset = "potion"
-text = "default"
-[build]
-preset = "{preset}"
-[output]
-dir = "{work / 'out'}"
-cache_dir = "{work / 'cache'}"
-""")
+    rows = ({"id": f"{i:06d}", "text": t} for i, t in enumerate(texts))
+    spec = write_jsonl_spec(work, rows, name="bench", preset=preset, with_graph=None,
+                            cache_dir=work / "cache")
     out = {}
     for label in ("cold", "warm"):
         t0 = time.perf_counter()

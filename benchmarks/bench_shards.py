@@ -30,6 +30,10 @@ import time
 from pathlib import Path
 
 import numpy as np
+import sys
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+from helpers.specs import write_jsonl_spec  # noqa: E402  (the tests' spec writer)
 
 WORDS = ("file vector search citation offline embed chunk corpus index model query rerank "
          "cosine byte span hash manifest section graph space media blob token lexical "
@@ -39,31 +43,10 @@ WORDS = ("file vector search citation offline embed chunk corpus index model que
 def write_corpus(root: Path, n: int, model: str, seed: int = 7) -> Path:
     """N rows of 40-90 words (a typical chunk) and a corpus.toml over them."""
     rng = random.Random(seed)
-    with (root / "rows.jsonl").open("w") as fh:
-        for i in range(n):
-            text = " ".join(rng.choice(WORDS) for _ in range(rng.randint(40, 90))) + f" #{i}."
-            fh.write(json.dumps({"id": f"r{i:08d}", "text": text}) + "\n")
-    spec = root / "corpus.toml"
-    spec.write_text(f"""[corpus]
-name = "bench"
-chunker_version = "bench/1"
-[source]
-kind = "jsonl"
-path = "{(root / 'rows.jsonl').as_posix()}"
-order_by = ["id"]
-[source.text]
-template = "{{text}}"
-[[models]]
-preset = "{model}"
-text = "default"
-[build]
-preset = "exact"
-with_graph = false
-[output]
-mode = "single"
-dir = "{(root / 'out').as_posix()}"
-""")
-    return spec
+    rows = ({"id": f"r{i:08d}",
+             "text": " ".join(rng.choice(WORDS) for _ in range(rng.randint(40, 90))) + f" #{i}."}
+            for i in range(n))
+    return write_jsonl_spec(root, rows, name="bench", model=model, mode="single")
 
 
 def build_once(spec_path: Path, shards: int, engine: str, workers: int | None,

@@ -20,6 +20,8 @@ from urna.format.reader import UrnaView
 from urna.format.sections import canonical
 from urna.forge.embed import PotionEmbedder
 
+from helpers.specs import write_jsonl_spec
+
 ROOT = Path(__file__).resolve().parents[2]
 REF_SPEC_FILE = Path(__file__).parent / "data" / "quickstart-spec-ref0.5.1.urna"
 REF_META = json.loads((ROOT / "tests/data/ref-0.5.1/quickstart.chunks.json").read_text())["meta"]
@@ -95,32 +97,9 @@ def test_rerun_reuses_the_embed_cache(quickstart_build) -> None:
 
 
 def _big_corpus(tmp_path: Path, n: int) -> Path:
-    rows = tmp_path / "rows.jsonl"
-    rows.write_text("".join(json.dumps({"id": f"{i:05d}", "text": f"passage {i} about topic "
-                                        f"{i % 17} and detail {i * 7919 % 1000}"}) + "\n"
-                            for i in range(n)))
-    spec = tmp_path / "corpus.toml"
-    spec.write_text(f"""
-[corpus]
-name = "big"
-chunker_version = "big/1"
-[source]
-kind = "jsonl"
-path = "{rows}"
-order_by = "id"
-[source.text]
-template = "{{text}}"
-[[models]]
-preset = "potion"
-text = "default"
-[build]
-preset = "exact"
-with_graph = false
-[output]
-dir = "{tmp_path / 'out'}"
-cache_dir = "{tmp_path / 'cache'}"
-""")
-    return spec
+    rows = ({"id": f"{i:05d}", "text": f"passage {i} about topic {i % 17} and detail {i * 7919 % 1000}"}
+            for i in range(n))
+    return write_jsonl_spec(tmp_path, rows, name="big", cache_dir=tmp_path / "cache")
 
 
 # Runs the build in a child whose embedder stalls in its third part, so the parent can

@@ -7,7 +7,6 @@ spec (potion, ``hybrid`` preset with HNSW, BM25 and graph).
 
 from __future__ import annotations
 
-import json
 import random
 from pathlib import Path
 
@@ -16,6 +15,8 @@ import pytest
 
 from urna.forge import pipeline
 from urna.forge.spec import CorpusSpec, load_spec
+
+from helpers.specs import write_jsonl_spec
 
 REPO = Path(__file__).resolve().parents[2]
 QUICKSTART = REPO / "examples" / "quickstart"
@@ -41,36 +42,9 @@ def write_synthetic(root: Path, n: int = SYNTH_ROWS, seed: int = 7) -> Path:
     for i in range(n):
         # a unique token per row: no two vectors tie, so the top-k order is unambiguous
         words = [rng.choice(_WORDS) for _ in range(rng.randint(4, 14))] + [f"u{i}"]
-        lines.append(json.dumps({"id": f"row-{i:06d}", "text": " ".join(words),
-                                 "source_uri": f"synthetic/{i // 100:04d}.txt"}))
-    (root / "rows.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
-    spec = root / "corpus.toml"
-    spec.write_text(f"""
-[corpus]
-name = "synth"
-chunker_version = "synth/1"
-
-[source]
-kind = "jsonl"
-path = "{(root / 'rows.jsonl').as_posix()}"
-order_by = ["id"]
-
-[source.text]
-template = "{{text}}"
-
-[[models]]
-preset = "floor"
-text = "default"
-
-[build]
-preset = "exact"
-with_graph = false
-
-[output]
-mode = "single"
-dir = "{(root / 'out').as_posix()}"
-""", encoding="utf-8")
-    return spec
+        lines.append({"id": f"row-{i:06d}", "text": " ".join(words),
+                      "source_uri": f"synthetic/{i // 100:04d}.txt"})
+    return write_jsonl_spec(root, lines, name="synth", model="floor", mode="single")
 
 
 def queries(dim: int, n: int, seed: int = 0) -> np.ndarray:
