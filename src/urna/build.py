@@ -12,9 +12,7 @@ from __future__ import annotations
 import json
 import math
 import os
-import tempfile
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Sequence
 
 import numpy as np
@@ -26,6 +24,7 @@ from .format.identity import chunk_id
 from .format.manifest import CapabilitiesExt, Manifest
 from .format.sections import canonical
 from .format.writer import EncodedSection, assemble
+from ._atomic import write_atomic
 
 PRESETS = {
     # preset: (text encoding, dtype, HNSW, BM25)
@@ -306,51 +305,3 @@ def _attach_media(manifest: Manifest, kw: dict, n_chunks: int, out: list[Encoded
 
         out += space_sections(kw["spaces"], n_chunks)
         _ext(manifest).supports_multimodal = True
-
-
-def _file_mode(target: Path) -> int:
-    """The mode the written file gets: the existing file's, else the umask's default (0666 & ~umask)."""
-    try:
-        return os.stat(target).st_mode & 0o7777
-    except OSError:
-        pass
-    try:  # read the umask without changing it (Linux); os.umask is a set-and-restore race
-        with open("/proc/self/status", encoding="ascii") as fh:
-            for line in fh:
-                if line.startswith("Umask:"):
-                    return 0o666 & ~int(line.split()[1], 8)
-    except (OSError, ValueError):
-        pass
-    mask = os.umask(0o022)
-    os.umask(mask)
-    return 0o666 & ~mask
-
-
-def write_atomic(path: str | os.PathLike, data: bytes) -> None:
-    """Write ``data`` to ``path`` via a temp file in the same folder, fsync, then rename."""
-    target = Path(path)
-    folder = target.parent if str(target.parent) else Path(".")
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=folder)
-    try:
-        os.fchmod(fd, _file_mode(target))  # mkstemp makes 0600; a corpus is a normal file
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, target)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise
-    try:
-        dir_fd = os.open(folder, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(dir_fd)
-    except OSError:
-        pass
-    finally:
-        os.close(dir_fd)

@@ -11,12 +11,12 @@ from __future__ import annotations
 import hashlib
 import io
 import json
-import os
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from urna._atomic import write_atomic
 from urna.forge.ingest import Row
 
 
@@ -26,23 +26,9 @@ def canonical_hash(obj: Any) -> str:
     return "sha256:" + hashlib.sha256(raw.encode("utf-8")).hexdigest()
 
 
-def _fsync_write(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` atomically (temp file in the same folder, fsync, rename)."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        with tmp.open("wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    finally:
-        if tmp.exists():
-            tmp.unlink()
-
-
 def write_json(path: Path, obj: Any) -> None:
     """Atomically write sorted-key, one-space-indented JSON."""
-    _fsync_write(path, (json.dumps(obj, sort_keys=True, indent=1) + "\n").encode("utf-8"))
+    write_atomic(path, (json.dumps(obj, sort_keys=True, indent=1) + "\n").encode("utf-8"))
 
 
 class EmbedCache:
@@ -77,8 +63,8 @@ class EmbedCache:
         buf = io.BytesIO()
         np.savez(buf, text=text.astype(np.float32))
         data = buf.getvalue()
-        _fsync_write(self.path, data)
-        _fsync_write(self.sidecar, (hashlib.sha256(data).hexdigest() + "\n").encode())
+        write_atomic(self.path, data)
+        write_atomic(self.sidecar, (hashlib.sha256(data).hexdigest() + "\n").encode())
 
     def part_path(self, model_hash: str, recipe_hash: str, rows: list[Row]) -> Path:
         """Where the vectors of one batch of rows are kept while a corpus embeds."""
@@ -102,4 +88,4 @@ def store_part(path: Path, arr: np.ndarray) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     buf = io.BytesIO()
     np.save(buf, arr.astype(np.float32), allow_pickle=False)
-    _fsync_write(path, buf.getvalue())
+    write_atomic(path, buf.getvalue())

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .._atomic import write_atomic
 from ..errors import CitationError, UrnaError
 from ..format.citation import ResolvedCitation
 from ..format.identity import parse_citation
@@ -92,15 +93,7 @@ def write_catalog(path: str | os.PathLike, doc: dict[str, Any]) -> str:
     """Write a catalog document atomically (temp file, fsync, rename); returns the path."""
     target = Path(path)
     data = (json.dumps(doc, sort_keys=True, indent=1, ensure_ascii=False) + "\n").encode("utf-8")
-    tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
-    try:
-        with tmp.open("wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, target)
-    finally:
-        tmp.unlink(missing_ok=True)
+    write_atomic(target, data)
     return str(target)
 
 
