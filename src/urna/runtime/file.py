@@ -214,6 +214,16 @@ class UrnaFile:
         """Vector shortlist ∪ BM25 shortlist, fused by RRF, exact rerank (no fallback)."""
         return self.search_hybrid_result(query, query_text, k, candidates).hits
 
+    def search_bm25_result(self, query_text: str, k: int) -> SearchResult:
+        """:meth:`search_bm25` with its envelope."""
+        if not isinstance(query_text, str):
+            raise TypeError(f"query_text must be str, not {type(query_text).__name__}")
+        return _s.bm25_search(self._state, query_text, as_i32(k))
+
+    def search_bm25(self, query_text: str, k: int) -> list[SearchHit]:
+        """Pure lexical top-k by BM25 (beyond the reference); hits carry ``score_type="bm25"``."""
+        return self.search_bm25_result(query_text, k).hits
+
     def search_graph_result(self, query, k: int, hops: int = 1, ef: int = 100) -> SearchResult:
         """:meth:`search_graph` with its envelope."""
         return _s.graph_search(self._state, as_f32(query), as_i32(k), check_size(hops),

@@ -13,10 +13,10 @@ import time
 
 import numpy as np
 
-from ..errors import (MalformedSectionPayload, ModelHashMismatch, SpaceModelMismatch,
-                      SpaceNotFound)
+from ..errors import (InvalidK, MalformedSectionPayload, ModelHashMismatch, SpaceModelMismatch,
+                      SpaceNotFound, UnsupportedFeature)
 from ..format.identity import format_citation
-from ..format.layout import SECTION_SPACE_TABLE
+from ..format.layout import SECTION_BM25_INDEX, SECTION_SPACE_TABLE
 from ..index import exact
 from .hits import RetrieveHit, SearchExplain, SearchHit, SearchResult, rerank_source
 from .opening import OpenedFile
@@ -28,7 +28,7 @@ _vectors_lock = threading.Lock()
 
 
 def _hits(st: OpenedFile, ids: np.ndarray, scores: np.ndarray, label: str,
-          reranked: bool) -> list[SearchHit]:
+          reranked: bool, score_type: str = "cosine") -> list[SearchHit]:
     out = []
     for i, s in zip(ids.tolist(), scores.tolist()):
         if i >= len(st.chunk_ids):  # a space band longer than the chunk tables (crafted file)
@@ -37,7 +37,7 @@ def _hits(st: OpenedFile, ids: np.ndarray, scores: np.ndarray, label: str,
                 f"vector row {i} has no chunk (n_embeddings={len(st.chunk_ids)})")
         cid = st.chunk_ids[i]
         uri, start, end = st.spans[i]
-        out.append(SearchHit(cid, s, "cosine", uri, start, end, st.embedding_model, label,
+        out.append(SearchHit(cid, s, score_type, uri, start, end, st.embedding_model, label,
                              reranked, st.file_hash, st.content_hash,
                              format_citation(st.content_hash, cid)))
     return out
@@ -110,6 +110,24 @@ def hybrid_search(st: OpenedFile, x: np.ndarray, text: str, k: int, cpp: int) ->
                             rerank_source=rerank_source(st.scoring_dtype), recall_estimate=NAN)
     return SearchResult(_hits(st, ids, sc, "hybrid", True), "hybrid", NAN, k < st.n, k, _ms(t0),
                         explain)
+
+
+def bm25_search(st: OpenedFile, text: str, k: int) -> SearchResult:
+    """Pure lexical top-k (beyond the reference): BM25 scores, ``score_type`` ``"bm25"``."""
+    t0 = time.perf_counter()
+    if k <= 0:
+        raise InvalidK(k)
+    if st.bm25 is None:
+        raise UnsupportedFeature("this file has no BM25 section (0x08); build it with with_bm25=True "
+                                 "or the hybrid preset")
+    ids, scores = st.bm25.search_arrays(text, k)
+    if len(ids) and int(np.max(ids)) >= st.n:  # n_docs is not tied to n_chunks by the format
+        raise MalformedSectionPayload(SECTION_BM25_INDEX,
+                                      f"bm25 doc {int(np.max(ids))} has no chunk (n={st.n})")
+    explain = SearchExplain("bm25", bm25_candidates=len(ids), rerank_source="bm25",
+                            recall_estimate=1.0)
+    return SearchResult(_hits(st, np.asarray(ids, dtype=np.int64), np.asarray(scores), "bm25",
+                              False, score_type="bm25"), "bm25", 1.0, k < st.n, k, _ms(t0), explain)
 
 
 def graph_search(st: OpenedFile, x: np.ndarray, k: int, hops: int, ef: int) -> SearchResult:
