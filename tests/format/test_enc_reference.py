@@ -21,7 +21,9 @@ import pytest
 
 from urna.format import encodings as enc
 from urna.format.identity import chunk_id
-from urna.format.layout import CANONICAL_SECTIONS, Header, SectionEntry
+from urna.format.layout import CANONICAL_SECTIONS
+
+from helpers.vectors import sections as _sections
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "ref-0.5.1"
 EXPECTED = json.loads((DATA / "expected.json").read_text())["files"]
@@ -36,15 +38,6 @@ REFERENCE_OWN_CORPORA = {
     "nine_distinct": {0x01: (4, 293, "3dd53ae5bce4b2ee2ac20f9a70535d074f20695f5c9ec29260b49b310e5a8d1c"), 0x02: (1, 83, "8cccec540376a32ee4acb766f8a1131cedaf1affcc98210ab4e6457e5b874076"), 0x03: (1, 84, "98b78ba721cf5ac6f910497100f0b1ef418c7c7b7590735d9baf5fd099df802f"), 0x04: (2, 72, "60977647df920b39cf3911090af6b1366605a71c5be83d504580f752f6586819")},
     "unicode": {0x01: (4, 997, "c76cdbacd952cb19680b35fa86d895ad75b90ac73a6511280daa7fed1f7b531c"), 0x02: (1, 104, "46e15fb383e1646a3c9c4a9e4f6ee2b703402b651c97586fca63fa35d23db37f"), 0x03: (1, 148, "54de4008bd9182fa7a2b8db22a3da98274b8fed238389bdb3528fe8d8e1aadc6"), 0x04: (2, 248, "243578711695171a91217a05e820ee4a8cbdfaca4cfb0bfd6c128f11c4d11e2b")},
 }
-
-
-def _sections(buf: bytes) -> dict[int, tuple[int, bytes]]:
-    header = Header.unpack(buf)
-    out = {}
-    for i in range(header.section_table_count):
-        e = SectionEntry.unpack(buf, header.section_table_offset + 32 * i)
-        out[e.section_id] = (e.encoding, buf[e.offset:e.offset + e.size])
-    return out
 
 
 def _decoded(sections: dict[int, tuple[int, bytes]]) -> dict[int, bytes]:

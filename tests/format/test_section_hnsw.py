@@ -28,9 +28,11 @@ from hypothesis import strategies as st
 
 from urna.errors import MalformedSectionPayload, UnsupportedSectionVersion
 from urna.format.encodings.intpack import pack_u64s
-from urna.format.layout import SECTION_HNSW_INDEX, Header, SectionEntry
+from urna.format.layout import SECTION_HNSW_INDEX, Header
 from urna.format.sections.hnsw import (HnswPayload, decode_hnsw, encode_hnsw,
                                        payload_from_lists)
+
+from helpers.vectors import sections
 
 DATA = Path(__file__).resolve().parent.parent / "data"
 REF = DATA / "ref-0.5.1"
@@ -40,12 +42,7 @@ HNSW_FILES = sorted(p.name for p in REF.glob("*.urna")
 
 def section_payload(buf: bytes, section_id: int = SECTION_HNSW_INDEX) -> tuple[bytes, int]:
     """(payload bytes of ``section_id``, header n_embeddings), read through the table."""
-    h = Header.unpack(buf)
-    for k in range(h.section_table_count):
-        e = SectionEntry.unpack(buf, h.section_table_offset + 32 * k)
-        if e.section_id == section_id:
-            return buf[e.offset:e.offset + e.size], h.n_embeddings
-    raise KeyError(section_id)
+    return sections(buf)[section_id][1], Header.unpack(buf).n_embeddings
 
 
 def as_lists(g: HnswPayload) -> list[list[list[int]]]:

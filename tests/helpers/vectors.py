@@ -45,3 +45,15 @@ def section_payload(buf: bytes, section_id: int) -> bytes:
         if e.section_id == section_id:
             return buf[e.offset:e.offset + e.size]
     raise KeyError(section_id)
+
+
+def sections(buf: bytes) -> dict[int, tuple[int, bytes]]:
+    """Every section of ``buf`` as ``{section_id: (encoding, payload)}`` (first entry per id)."""
+    from urna.format import layout as L
+
+    h = L.Header.unpack(buf)
+    out: dict[int, tuple[int, bytes]] = {}
+    for i in range(h.section_table_count):
+        e = L.SectionEntry.unpack(buf, h.section_table_offset + i * L.URNA_SECTION_ENTRY_SIZE)
+        out.setdefault(e.section_id, (e.encoding, buf[e.offset:e.offset + e.size]))
+    return out

@@ -21,10 +21,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from urna.format.layout import Header, SectionEntry
+from urna.format.layout import Header
 from urna.format.sections.hnsw import decode_hnsw, encode_hnsw, payload_from_lists
 from urna.index import _hnsw_kernels as K
 from urna.index.hnsw import Lcg, build_hnsw, hnsw_search, level0_neighbors, sample_levels
+
+from helpers.vectors import sections
 
 REF = Path(__file__).resolve().parent.parent / "data" / "ref-0.5.1"
 EXPECTED = json.loads((REF / "expected.json").read_text())["files"]
@@ -60,15 +62,6 @@ def dot8_numpy(a: np.ndarray, b: np.ndarray) -> np.float32:
         tail = np.float32(tail + x)
     l = lanes
     return np.float32(((l[0] + l[1]) + (l[2] + l[3])) + ((l[4] + l[5]) + (l[6] + l[7])) + tail)
-
-
-def sections(buf: bytes) -> dict[int, tuple[int, bytes]]:
-    h = Header.unpack(buf)
-    out = {}
-    for k in range(h.section_table_count):
-        e = SectionEntry.unpack(buf, h.section_table_offset + 32 * k)
-        out[e.section_id] = (e.encoding, buf[e.offset:e.offset + e.size])
-    return out
 
 
 def stored_rows(buf: bytes) -> np.ndarray:
