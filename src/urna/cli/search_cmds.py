@@ -15,6 +15,7 @@ from pathlib import Path
 import click
 import numpy as np
 
+from ..errors import UrnaError
 from ..format.layout import SECTION_SPACE_TABLE, section_name
 from ..format.reader import UrnaView
 from ..runtime import SearchResult, UrnaFile, open_file
@@ -170,7 +171,7 @@ def stats_document(file: Path) -> dict:
         try:
             spaces = [{"name": s.name, "dim": s.dim, "dtype": s.dtype, "n_vectors": s.n_vectors,
                        "model_hash": s.model_hash} for s in view.space_entries()]
-        except Exception:  # the reference skips a table it cannot decode
+        except UrnaError:  # the reference skips a table it cannot decode
             spaces = None
     return {
         "file": str(file), "size": h.file_size, "chunks": h.n_chunks,
