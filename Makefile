@@ -3,17 +3,21 @@ PY ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: venv browser quickstart test bench pins fuzz fuzz-atheris clean
+.PHONY: install venv browser quickstart test bench pins fuzz fuzz-atheris clean
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 
+# The package alone (what the main job needs), and with its test extras.
+install: $(BIN)/python
+	$(BIN)/pip install -q -e .
+
 venv: $(BIN)/python
 	$(BIN)/pip install -q -e '.[test]'
 
 # The main job: build the quickstart corpus with the default embedder and ask it a question.
-quickstart: venv
+quickstart: install
 	$(BIN)/urna build --spec examples/quickstart/corpus.toml
 	$(BIN)/urna ask examples/quickstart/out/quickstart.urna "can I use this offline" -k 1
 
