@@ -56,7 +56,7 @@ def run_checks() -> tuple[list[dict[str, Any]], int]:
     if numba:
         add("ok", "numba", f"{numba} (fast kernels available)")
     else:
-        add("warn", "numba", "not installed; plain numpy kernels (pip install 'urna[fast]')")
+        add("warn", "numba", "not installed; plain numpy kernels (pip install numba)")
     for pkg, extra, why in (("pypdf", "pdf", "PDF text in documents builds"),
                             ("beautifulsoup4", "html", "HTML text in documents builds"),
                             ("sentence-transformers", "st", "bring-your-own models")):
