@@ -118,8 +118,23 @@ def test_benchmark_headers() -> None:
     assert res.exit_code == 0, res.output
     lines = res.output.splitlines()
     assert lines[0].startswith("Exact (5 queries, dim=256, dtype=int8, simd=")
-    assert [ln.split(":")[0] for ln in lines[1:5]] == ["  mean", "  p50", "  p95", "  p99"]
-    assert lines[5] == "(no HNSW section — ANN bench skipped)"
+    assert [ln.split(":")[0] for ln in lines[1:6]] == ["  mean", "  p50", "  p95", "  p99", "  qps"]
+    assert float(lines[5].split()[1]) > 0
+    assert lines[6] == "(no HNSW section — ANN bench skipped)"
     doc = json.loads(run("benchmark", REF / "synthetic-tiny.urna", "-q", "4", "--ann", "32",
                          "--json").output)
     assert doc["recall_ann_vs_exact"] >= 0.9 and len(doc["passes"]) == 2
+    assert all(p["qps"] > 0 for p in doc["passes"])
+
+
+def test_benchmark_queries_come_from_the_file_by_default() -> None:
+    import numpy as np
+
+    import urna
+    from urna.cli.search_cmds import _own_queries
+
+    with urna.open(REF / "synthetic-exact.urna") as f:
+        qs = _own_queries(f, 6, seed=3)
+        rows = f.vectors()
+    # every query is one of the file's stored rows
+    assert all(np.any(np.all(rows == q, axis=1)) for q in qs)

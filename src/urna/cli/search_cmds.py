@@ -245,6 +245,16 @@ def _timed(f: UrnaFile, queries: np.ndarray, call, cold: bool) -> list[float]:
     return times
 
 
+def _own_queries(f: UrnaFile, n: int, seed: int) -> np.ndarray:
+    """``n`` of the file's own (non-zero) rows, drawn with replacement: realistic queries."""
+    rng = np.random.default_rng(seed)
+    picks = f.vectors(rng.integers(0, f.n_embeddings, size=4 * n))
+    picks = picks[np.linalg.norm(picks, axis=1) > 0][:n]
+    if len(picks) < n:  # a (crafted) file of zero rows: fall back to random unit queries
+        return _unit_queries(n, f.embedding_dim, seed)
+    return np.ascontiguousarray(picks, dtype=np.float32)
+
+
 def _unit_queries(n: int, dim: int, seed: int) -> np.ndarray:
     q = np.random.default_rng(seed).random((n, dim), dtype=np.float32)  # [0, 1) as the reference
     norms = np.linalg.norm(q, axis=1, keepdims=True)
@@ -259,10 +269,13 @@ def _unit_queries(n: int, dim: int, seed: int) -> np.ndarray:
 @click.option("--madvise-cold", is_flag=True, help="Add a pass that drops the pages first.")
 @click.option("--space", default=None, help="Benchmark one named space instead.")
 @click.option("--seed", type=int, default=0, show_default=True, help="Query generator seed.")
+@click.option("--queries", "source", type=click.Choice(["own", "random"]), default="own",
+              show_default=True, help="Queries drawn from the file's own rows, or random unit "
+              "vectors (the reference's benchmark).")
 @_json_flag
 def benchmark_cmd(file: Path, n_queries: int, k: int, ann_ef: int | None, madvise_cold: bool,
-                  space: str | None, seed: int, as_json: bool) -> None:
-    """[engine] Latency of exact (and ANN / space) search over random unit queries.
+                  space: str | None, seed: int, source: str, as_json: bool) -> None:
+    """[engine] Latency (mean, p50, p95, p99) and QPS of exact, ANN or space search.
 
     Example: urna benchmark corpus.urna -q 200 -k 10 --ann 100
     """
@@ -274,6 +287,7 @@ def benchmark_cmd(file: Path, n_queries: int, k: int, ann_ef: int | None, madvis
         doc["passes"].append({"name": header, **lat})
         lines.append(f"{header}:")
         lines.extend(f"  {key + ':':<7} {lat[key]:.3f} ms" for key in ("mean", "p50", "p95", "p99"))
+        lines.append(f"  {'qps:':<7} {lat['qps']:.1f}")
 
     with open_file(file) as f:
         if space is not None:
@@ -287,7 +301,8 @@ def benchmark_cmd(file: Path, n_queries: int, k: int, ann_ef: int | None, madvis
             if madvise_cold:
                 report(f"{head} [madvise-cold]", _timed(f, qs, call, True))
         else:
-            qs = _unit_queries(n_queries, f.embedding_dim, seed)
+            qs = (_own_queries(f, n_queries, seed) if source == "own"
+                  else _unit_queries(n_queries, f.embedding_dim, seed))
             head = (f"Exact ({n_queries} queries, dim={f.embedding_dim}, dtype={f.dtype}, "
                     f"simd={f.simd_backend})")
             report(f"{head} [hot]", _timed(f, qs, lambda q: f.search(q, k), False))

@@ -292,6 +292,19 @@ class UrnaFile:
         """Chunk ids in file order."""
         return list(self._state.chunk_ids)
 
+    def vectors(self, ids=None) -> np.ndarray:
+        """Stored embeddings as float32 rows (float16/int8/int4 dequantised), all or ``ids``."""
+        st = self._state
+        if ids is None:
+            return st.stored.dequantize(0, st.n)
+        rows = np.asarray(ids, dtype=np.int64).reshape(-1)
+        if rows.size and (int(rows.min()) < 0 or int(rows.max()) >= st.n):
+            raise IndexError(f"row ids must be in [0, {st.n})")
+        out = np.empty((rows.size, st.dim), dtype=np.float32)
+        for j, i in enumerate(rows.tolist()):
+            out[j] = st.stored.dequantize(i, i + 1)[0]
+        return out
+
     def texts(self) -> list[str]:
         """The stored canonical texts in file order (decoded once)."""
         if self._texts is None:
