@@ -138,6 +138,7 @@ class Slab:
             self._cache[key] = val
         return val
 
+    @np.errstate(over="ignore", invalid="ignore")  # finite but huge scales overflow to inf, as in f32
     def dequantize(self, lo: int, hi: int) -> np.ndarray:
         """Rows ``lo..hi`` as float32 values (§2.2 element-wise, for screening and HNSW)."""
         if self.dtype == "float32":
@@ -177,6 +178,7 @@ def _unpack_int4(packed: np.ndarray) -> np.ndarray:
 
 # --- deterministic per-row scores -----------------------------------------------------------
 
+@np.errstate(over="ignore", invalid="ignore")  # overflow gives inf or NaN as f32 does (NaN ranks last)
 def _score_numpy(slab: Slab, q: np.ndarray, rows: np.ndarray) -> np.ndarray:
     """Row-wise reductions along the contiguous axis: the same arithmetic for every row."""
     out = np.empty(len(rows), dtype=F32)
