@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import struct
-from typing import Callable
+from typing import Callable, Iterable
 
 from ..errors import CitationError
 from .layout import CANONICAL_SECTIONS, CHUNK_ID_DOMAIN, CITATION_SCHEME
@@ -38,15 +38,21 @@ def chunk_id(canonical_text: str, source_uri: str, byte_start: int, byte_end: in
     return HASH_PREFIX + h.hexdigest()
 
 
-def content_hash(decoded_section: Callable[[int], bytes]) -> str:
-    """Hash the six canonical sections' decoded bytes in the fixed canonical order."""
+def content_hash(decoded_section: Callable[[int], bytes | tuple[int, Iterable[bytes]]]) -> str:
+    """Hash the six canonical sections' decoded bytes in the fixed canonical order.
+
+    ``decoded_section(id)`` gives the bytes, or ``(length, pieces)`` for a section that is hashed
+    as it is produced (a dedup expansion) rather than held whole.
+    """
     h = hashlib.sha256()
     for section_id, name in CANONICAL_SECTIONS:
         data = decoded_section(section_id)
+        length, pieces = data if isinstance(data, tuple) else (len(data), (data,))
         h.update(_U32.pack(len(name)))
         h.update(name.encode("ascii"))
-        h.update(_U64.pack(len(data)))
-        h.update(data)
+        h.update(_U64.pack(length))
+        for piece in pieces:
+            h.update(piece)
     return HASH_PREFIX + h.hexdigest()
 
 

@@ -11,6 +11,7 @@ n_chunks, and the contents of 0x01..0x05 (decoded on demand).
 from __future__ import annotations
 
 import hashlib
+from typing import Iterable
 
 from ..errors import (EmbeddingSizeMismatch, FileSizeMismatch, FileTruncated,
                       FooterHashMismatch, InvalidHeaderChecksum, MagicMismatch, ManifestInvalid,
@@ -216,12 +217,7 @@ class UrnaView:
             raise SectionNotFound(section_id)
         payload = self.payload(entry)
         if section_id == SECTION_CHUNKS_CANONICAL:
-            dictionary = self.entry(SECTION_DICTIONARY)
-            dedup = self.entry(SECTION_DEDUP_MAP)
-            out = encodings.decode_chunks_canonical_section(
-                entry.encoding, payload,
-                bytes(self.payload(dictionary)) if dictionary is not None else None,
-                bytes(self.payload(dedup)) if dedup is not None else None)
+            out = b"".join(self._canonical_pieces()[1])
         elif entry.encoding in VECTOR_ENCODINGS:
             out = payload  # identity encodings: no copy (0x04 can be large)
         else:
@@ -232,8 +228,24 @@ class UrnaView:
     def content_hash(self) -> str:
         """``sha256:`` hash of the six decoded canonical sections."""
         if self._content_hash is None:
-            self._content_hash = _content_hash(self.decoded)
+            self._content_hash = _content_hash(self._hash_input)
         return self._content_hash
+
+    def _hash_input(self, section_id: int) -> bytes | memoryview | tuple[int, Iterable[bytes]]:
+        # 0x02 is hashed piece by piece: a dedup expansion may be far larger than the file (a
+        # hostile map can point every chunk at one pool text), so it is never held whole here.
+        if section_id == SECTION_CHUNKS_CANONICAL and section_id not in self._decoded:
+            return self._canonical_pieces()
+        return self.decoded(section_id)
+
+    def _canonical_pieces(self) -> tuple[int, Iterable[bytes]]:
+        entry = self.entry(SECTION_CHUNKS_CANONICAL)
+        dictionary = self.entry(SECTION_DICTIONARY)
+        dedup = self.entry(SECTION_DEDUP_MAP)
+        return encodings.chunks_canonical_pieces(
+            entry.encoding, self.payload(entry),
+            bytes(self.payload(dictionary)) if dictionary is not None else None,
+            bytes(self.payload(dedup)) if dedup is not None else None)
 
     @property
     def magic(self) -> str:

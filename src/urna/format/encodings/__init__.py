@@ -9,6 +9,8 @@ The writer's choices live in ``chooser``; vector layouts in ``vectors``.
 
 from __future__ import annotations
 
+from typing import Iterable
+
 from ...errors import MalformedSectionPayload, UnsupportedSectionEncoding
 from .chooser import (
     choose_chunk_ids,
@@ -16,7 +18,7 @@ from .chooser import (
     choose_spans,
     encode_smallest,
 )
-from .dedup import decode_map, expand_pool
+from .dedup import decode_map, expansion
 from .fsst import decode_fsst
 from .repack import decode_repack
 from .textcontainer import decode_txt_streams, malformed
@@ -66,9 +68,9 @@ def decode_section(section_id: int, encoding: int, payload: bytes | memoryview) 
     return out if isinstance(out, bytes) else bytes(out)
 
 
-def decode_chunks_canonical_section(encoding: int, payload: bytes | memoryview,
-                                    dictionary: bytes | None, dedup_map: bytes | None) -> bytes:
-    """The raw chunks_canonical payload of 0x02 (dictionary for id 5, dedup map when given)."""
+def chunks_canonical_pieces(encoding: int, payload: bytes | memoryview, dictionary: bytes | None,
+                            dedup_map: bytes | None) -> tuple[int, Iterable[bytes]]:
+    """Length and byte pieces of the decoded 0x02 payload (a dedup expansion is never joined)."""
     try:
         if encoding == 5:
             if dictionary is None:
@@ -79,18 +81,26 @@ def decode_chunks_canonical_section(encoding: int, payload: bytes | memoryview,
     except (MalformedSectionPayload, UnsupportedSectionEncoding) as exc:
         raise _retag(exc, _SECTION_CANONICAL) from None
     if dedup_map is None:
-        return out if isinstance(out, bytes) else bytes(out)
+        out = out if isinstance(out, bytes) else bytes(out)
+        return len(out), (out,)
     try:
         refs = decode_map(dedup_map)
     except (MalformedSectionPayload, UnsupportedSectionEncoding) as exc:
         raise _retag(exc, _SECTION_DEDUP_MAP) from None
-    return expand_pool(out, refs)
+    return expansion(out, refs)
+
+
+def decode_chunks_canonical_section(encoding: int, payload: bytes | memoryview,
+                                    dictionary: bytes | None, dedup_map: bytes | None) -> bytes:
+    """The raw chunks_canonical payload of 0x02 (dictionary for id 5, dedup map when given)."""
+    return b"".join(chunks_canonical_pieces(encoding, payload, dictionary, dedup_map)[1])
 
 
 __all__ = [
     "choose_chunk_ids",
     "choose_chunks_canonical",
     "choose_spans",
+    "chunks_canonical_pieces",
     "decode_chunks_canonical_section",
     "decode_section",
     "dequantize",

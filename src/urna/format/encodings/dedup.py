@@ -7,10 +7,17 @@ reference does. Errors carry section 0x0B (intpack ones 0, re-tagged by the call
 
 from __future__ import annotations
 
+import struct
+from typing import Iterator
+
+import numpy as np
+
 from ...errors import MalformedSectionPayload
 from ..sections.canonical import decode_string_bodies
-from ._canonical import build_canonical, byte_view
+from ._canonical import byte_view
 from .intpack import IntpackReader, pack_u64s
+
+_U32 = struct.Struct("<I")
 
 DEDUP_MAP_V1 = 0
 SECTION_DEDUP_MAP = 0x0B
@@ -47,17 +54,31 @@ def decode_map(payload: bytes | memoryview) -> list[int]:
     return refs
 
 
-def expand_pool(pool_payload: bytes | memoryview, back_refs: list[int]) -> bytes:
-    """Re-expand a raw pool payload (its own count) through ``back_refs`` to the full payload."""
+def expansion(pool_payload: bytes | memoryview, back_refs: list[int]) -> tuple[int, Iterator[bytes]]:
+    """Length and byte pieces of the re-expanded payload, checked up front, built lazily.
+
+    A few KB of map can point hundreds of thousands of chunks at one pool text; hashing the
+    pieces as they come keeps memory bounded by the pool, not by the expansion.
+    """
     if len(pool_payload) < 12:
         raise MalformedSectionPayload(_SECTION_CANONICAL, "chunks_canonical: truncated count prefix")
     count = int.from_bytes(bytes(pool_payload[4:12]), "little")
     pool = decode_string_bodies(pool_payload, count, _SECTION_CANONICAL)
-    n = len(pool)
-    out = []
-    for r in back_refs:
-        if r >= n:
-            raise MalformedSectionPayload(SECTION_DEDUP_MAP,
-                                          "dedup_map: back-ref out of unique-pool range")
-        out.append(pool[r])
-    return build_canonical(out)
+    refs = np.asarray(back_refs, dtype=np.int64)
+    if refs.size and int(refs.max()) >= len(pool):
+        raise MalformedSectionPayload(SECTION_DEDUP_MAP, "dedup_map: back-ref out of unique-pool range")
+    records = [_U32.pack(len(body)) + body for body in pool]
+    sizes = np.asarray([len(r) for r in records], dtype=np.int64)
+    total = 12 + (int(sizes[refs].sum()) if refs.size else 0)
+
+    def pieces() -> Iterator[bytes]:
+        yield struct.pack("<IQ", 1, len(refs))  # the raw form's prefix: version 1, count
+        for lo in range(0, len(refs), 4096):
+            yield b"".join(records[r] for r in refs[lo:lo + 4096].tolist())
+
+    return total, pieces()
+
+
+def expand_pool(pool_payload: bytes | memoryview, back_refs: list[int]) -> bytes:
+    """Re-expand a raw pool payload (its own count) through ``back_refs`` to the full payload."""
+    return b"".join(expansion(pool_payload, back_refs)[1])
