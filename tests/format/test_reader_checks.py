@@ -333,3 +333,17 @@ def test_contract_is_read_as_serde_reads_the_struct():
             b'"rerank_policy":"none","metric":"ip"}')
     with pytest.raises(E.Json, match="duplicate field `metric` at line 1 column 106"):
         decode_contract(pack_prefix(len(body)) + body)
+
+
+@pytest.mark.parametrize("name", ["quickstart-hybrid.urna", "synthetic-tiny.urna", "dedup-zstd_f32.urna",
+                                  "quickstart-exact.urna"])
+def test_spans_from_columns_equal_the_raw_path(name):
+    from urna.format.sections.canonical import decode_spans
+
+    view = UrnaView.from_bytes((REF / name).read_bytes())
+    n = view.header.n_embeddings
+    fast = view.spans(n)
+    assert fast == decode_spans(UrnaView.from_bytes((REF / name).read_bytes()).decoded(3), n)
+    with pytest.raises(E.SectionCountMismatch) as info:
+        UrnaView.from_bytes((REF / name).read_bytes()).spans(n + 1)
+    assert (info.value.section_id, info.value.expected, info.value.got) == (3, n + 1, n)

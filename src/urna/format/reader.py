@@ -14,16 +14,17 @@ import hashlib
 from typing import Iterable
 
 from ..errors import (EmbeddingSizeMismatch, FileSizeMismatch, FileTruncated,
-                      FooterHashMismatch, InvalidHeaderChecksum, MagicMismatch, ManifestInvalid,
-                      MissingRequiredSection, SectionChecksumMismatch, SectionMisaligned,
+                      FooterHashMismatch, InvalidHeaderChecksum, MagicMismatch,
+                      MalformedSectionPayload, ManifestInvalid, MissingRequiredSection,
+                      SectionChecksumMismatch, SectionCountMismatch, SectionMisaligned,
                       SectionOffsetOutOfBounds, UnsupportedDType, UnsupportedIndexType,
                       UnsupportedMetric, UnsupportedNormalize, UnsupportedRerankPolicy,
                       UnsupportedScoreType, UnsupportedSectionEncoding, UnsupportedVersion)
 from . import encodings
 from .identity import content_hash as _content_hash
 from .layout import (CANONICAL_SECTIONS, LEGACY_MAGIC, SECTION_ALIGNMENT,
-                     SECTION_CHUNKS_CANONICAL, SECTION_DEDUP_MAP, SECTION_DICTIONARY,
-                     SECTION_EMBEDDINGS, SECTION_SEARCH_CONTRACT, SECTION_SPACE_EMBEDDINGS_BASE,
+                     SECTION_CHUNKS_CANONICAL, SECTION_CHUNKS_ORIGINAL_SPANS, SECTION_DEDUP_MAP,
+                     SECTION_DICTIONARY, SECTION_EMBEDDINGS, SECTION_SEARCH_CONTRACT, SECTION_SPACE_EMBEDDINGS_BASE,
                      SECTION_SPACE_TABLE, U64_MAX, URNA_FOOTER_SIZE, URNA_HEADER_SIZE, URNA_MAGIC,
                      URNA_SECTION_ENTRY_SIZE, URNA_VERSION_MAJOR, URNA_VERSION_MINOR,
                      VECTOR_ENCODINGS, Footer, Header, SectionEntry, encoding_legal, h8,
@@ -224,6 +225,29 @@ class UrnaView:
             out = encodings.decode_section(section_id, entry.encoding, payload)
         self._decoded[section_id] = out
         return out
+
+    def spans(self, expected: int) -> list[tuple[str, int, int]]:
+        """Decode 0x03 to (source_uri, byte_start, byte_end) with ``expected`` records.
+
+        A spans repack (encoding 4, kind 1) is read from its columns and its count compared
+        before any raw form is rebuilt: a few KB of columns may claim a huge expansion. The
+        outcome (spans, or the first error) is the one the raw path gives.
+        """
+        from .encodings.repack import spans_columns, spans_from_columns
+        from .sections.canonical import decode_spans
+
+        entry = self.entry(SECTION_CHUNKS_ORIGINAL_SPANS)
+        payload = self.payload(entry) if entry is not None else b""
+        if (entry is None or entry.encoding != 4 or SECTION_CHUNKS_ORIGINAL_SPANS in self._decoded
+                or len(payload) == 0 or payload[0] != 1):
+            return decode_spans(self.decoded(SECTION_CHUNKS_ORIGINAL_SPANS), expected)
+        try:
+            count, pool, idx, starts, lens = spans_columns(payload[1:])
+        except MalformedSectionPayload as exc:
+            raise exc.retag(SECTION_CHUNKS_ORIGINAL_SPANS) from None
+        if count != expected:
+            raise SectionCountMismatch(SECTION_CHUNKS_ORIGINAL_SPANS, expected, count)
+        return spans_from_columns(pool, idx, starts, lens)
 
     def content_hash(self) -> str:
         """``sha256:`` hash of the six decoded canonical sections."""

@@ -21,11 +21,11 @@ from ..format import encodings
 from ..format.identity import file_hash as _file_hash
 from ..format.layout import (SECTION_BLOB_DATA, SECTION_BLOB_REFS, SECTION_BLOB_SPAN_OVERLAY,
                              SECTION_BM25_INDEX, SECTION_CHUNK_IDS,
-                             SECTION_CHUNKS_ORIGINAL_SPANS, SECTION_EMBEDDINGS,
+                             SECTION_EMBEDDINGS,
                              SECTION_EMBEDDINGS_FP, SECTION_GRAPH_ADJACENCY, SECTION_HNSW_INDEX,
                              SECTION_SPACE_EMBEDDINGS_BASE, SECTION_SPACE_TABLE)
 from ..format.reader import SPACE_DTYPES, UrnaView
-from ..format.sections.canonical import decode_chunk_ids, decode_spans
+from ..format.sections.canonical import decode_chunk_ids
 from ..index.exact import Slab
 
 DTYPES = ("float32", "float16", "int8", "int4")
@@ -184,7 +184,7 @@ def open_state(buf) -> OpenedFile:
     fp = _fp_slab(view, n, dim)
     scoring, scoring_dtype = fp if fp is not None else (stored, m.dtype)
     chunk_ids = decode_chunk_ids(view.decoded(SECTION_CHUNK_IDS), n)
-    spans = list(decode_spans(view.decoded(SECTION_CHUNKS_ORIGINAL_SPANS), n))
+    spans = view.spans(n)  # a fresh list: the blob overlay may replace entries
     hnsw = bm25 = graph = None
     if view.entry(SECTION_HNSW_INDEX) is not None:
         from ..format.sections.hnsw import decode_hnsw

@@ -11,6 +11,8 @@ from __future__ import annotations
 import re
 import struct
 
+import numpy as np
+
 from ...errors import MalformedSectionPayload
 from ..cursor import Cursor, decode_utf8
 from ._canonical import byte_view
@@ -76,7 +78,12 @@ def encode_spans(spans: list[tuple[str, int, int]]) -> bytes:
     return b"".join(out)
 
 
-def _decode_spans(body: memoryview) -> bytes:
+def spans_columns(body: memoryview) -> tuple[int, list[bytes], np.ndarray, np.ndarray, np.ndarray]:
+    """Parse a kind-1 body (after the kind byte) with every check of §4.3, without rebuilding.
+
+    Returns (count, uri pool, uri index, byte_start, length) columns; the rebuild cannot fail
+    after this, so a caller may compare ``count`` before paying for the raw form.
+    """
     cur = Cursor(body, _SECTION_SPANS)
     count = cur.u32()
     n_uris = cur.u32()
@@ -92,15 +99,26 @@ def _decode_spans(body: memoryview) -> bytes:
     if any(len(col) != count for col in cols):
         raise MalformedSectionPayload(_SECTION_SPANS, "spans intpack: column length mismatch")
     cur.expect_end()
-    idx, starts, lens = (col.tolist() for col in cols)
+    idx, starts, lens = cols
+    if count and int(idx.max()) >= n_uris:
+        raise MalformedSectionPayload(_SECTION_SPANS, "spans intpack: uri index out of range")
+    return count, pool, idx, starts, lens
+
+
+def spans_from_columns(pool: list[bytes], idx: np.ndarray, starts: np.ndarray,
+                       lens: np.ndarray) -> list[tuple[str, int, int]]:
+    """The (source_uri, byte_start, byte_end) spans a kind-1 body describes (end wraps mod 2^64)."""
+    uris = [raw.decode("utf-8") for raw in pool]
+    return [(uris[j], s, (s + n) & _MASK64)
+            for j, s, n in zip(idx.tolist(), starts.tolist(), lens.tolist())]
+
+
+def _decode_spans(body: memoryview) -> bytes:
+    count, pool, idx, starts, lens = spans_columns(body)
     parts = [_PREFIX.pack(1, count)]
-    for i in range(count):
-        j = idx[i]
-        if j >= n_uris:
-            raise MalformedSectionPayload(_SECTION_SPANS, "spans intpack: uri index out of range")
+    for j, s, n in zip(idx.tolist(), starts.tolist(), lens.tolist()):
         uri = pool[j]
-        s = starts[i]
-        parts.append(_U32.pack(len(uri)) + uri + _U64.pack(s) + _U64.pack((s + lens[i]) & _MASK64))
+        parts.append(_U32.pack(len(uri)) + uri + _U64.pack(s) + _U64.pack((s + n) & _MASK64))
     return b"".join(parts)
 
 
