@@ -34,15 +34,29 @@ def decode_utf8(data: bytes, section_id: int, prefix: str = "") -> str:
         ) from exc
 
 
+DEFAULT_EOF = "want {k} bytes at offset {pos}, have {len}"
+
+
 class Cursor:
-    """Sequential reader over ``buf`` that reports errors against ``section_id``."""
+    """Sequential reader over ``buf`` that reports errors against ``section_id``.
 
-    __slots__ = ("buf", "pos", "section_id")
+    ``eof`` is the reason text of a short read (``str.format`` fields ``k``, ``pos``, ``len``):
+    the canonical sections use the default, while some optional-section decoders of the
+    reference have their own wording (e.g. ``"bm25: unexpected EOF (need {k})"``).
+    """
 
-    def __init__(self, buf: bytes | memoryview, section_id: int, pos: int = 0) -> None:
+    __slots__ = ("buf", "pos", "section_id", "eof")
+
+    def __init__(self, buf: bytes | memoryview, section_id: int, pos: int = 0,
+                 eof: str = DEFAULT_EOF) -> None:
         self.buf = buf
         self.pos = pos
         self.section_id = section_id
+        self.eof = eof
+
+    def _short(self, k: int) -> MalformedSectionPayload:
+        return MalformedSectionPayload(
+            self.section_id, self.eof.format(k=k, pos=self.pos, len=len(self.buf)))
 
     @property
     def remaining(self) -> int:
@@ -52,9 +66,7 @@ class Cursor:
     def take(self, k: int) -> bytes:
         """The next ``k`` bytes."""
         if k > self.remaining:
-            raise MalformedSectionPayload(
-                self.section_id, f"want {k} bytes at offset {self.pos}, have {len(self.buf)}"
-            )
+            raise self._short(k)
         out = bytes(self.buf[self.pos:self.pos + k])
         self.pos += k
         return out
@@ -62,12 +74,14 @@ class Cursor:
     def view(self, k: int) -> memoryview:
         """The next ``k`` bytes as a zero-copy view."""
         if k > self.remaining:
-            raise MalformedSectionPayload(
-                self.section_id, f"want {k} bytes at offset {self.pos}, have {len(self.buf)}"
-            )
+            raise self._short(k)
         out = memoryview(self.buf)[self.pos:self.pos + k]
         self.pos += k
         return out
+
+    def unpack(self, fmt: struct.Struct) -> tuple:
+        """Read one fixed-size record."""
+        return fmt.unpack(self.take(fmt.size))
 
     def u8(self) -> int:
         """Read one byte."""

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Iterable, Sequence
 
 from ...errors import InvalidInput, MalformedSectionPayload, UnsupportedSectionVersion
+from ..cursor import Cursor
 from ..layout import SECTION_BLOB_DATA, SECTION_BLOB_REFS, SECTION_BLOB_SPAN_OVERLAY
 
 BLOB_PAYLOAD_VERSION = 1
@@ -51,29 +52,13 @@ class BlobRef:
         return "sha256:" + self.content_hash.hex()
 
 
-class _Reader:
+class _Reader(Cursor):
     """Bounded reads failing as ``MalformedSectionPayload(section_id, "unexpected EOF")``."""
 
-    __slots__ = ("buf", "pos", "section_id")
+    __slots__ = ()
 
     def __init__(self, buf: bytes | memoryview, section_id: int) -> None:
-        self.buf = bytes(buf)
-        self.pos = 0
-        self.section_id = section_id
-
-    @property
-    def remaining(self) -> int:
-        return len(self.buf) - self.pos
-
-    def take(self, k: int) -> bytes:
-        if k > self.remaining:
-            raise MalformedSectionPayload(self.section_id, "unexpected EOF")
-        out = self.buf[self.pos:self.pos + k]
-        self.pos += k
-        return out
-
-    def unpack(self, fmt: struct.Struct) -> tuple:
-        return fmt.unpack(self.take(fmt.size))
+        super().__init__(bytes(buf), section_id, eof="unexpected EOF")
 
     def head(self) -> int:
         """Read the version (must be 1) and return the declared count."""

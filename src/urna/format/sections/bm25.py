@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ...errors import MalformedSectionPayload, UnsupportedSectionVersion
-from ..cursor import utf8_error_text
+from ..cursor import Cursor, utf8_error_text
 from ..encodings.intpack import pack_u64s, unpack_u64s
 from ..layout import SECTION_BM25_INDEX
 
@@ -110,33 +110,17 @@ def _blob(out: list[bytes], blob: bytes) -> None:
     out.append(_U32.pack(len(blob)) + blob)
 
 
-class _Reader:
+class _Reader(Cursor):
     """The reference's BM25 byte cursor: one EOF text, ``bm25: unexpected EOF (need n)``."""
 
-    __slots__ = ("buf", "pos")
+    __slots__ = ()
 
     def __init__(self, buf: bytes | memoryview) -> None:
-        self.buf = memoryview(buf).cast("B")
-        self.pos = 0
-
-    def need(self, n: int) -> None:
-        if n > len(self.buf) - self.pos:
-            raise _malformed(f"bm25: unexpected EOF (need {n})")
-
-    def take(self, n: int) -> memoryview:
-        self.need(n)
-        out = self.buf[self.pos:self.pos + n]
-        self.pos += n
-        return out
-
-    def u32(self) -> int:
-        self.need(4)
-        v = _U32.unpack_from(self.buf, self.pos)[0]
-        self.pos += 4
-        return v
+        super().__init__(memoryview(buf).cast("B"), SECTION_BM25_INDEX,
+                         eof="bm25: unexpected EOF (need {k})")
 
     def term(self) -> str:
-        raw = bytes(self.take(self.u32()))
+        raw = self.take(self.u32())
         try:
             return raw.decode("utf-8")
         except UnicodeDecodeError as exc:
@@ -151,7 +135,7 @@ class _Reader:
         return arr.astype(np.uint32)
 
     def intpack_column(self) -> np.ndarray:
-        blob = self.take(self.u32())
+        blob = self.view(self.u32())
         return unpack_u64s(blob)  # errors keep section id 0, as the reference
 
 

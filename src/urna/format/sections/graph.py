@@ -23,6 +23,7 @@ from typing import Iterable
 import numpy as np
 
 from ...errors import InvalidInput, MalformedSectionPayload, UnsupportedSectionVersion
+from ..cursor import Cursor
 from ..encodings.intpack import pack_u64s, unpack_u64s
 from ..layout import SECTION_GRAPH_ADJACENCY
 
@@ -150,33 +151,17 @@ def encode_graph(n_nodes: int, edges: Iterable[tuple[int, int, int]] | np.ndarra
     return b"".join(out)
 
 
-class _Reader:
+class _Reader(Cursor):
     """Bounded reads with the graph decoder's own EOF text."""
 
-    __slots__ = ("buf", "pos")
+    __slots__ = ()
 
     def __init__(self, buf: bytes | memoryview) -> None:
-        self.buf = memoryview(buf).cast("B")
-        self.pos = 0
-
-    def take(self, k: int) -> memoryview:
-        if k > len(self.buf) - self.pos:
-            raise _malformed("unexpected EOF")
-        out = self.buf[self.pos:self.pos + k]
-        self.pos += k
-        return out
-
-    def u8(self) -> int:
-        return self.take(1)[0]
-
-    def u32(self) -> int:
-        return _U32.unpack(self.take(4))[0]
-
-    def u64(self) -> int:
-        return struct.unpack("<Q", self.take(8))[0]
+        super().__init__(memoryview(buf).cast("B"), SECTION_GRAPH_ADJACENCY,
+                         eof="graph_adjacency: unexpected EOF")
 
     def intpack(self) -> np.ndarray:
-        return unpack_u64s(self.take(self.u32()))
+        return unpack_u64s(self.view(self.u32()))
 
 
 def _check_offsets(offsets: np.ndarray) -> int:

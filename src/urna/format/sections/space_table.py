@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Iterable
 
 from ...errors import InvalidInput, MalformedSectionPayload, UnsupportedSectionVersion
+from ..cursor import Cursor
 from ..layout import SECTION_SPACE_EMBEDDINGS_BASE, SECTION_SPACE_TABLE, SPACE_BAND_LEN
 
 SPACE_TABLE_PAYLOAD_VERSION = 1
@@ -104,28 +105,13 @@ def encode_space_table(entries: Iterable[SpaceEntry]) -> bytes:
     return b"".join(out)
 
 
-class _Reader:
+class _Reader(Cursor):
     """Bounded reads that fail with the space table's texts."""
 
-    __slots__ = ("buf", "pos")
+    __slots__ = ()
 
     def __init__(self, buf: bytes | memoryview) -> None:
-        self.buf = bytes(buf)
-        self.pos = 0
-
-    @property
-    def remaining(self) -> int:
-        return len(self.buf) - self.pos
-
-    def take(self, k: int) -> bytes:
-        if k > self.remaining:
-            raise _malformed("unexpected EOF")
-        out = self.buf[self.pos:self.pos + k]
-        self.pos += k
-        return out
-
-    def unpack(self, fmt: struct.Struct) -> tuple:
-        return fmt.unpack(self.take(fmt.size))
+        super().__init__(bytes(buf), SECTION_SPACE_TABLE, eof="unexpected EOF")
 
     def text(self) -> str:
         k = self.unpack(_U32)[0]
