@@ -42,6 +42,7 @@ def test_golden_parses_with_its_published_identity():
     assert "sha256:" + hashlib.sha256(data).hexdigest() == GOLDEN_FILE_HASH
     view = UrnaView.from_bytes(data)
     assert view.content_hash() == GOLDEN_CONTENT_HASH
+    assert view.file_hash() == GOLDEN_FILE_HASH  # body digest of the footer check + footer
     assert decode_chunk_ids(view.decoded(1), 1) == [GOLDEN_CHUNK_ID]
     assert len(view.entries) == 6
     assert all(e.encoding == 0 and e.offset % 64 == 0 for e in view.entries)

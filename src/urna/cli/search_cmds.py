@@ -163,7 +163,6 @@ def stats_document(file: Path) -> dict:
     """What ``stats`` reports, from the reader alone (as the reference does)."""
     view = UrnaView.from_bytes(file.read_bytes())
     m, h = view.manifest, view.header
-    from ..format.identity import file_hash
     from ..index.exact import simd_backend
 
     spaces = None
@@ -184,7 +183,7 @@ def stats_document(file: Path) -> dict:
         "sections": [{"section_id": e.section_id, "name": section_name(e.section_id) or "unknown",
                       "encoding": _ENCODINGS.get(e.encoding, "unknown"), "size": e.size}
                      for e in view.entries],
-        "spaces": spaces, "file_hash": file_hash(view.buf), "content_hash": view.content_hash(),
+        "spaces": spaces, "file_hash": view.file_hash(), "content_hash": view.content_hash(),
     }
 
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from .identity import file_hash as _file_hash
 from .layout import (SECTION_BLOB_REFS, SECTION_SPACE_EMBEDDINGS_BASE, SECTION_SPACE_TABLE,
                      section_name)
 from .reader import SPACE_DTYPES, UrnaView
@@ -67,7 +66,7 @@ def inspect_view(view: UrnaView, simd_backend: str, file_hash: str | None = None
                       "checksum": e.checksum.hex()} for e in view.entries],
         "blobs": blob_table(view),
         "spaces": space_table(view),
-        "file_hash": file_hash or _file_hash(view.buf),
+        "file_hash": file_hash or view.file_hash(),
         "content_hash": view.content_hash(),
         "simd_backend": simd_backend,
     }

@@ -22,6 +22,7 @@ from ..errors import (EmbeddingSizeMismatch, FileSizeMismatch, FileTruncated,
                       UnsupportedScoreType, UnsupportedSectionEncoding, UnsupportedVersion)
 from . import encodings
 from .identity import content_hash as _content_hash
+from .identity import file_hash as _file_hash
 from .layout import (CANONICAL_SECTIONS, LEGACY_MAGIC, SECTION_ALIGNMENT,
                      SECTION_CHUNKS_CANONICAL, SECTION_CHUNKS_ORIGINAL_SPANS, SECTION_DEDUP_MAP,
                      SECTION_DICTIONARY, SECTION_EMBEDDINGS, SECTION_SEARCH_CONTRACT, SECTION_SPACE_EMBEDDINGS_BASE,
@@ -61,6 +62,7 @@ class UrnaView:
         self.manifest_bytes = manifest_bytes
         self._decoded: dict[int, bytes | memoryview] = {}
         self._content_hash: str | None = None
+        self._body_hash = None  # SHA-256 state after the body, kept from the footer check
 
     # -- reading ---------------------------------------------------------------------------
 
@@ -101,13 +103,15 @@ class UrnaView:
         manifest = Manifest.from_json_bytes(manifest_bytes)
         manifest.validate()
         footer = Footer.unpack(buf, body_end)
-        if hashlib.sha256(buf[:body_end]).digest() != footer.file_hash:
+        body_hash = hashlib.sha256(buf[:body_end])
+        if body_hash.digest() != footer.file_hash:
             raise FooterHashMismatch()
         if manifest.embedding_dim != header.embedding_dim:
             raise ManifestInvalid("manifest embedding_dim disagrees with header")
         if manifest.n_chunks != header.n_chunks:
             raise ManifestInvalid("manifest n_chunks disagrees with header")
         view = cls(buf, header, entries, manifest, manifest_bytes)
+        view._body_hash = body_hash
         for section_id, name in CANONICAL_SECTIONS:
             if view.entry(section_id) is None:
                 raise MissingRequiredSection(name)
@@ -248,6 +252,14 @@ class UrnaView:
         if count != expected:
             raise SectionCountMismatch(SECTION_CHUNKS_ORIGINAL_SPANS, expected, count)
         return spans_from_columns(pool, idx, starts, lens)
+
+    def file_hash(self) -> str:
+        """``sha256:`` of the whole file: the footer check's body digest, extended by the footer."""
+        if self._body_hash is None:
+            return _file_hash(self.buf)
+        h = self._body_hash.copy()
+        h.update(self.buf[len(self.buf) - URNA_FOOTER_SIZE:])
+        return "sha256:" + h.hexdigest()
 
     def content_hash(self) -> str:
         """``sha256:`` hash of the six decoded canonical sections."""

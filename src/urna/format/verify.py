@@ -11,7 +11,6 @@ import hashlib
 from dataclasses import dataclass
 
 from ..errors import MalformedSectionPayload
-from .identity import file_hash as _file_hash
 from .layout import (SECTION_BLOB_DATA, SECTION_BLOB_REFS, SECTION_CHUNK_IDS,
                      SECTION_CHUNKS_CANONICAL, SECTION_CHUNKS_ORIGINAL_SPANS)
 from .reader import UrnaView
@@ -61,4 +60,4 @@ def verify(data: bytes | memoryview) -> Verification:
     decode_texts(view.decoded(SECTION_CHUNKS_CANONICAL), view.header.n_chunks)
     content = view.content_hash()
     blobs = verify_blobs(view)
-    return Verification(len(view.entries), blobs, _file_hash(view.buf), content)
+    return Verification(len(view.entries), blobs, view.file_hash(), content)

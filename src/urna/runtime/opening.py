@@ -18,7 +18,6 @@ import numpy as np
 
 from ..errors import MalformedSectionPayload, SectionNotFound, UnsupportedDType
 from ..format import encodings
-from ..format.identity import file_hash as _file_hash
 from ..format.layout import (SECTION_BLOB_DATA, SECTION_BLOB_REFS, SECTION_BLOB_SPAN_OVERLAY,
                              SECTION_BM25_INDEX, SECTION_CHUNK_IDS,
                              SECTION_EMBEDDINGS,
@@ -197,7 +196,7 @@ def open_state(buf) -> OpenedFile:
         graph = decode_graph(view.decoded(SECTION_GRAPH_ADJACENCY), n)
     blob_refs, blob_data = _open_blobs(view, spans)
     spaces = _open_spaces(view)
-    fhash = _file_hash(view.buf)
+    fhash = view.file_hash()
     chash = view.content_hash()
     return OpenedFile(view, dim, n, m.dtype, stored, scoring, scoring_dtype, chunk_ids, spans,
                       hnsw, bm25, graph, blob_refs, blob_data, spaces, m.embedding_model,
