@@ -30,18 +30,24 @@ class ResolvedCitation:
     byte_end: int
 
 
-def resolve_citation(view: UrnaView, citation: str) -> ResolvedCitation:
-    """Resolve ``citation`` in ``view``; raises CitationError on a wrong corpus or a missing chunk."""
+def locate_citation(citation: str, content_hash: str, chunk_ids: list[str]) -> tuple[str, int]:
+    """(chunk_id, ordinal) a citation names in a file; CitationError on another corpus or chunk."""
     expected_hash, wanted = parse_citation(citation)
-    actual = view.content_hash()
-    if expected_hash != actual:
-        raise CitationError(f"content_hash mismatch: citation says {expected_hash} but file is {actual}")
-    n = view.header.n_chunks
-    ids = decode_chunk_ids(view.decoded(SECTION_CHUNK_IDS), n)
+    if expected_hash != content_hash:
+        raise CitationError(
+            f"content_hash mismatch: citation says {expected_hash} but file is {content_hash}")
     try:
-        ordinal = ids.index(wanted)
+        return wanted, chunk_ids.index(wanted)
     except ValueError:
         raise CitationError(f"chunk_id {wanted} not found in file") from None
+
+
+def resolve_citation(view: UrnaView, citation: str) -> ResolvedCitation:
+    """Resolve ``citation`` in ``view``; raises CitationError on a wrong corpus or a missing chunk."""
+    actual = view.content_hash()
+    n = view.header.n_chunks
+    wanted, ordinal = locate_citation(citation, actual,
+                                      decode_chunk_ids(view.decoded(SECTION_CHUNK_IDS), n))
     text = decode_texts(view.decoded(SECTION_CHUNKS_CANONICAL), n)[ordinal]
     uri, start, end = decode_spans(view.decoded(SECTION_CHUNKS_ORIGINAL_SPANS), n)[ordinal]
     return ResolvedCitation(format_citation(actual, wanted), wanted, actual, ordinal, text, uri,

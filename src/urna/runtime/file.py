@@ -17,9 +17,9 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import BlobNotInlined, CitationError, FileSizeMismatch, Io, MalformedSectionPayload
-from ..format.citation import ResolvedCitation
-from ..format.identity import format_citation, parse_citation
+from ..errors import BlobNotInlined, FileSizeMismatch, Io, MalformedSectionPayload
+from ..format.citation import ResolvedCitation, locate_citation
+from ..format.identity import format_citation
 from ..format.layout import SECTION_BLOB_DATA, SECTION_CHUNKS_CANONICAL
 from ..index import exact
 from . import search as _s
@@ -339,14 +339,7 @@ class UrnaFile:
     def cite(self, citation: str) -> ResolvedCitation:
         """Resolve ``urna://<content_hash>/<chunk_id>`` to its stored text and (overlaid) span."""
         st = self._state
-        expected, wanted = parse_citation(citation)
-        if expected != st.content_hash:
-            raise CitationError(
-                f"content_hash mismatch: citation says {expected} but file is {st.content_hash}")
-        try:
-            ordinal = st.chunk_ids.index(wanted)
-        except ValueError:
-            raise CitationError(f"chunk_id {wanted} not found in file") from None
+        wanted, ordinal = locate_citation(citation, st.content_hash, st.chunk_ids)
         uri, start, end = st.spans[ordinal]
         return ResolvedCitation(format_citation(st.content_hash, wanted), wanted, st.content_hash,
                                 ordinal, self.texts()[ordinal], uri, start, end)
