@@ -196,13 +196,15 @@ def build_bytes(embedding_model: str, embedding_dim: int, chunker_version: str, 
     provenance_json = _provenance_json(kw.get("provenance"))
 
     optional: list[EncodedSection] = []
-    _attach_indexes(manifest, opts, rows, texts, kw, optional)
-    _attach_media(manifest, kw, len(rows), optional)
     if kw.get("reproducible"):
         manifest.created = layout.REPRODUCIBLE_CREATED
+    # Validate before the index setters run: they only write valid values (hnsw/exact,
+    # capability flags), so the outcome is the same and the indexes see checked rows.
     manifest.validate()
     _check_chunks(manifest, rows, spans)
     matrix = np.stack(rows).astype(np.float32) if rows else np.zeros((0, effective_dim), np.float32)
+    _attach_indexes(manifest, opts, matrix, texts, kw, optional)
+    _attach_media(manifest, kw, len(rows), optional)
     ids = [chunk_id(t, s[0], s[1], s[2], chunker_version) for t, s in zip(texts, spans)]
     sections = _canonical_sections(manifest, opts, texts, spans, ids, matrix, provenance_json)
     return assemble(manifest.to_json_bytes(), manifest.embedding_dim, manifest.n_chunks,
@@ -240,17 +242,15 @@ def _canonical_sections(manifest: Manifest, opts: BuildOptions, texts: list[str]
     return out
 
 
-def _attach_indexes(manifest: Manifest, opts: BuildOptions, rows: list[np.ndarray],
+def _attach_indexes(manifest: Manifest, opts: BuildOptions, vectors: np.ndarray,
                     texts: list[str], kw: dict, out: list[EncodedSection]) -> None:
     """HNSW, BM25 and graph payloads, with the manifest changes their setters make."""
-    want_graph = bool(kw.get("with_graph")) and len(rows) >= 2
+    want_graph = bool(kw.get("with_graph")) and len(vectors) >= 2
     graph = None
     if opts.with_hnsw or want_graph:
         from .format.sections.hnsw import encode_hnsw
         from .index.hnsw import build_hnsw
 
-        _require_finite(manifest, rows)
-        vectors = np.stack(rows).astype(np.float32)
         graph = build_hnsw(vectors, int(kw.get("hnsw_m", 16)), int(kw.get("hnsw_ef_construction", 400)),
                            int(kw.get("hnsw_seed", 42)))
         if opts.with_hnsw:
@@ -272,19 +272,10 @@ def _attach_indexes(manifest: Manifest, opts: BuildOptions, rows: list[np.ndarra
         from .index.graph import graph_edges
         from .index.hnsw import level0_neighbors
 
-        level0 = [level0_neighbors(graph, i) for i in range(len(rows))]
-        edges = graph_edges(len(rows), level0, int(kw.get("graph_top_m", 8)))
-        out.append(EncodedSection(layout.SECTION_GRAPH_ADJACENCY, 0, encode_graph(len(rows), edges)))
+        level0 = [level0_neighbors(graph, i) for i in range(len(vectors))]
+        edges = graph_edges(len(vectors), level0, int(kw.get("graph_top_m", 8)))
+        out.append(EncodedSection(layout.SECTION_GRAPH_ADJACENCY, 0, encode_graph(len(vectors), edges)))
         _ext(manifest).graph_present = True
-
-
-def _require_finite(manifest: Manifest, rows: list[np.ndarray]) -> None:
-    # The index build needs well-formed rows: run the writer's chunk checks first.
-    for row in rows:
-        if row.shape[0] != manifest.embedding_dim:
-            raise DimensionMismatch(manifest.embedding_dim, int(row.shape[0]))
-        if not np.isfinite(row).all():
-            raise InvalidEmbeddingValue()
 
 
 def _attach_media(manifest: Manifest, kw: dict, n_chunks: int, out: list[EncodedSection]) -> None:
