@@ -3,7 +3,7 @@ PY ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: install venv browser quickstart test bench pins fuzz fuzz-atheris clean
+.PHONY: install venv system-packages quickstart test bench pins fuzz fuzz-atheris clean
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -21,13 +21,13 @@ quickstart: install
 	$(BIN)/urna build --spec examples/quickstart/corpus.toml
 	$(BIN)/urna ask examples/quickstart/out/quickstart.urna "can I use this offline" -k 1
 
-# The serve browser test drives Debian's chromium through chromedriver.
-browser:
-	@if ! command -v chromium >/dev/null 2>&1 || ! command -v chromedriver >/dev/null 2>&1; then \
-		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver; \
-	fi
+# System packages the suite drives for real: Debian's chromium + chromedriver (the serve browser
+# test) and tmux (the terminal UI test). Only missing ones are installed, nothing is upgraded.
+SYSTEM_PACKAGES := chromium chromium-driver tmux
+system-packages:
+	@tools/ensure-debian-packages.sh $(SYSTEM_PACKAGES)
 
-test: venv browser
+test: system-packages venv
 	$(BIN)/python -m pytest tests
 
 # Side-by-side benchmarks (peers measured in the same run); figures go in the README.

@@ -17,17 +17,15 @@ from __future__ import annotations
 import argparse
 import json
 import random
+import sys
 import tempfile
 import time
 from pathlib import Path
-import sys
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 from helpers.specs import write_jsonl_spec  # noqa: E402  (the tests' spec writer)
 
-WORDS = ("file vector search citation offline embed chunk corpus index model query rerank "
-         "cosine byte span hash manifest section graph space media blob token lexical "
-         "semantic build spec cache shard stream frame archive reader writer format").split()
+WORDS = ["file", "vector", "search", "citation", "offline", "embed", "chunk", "corpus", "index", "model", "query", "rerank", "cosine", "byte", "span", "hash", "manifest", "section", "graph", "space", "media", "blob", "token", "lexical", "semantic", "build", "spec", "cache", "shard", "stream", "frame", "archive", "reader", "writer", "format"]
 
 
 def synthetic_texts(n: int, seed: int = 7) -> list[str]:

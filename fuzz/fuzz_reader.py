@@ -24,8 +24,8 @@ Run (``pip install atheris`` into the venv first)::
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 ROOT = Path(__file__).resolve().parent.parent
 SEED_FILES = sorted((ROOT / "tests" / "data").glob("*.urna")) + sorted(
@@ -40,8 +40,8 @@ def _imports() -> None:
         sys.path.insert(0, str(ROOT / "tests"))
     from helpers.mutate import reseal
     from urna.errors import UrnaError
-    from urna.format import layout
     from urna.format import encodings as enc
+    from urna.format import layout
     from urna.format.encodings import dedup, fsst, intpack, repack, textcontainer, vectors
     from urna.format.reader import UrnaView
     from urna.format.sections import blobs, bm25, canonical, graph, hnsw, space_table

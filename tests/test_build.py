@@ -3,16 +3,15 @@
 from __future__ import annotations
 
 import hashlib
-import struct
 import os
+import struct
 
 import pytest
 
 import urna
+from helpers.vectors import REF, build_kwargs, expected
 from urna import errors as E
 from urna.format.reader import UrnaView
-
-from helpers.vectors import REF, build_kwargs, expected
 
 ZERO = "sha256:" + "0" * 64
 ONE = [{"canonical_text": "hi", "source_uri": "doc.txt", "byte_start": 0, "byte_end": 2,

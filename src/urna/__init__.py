@@ -30,7 +30,7 @@ __all__ = ["open", "open_catalog", "build", "chunk_id", "UrnaFile", "SearchHit",
 _RUNTIME_NAMES = ("UrnaFile", "SearchHit", "RetrieveHit")
 
 
-def open(path: str | os.PathLike) -> "UrnaFile":  # noqa: A001 - the reference's name
+def open(path: str | os.PathLike) -> UrnaFile:  # noqa: A001 - the reference's name
     """Open a .urna file read-only (mmap), validating it; returns an UrnaFile."""
     from .runtime import open_file
 
@@ -38,7 +38,7 @@ def open(path: str | os.PathLike) -> "UrnaFile":  # noqa: A001 - the reference's
 
 
 def open_catalog(path: str | os.PathLike, *, engine: str = "threads",
-                 max_workers: int | None = None) -> "Catalog":
+                 max_workers: int | None = None) -> Catalog:
     """Open ``<name>.catalog.json`` and every shard it lists; searches span all shards.
 
     ``engine="ray"`` holds each shard's map in a Ray actor instead of this process.

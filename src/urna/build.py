@@ -12,19 +12,26 @@ from __future__ import annotations
 import json
 import math
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
-from .errors import (BuildError, DimensionMismatch, InvalidEmbeddingValue, InvalidInput,
-                     Json, ManifestInvalid)
+from ._atomic import write_atomic
+from .errors import (
+    BuildError,
+    DimensionMismatch,
+    InvalidEmbeddingValue,
+    InvalidInput,
+    Json,
+    ManifestInvalid,
+)
 from .format import layout
 from .format.identity import chunk_id
 from .format.manifest import CapabilitiesExt, Manifest
 from .format.sections import canonical
 from .format.writer import EncodedSection, assemble
-from ._atomic import write_atomic
 
 PRESETS = {
     # preset: (text encoding, dtype, HNSW, BM25)

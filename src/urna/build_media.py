@@ -6,8 +6,8 @@ text twin (01-container §6.3, 03-runtime §11-12).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 import numpy as np
 

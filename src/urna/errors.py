@@ -19,7 +19,7 @@ class UrnaError(ValueError):
         return (_rebuild, (type(self), self.args, self.__dict__))
 
 
-def _rebuild(cls: type, args: tuple, fields: dict) -> "UrnaError":
+def _rebuild(cls: type, args: tuple, fields: dict) -> UrnaError:
     err = cls.__new__(cls)
     ValueError.__init__(err, *args)
     err.__dict__.update(fields)
@@ -142,7 +142,7 @@ class MalformedSectionPayload(UrnaError):
             self, f"malformed section payload: section={section_id} reason={reason}"
         )
 
-    def retag(self, section_id: int) -> "MalformedSectionPayload":
+    def retag(self, section_id: int) -> MalformedSectionPayload:
         """Return the same failure attributed to ``section_id``."""
         return MalformedSectionPayload(section_id, self.reason)
 

@@ -7,10 +7,9 @@ import json
 import pytest
 from click.testing import CliRunner
 
-from urna.cli import cli
-
 from helpers.mutate import find_entry
 from helpers.vectors import DATA, REF, expected
+from urna.cli import cli
 
 GOLDEN = DATA / "golden_v1_minimal.urna"
 

@@ -9,8 +9,16 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from urna.forge.embed import (FLOOR_MODEL, POTION_DIR, POTION_MODEL, EmbedderError,
-                              FloorEmbedder, PotionEmbedder, create_embedder, embedder_for_model)
+from urna.forge.embed import (
+    FLOOR_MODEL,
+    POTION_DIR,
+    POTION_MODEL,
+    EmbedderError,
+    FloorEmbedder,
+    PotionEmbedder,
+    create_embedder,
+    embedder_for_model,
+)
 from urna.forge.embed_st import st_fingerprint
 
 DATA = Path(__file__).resolve().parents[1] / "data"

@@ -15,12 +15,11 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
+from helpers.specs import write_jsonl_spec
 from urna.cli.forge_cmds import COMMANDS
+from urna.forge.embed import PotionEmbedder
 from urna.format.reader import UrnaView
 from urna.format.sections import canonical
-from urna.forge.embed import PotionEmbedder
-
-from helpers.specs import write_jsonl_spec
 
 ROOT = Path(__file__).resolve().parents[2]
 REF_SPEC_FILE = Path(__file__).parent / "data" / "quickstart-spec-ref0.5.1.urna"

@@ -19,11 +19,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from helpers.vectors import sections as _sections
 from urna.format import encodings as enc
 from urna.format.identity import chunk_id
 from urna.format.layout import CANONICAL_SECTIONS
-
-from helpers.vectors import sections as _sections
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "ref-0.5.1"
 EXPECTED = json.loads((DATA / "expected.json").read_text())["files"]

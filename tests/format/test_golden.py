@@ -11,12 +11,11 @@ import hashlib
 import pytest
 
 import urna
+from helpers.vectors import DATA
 from urna.format.identity import chunk_id
 from urna.format.layout import LEGACY_CHUNK_ID_DOMAIN
 from urna.format.reader import UrnaView
 from urna.format.sections.canonical import decode_chunk_ids
-
-from helpers.vectors import DATA
 
 GOLDEN = DATA / "golden_v1_minimal.urna"
 LEGACY = DATA / "golden_v1_minimal_legacy.nest"

@@ -25,8 +25,19 @@ from helpers.mutate import MUTATIONS_JSON, apply_case, find_entry
 from urna.errors import Json
 from urna.format import layout as L
 from urna.format.encodings import decode_section
-from urna.format.json_text import (BOOL, STR, STR_SEQ, U32, U64, Opt, Struct, deserialize,
-                                   dumps_compact, format_float, parse_json)
+from urna.format.json_text import (
+    BOOL,
+    STR,
+    STR_SEQ,
+    U32,
+    U64,
+    Opt,
+    Struct,
+    deserialize,
+    dumps_compact,
+    format_float,
+    parse_json,
+)
 
 # (value text, reference message) with the value embedded as b'{"zz":' + value + b'}';
 # None: the reference accepted the text.

@@ -16,10 +16,20 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from helpers.mutate import MUTATIONS_JSON, apply_case
-from urna.errors import (InvalidModelHash, Json, ManifestInvalid, UnsupportedDType,
-                         UnsupportedFormatVersion, UnsupportedIndexType, UnsupportedMetric,
-                         UnsupportedNormalize, UnsupportedRerankPolicy, UnsupportedScoreType,
-                         UnsupportedSchemaVersion, UrnaError)
+from urna.errors import (
+    InvalidModelHash,
+    Json,
+    ManifestInvalid,
+    UnsupportedDType,
+    UnsupportedFormatVersion,
+    UnsupportedIndexType,
+    UnsupportedMetric,
+    UnsupportedNormalize,
+    UnsupportedRerankPolicy,
+    UnsupportedSchemaVersion,
+    UnsupportedScoreType,
+    UrnaError,
+)
 from urna.format.layout import Header
 from urna.format.manifest import Capabilities, CapabilitiesExt, Manifest
 

@@ -7,21 +7,27 @@ reference fixes them). Corruptions are resealed where needed so that earlier che
 from __future__ import annotations
 
 import json
-import struct
 import time
 import tracemalloc
 
 import pytest
 
+from helpers.mutate import (
+    find_entry,
+    poke_entry,
+    poke_header,
+    poke_prefix_count,
+    replace_payload,
+    reseal,
+    reseal_footer,
+    reseal_header,
+)
+from helpers.vectors import DATA, REF
 from urna import errors as E
 from urna.format import layout as L
 from urna.format.reader import UrnaView
 from urna.format.sections.canonical import decode_chunk_ids, encode_contract
 from urna.format.writer import EncodedSection, assemble
-
-from helpers.mutate import (find_entry, poke_entry, poke_header, poke_prefix_count,
-                            replace_payload, reseal, reseal_footer, reseal_header)
-from helpers.vectors import DATA, REF
 
 GOLDEN = (DATA / "golden_v1_minimal.urna").read_bytes()
 
@@ -324,8 +330,8 @@ def test_reader_accepts_what_it_deliberately_does_not_enforce():
 def test_contract_is_read_as_serde_reads_the_struct():
     # Array form accepted and a repeated key refused, as the reference (messages pinned in
     # tests/format/test_json_text.py CONTRACT_CASES).
-    from urna.format.sections.canonical import decode_contract
     from urna.format.layout import pack_prefix
+    from urna.format.sections.canonical import decode_contract
 
     body = b'["ip","cosine","l2","exact","none"]'
     assert decode_contract(pack_prefix(len(body)) + body)["index_type"] == "exact"

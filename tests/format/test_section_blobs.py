@@ -25,6 +25,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from helpers.vectors import section_payload
 from urna.errors import InvalidInput, MalformedSectionPayload, UnsupportedSectionVersion, UrnaError
 from urna.format import layout as L
 from urna.format.sections.blobs import (
@@ -37,8 +38,6 @@ from urna.format.sections.blobs import (
     encode_blob_refs,
     encode_overlay,
 )
-
-from helpers.vectors import section_payload
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 REF = DATA / "ref-0.5.1"

@@ -21,11 +21,11 @@ import time
 import numpy as np
 import pytest
 import zstandard
-from helpers.mutate import apply_case, load_cases
-from helpers.vectors import DATA
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from helpers.mutate import apply_case, load_cases
+from helpers.vectors import DATA
 from urna.errors import MalformedSectionPayload, UnsupportedSectionVersion
 from urna.format import layout as L
 from urna.format.encodings.intpack import pack_u64s

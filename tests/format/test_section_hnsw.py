@@ -26,13 +26,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from helpers.vectors import sections
 from urna.errors import MalformedSectionPayload, UnsupportedSectionVersion
 from urna.format.encodings.intpack import pack_u64s
 from urna.format.layout import SECTION_HNSW_INDEX, Header
-from urna.format.sections.hnsw import (HnswPayload, decode_hnsw, encode_hnsw,
-                                       payload_from_lists)
-
-from helpers.vectors import sections
+from urna.format.sections.hnsw import HnswPayload, decode_hnsw, encode_hnsw, payload_from_lists
 
 DATA = Path(__file__).resolve().parent.parent / "data"
 REF = DATA / "ref-0.5.1"

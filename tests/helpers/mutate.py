@@ -20,8 +20,8 @@ from __future__ import annotations
 import hashlib
 import json
 import struct
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 from urna.format import layout as L
 

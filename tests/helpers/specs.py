@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Iterable
 
 
 def write_jsonl_spec(root: Path, rows: Iterable[dict], *, name: str, model: str = "potion",

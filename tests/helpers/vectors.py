@@ -3,20 +3,20 @@
 from __future__ import annotations
 
 import json
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 
 DATA = Path(__file__).resolve().parent.parent / "data"
 REF = DATA / "ref-0.5.1"
 
 
-@lru_cache(maxsize=None)
+@cache
 def expected() -> dict:
     """The reference's answers for every file of ref-0.5.1 (expected.json ``files``)."""
     return json.loads((REF / "expected.json").read_text())["files"]
 
 
-@lru_cache(maxsize=None)
+@cache
 def corpus(name: str) -> dict:
     """Build inputs of one corpus (<name>.chunks.json): meta, chunks, queries."""
     return json.loads((REF / f"{name}.chunks.json").read_text())

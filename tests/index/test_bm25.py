@@ -20,10 +20,10 @@ from collections import Counter
 import numpy as np
 import pytest
 import zstandard
-from helpers.vectors import DATA
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from helpers.vectors import DATA
 from urna.format import layout as L
 from urna.format.sections.bm25 import Bm25Payload, decode_bm25, encode_bm25
 from urna.index.bm25 import Bm25Index, rrf_union

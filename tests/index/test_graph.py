@@ -14,17 +14,20 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from helpers.vectors import section_payload
 from urna.errors import InvalidInput
 from urna.format import layout as L
 from urna.format.sections.graph import (
     EDGE_TYPE_NEXT_CHUNK as NEXT,
+)
+from urna.format.sections.graph import (
     EDGE_TYPE_SEMANTIC as SEM,
+)
+from urna.format.sections.graph import (
     decode_graph,
     encode_graph,
 )
 from urna.index.graph import bounded_bfs, graph_edges
-
-from helpers.vectors import section_payload
 
 REF = Path(__file__).resolve().parents[1] / "data" / "ref-0.5.1"
 

@@ -21,12 +21,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from helpers.vectors import sections
 from urna.format.layout import Header
 from urna.format.sections.hnsw import decode_hnsw, encode_hnsw, payload_from_lists
 from urna.index import _hnsw_kernels as K
 from urna.index.hnsw import Lcg, build_hnsw, hnsw_search, level0_neighbors, sample_levels
-
-from helpers.vectors import sections
 
 REF = Path(__file__).resolve().parent.parent / "data" / "ref-0.5.1"
 EXPECTED = json.loads((REF / "expected.json").read_text())["files"]
@@ -308,7 +307,7 @@ class _MaxItem:
     def __init__(self, key: float, val: int) -> None:
         self.key, self.val = key, val
 
-    def __lt__(self, other: "_MaxItem") -> bool:
+    def __lt__(self, other: _MaxItem) -> bool:
         return self.key > other.key
 
 
@@ -376,4 +375,4 @@ def test_vectorizing_window_restores_numba_config(pinned_graph) -> None:
             assert config.SLP_VECTORIZE == 1
         assert config.SLP_VECTORIZE == 1
         hnsw_search(g, vecs, vecs[0], 10)
-    assert config.SLP_VECTORIZE == before
+    assert before == config.SLP_VECTORIZE

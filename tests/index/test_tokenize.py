@@ -15,10 +15,10 @@ from collections import Counter
 
 import pytest
 import zstandard
-from helpers.vectors import DATA
 from hypothesis import given
 from hypothesis import strategies as st
 
+from helpers.vectors import DATA
 from urna.format import layout as L
 from urna.format.sections.bm25 import decode_bm25
 from urna.index._unicode_tables import LOWER, WORD_RANGES

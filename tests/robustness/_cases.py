@@ -11,7 +11,7 @@ failing ``case_id`` is all it takes to replay one case (``URNA_FUZZ_ONLY=<case_i
 from __future__ import annotations
 
 import struct
-from typing import Callable, Iterator
+from collections.abc import Callable, Iterator
 
 from helpers import mutate as M
 from urna.format import layout as L

@@ -12,7 +12,7 @@ Every source is checked to open before it is fuzzed (``test_untouched_source...`
 from __future__ import annotations
 
 import json
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 
 from helpers.mutate import REF_DIR, source_bytes
@@ -21,7 +21,7 @@ BUILT = ["built-all-float32", "built-all-int8", "built-all-int4", "built-all-flo
          "built-0x02-txt_streams", "built-0x02-fsst", "built-0x02-zstd_dict"]
 
 
-@lru_cache(maxsize=None)
+@cache
 def _inputs() -> tuple[dict, list[dict], dict]:
     corpus = json.loads((REF_DIR / "quickstart.chunks.json").read_text())
     files = json.loads((REF_DIR / "expected.json").read_text())["files"]
@@ -67,7 +67,7 @@ def _recode_canonical(codec: str) -> bytes:
                     h.n_embeddings, sections)
 
 
-@lru_cache(maxsize=None)
+@cache
 def built_source(name: str, folder: str) -> bytes:
     """The bytes of built source ``name`` (cached per session; ``folder`` holds the files)."""
     if name.startswith("built-all-"):

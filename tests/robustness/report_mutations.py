@@ -23,6 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from _harness import conformance_outcome, time_cap  # noqa: E402
+
 from helpers.mutate import apply_case, load_cases  # noqa: E402
 
 

@@ -26,10 +26,10 @@ import tracemalloc
 from pathlib import Path
 
 import pytest
-
 from _cases import generate, is_hostile
 from _harness import CaseTimeout, env_float, env_int, exercise, now, rss_peak_mib, time_cap
 from _sources import BUILT, built_source
+
 from helpers.mutate import DATA_DIR, source_bytes
 
 DEFAULT_SOURCES = [

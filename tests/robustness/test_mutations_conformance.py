@@ -14,8 +14,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
 from _harness import conformance_outcome, time_cap
+
 from helpers.mutate import apply_case, load_cases
 
 CASES = load_cases()

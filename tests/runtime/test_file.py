@@ -17,8 +17,14 @@ import pytest
 
 import urna
 from helpers.vectors import REF, expected
-from urna.errors import (BlobNotInlined, CitationError, DimensionMismatch, InvalidK,
-                         SpaceModelMismatch, SpaceNotFound)
+from urna.errors import (
+    BlobNotInlined,
+    CitationError,
+    DimensionMismatch,
+    InvalidK,
+    SpaceModelMismatch,
+    SpaceNotFound,
+)
 
 
 def test_float32_embeddings_are_views_on_the_map() -> None:

@@ -5,9 +5,8 @@ from __future__ import annotations
 import pytest
 
 import urna
-from urna.errors import ModelHashMismatch
-
 from helpers.vectors import REF, corpus
+from urna.errors import ModelHashMismatch
 
 
 def test_retrieve_with_another_model_hash_is_refused_with_the_reference_text():

@@ -15,8 +15,13 @@ import pytest
 
 import urna
 from helpers.mutate import apply_case, find_entry, load_cases, reseal, source_bytes
-from urna.errors import (Io, InvalidEmbeddingValue, MalformedSectionPayload,
-                         SectionCountMismatch, UrnaError)
+from urna.errors import (
+    InvalidEmbeddingValue,
+    Io,
+    MalformedSectionPayload,
+    SectionCountMismatch,
+    UrnaError,
+)
 
 CASES = load_cases()
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 import pytest
 
 import urna
-
 from helpers.vectors import REF, expected
 
 EXPECTED = expected()

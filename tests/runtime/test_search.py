@@ -15,8 +15,15 @@ import numpy as np
 import pytest
 
 import urna
-from urna.errors import (DimensionMismatch, EmptyQuery, InvalidK, InvalidQueryValue,
-                         ModelHashMismatch, UrnaError, ZeroNormQuery)
+from urna.errors import (
+    DimensionMismatch,
+    EmptyQuery,
+    InvalidK,
+    InvalidQueryValue,
+    ModelHashMismatch,
+    UrnaError,
+    ZeroNormQuery,
+)
 
 MODEL_HASH = "sha256:" + "ab" * 32
 

@@ -5,10 +5,9 @@ from __future__ import annotations
 import pytest
 
 import urna
+from helpers.vectors import REF
 from urna.errors import InvalidK, UnsupportedFeature
 from urna.index.tokenize import tokenize
-
-from helpers.vectors import REF
 
 
 def test_hits_are_the_lexical_ranking_with_bm25_scores():
@@ -26,9 +25,8 @@ def test_hits_are_the_lexical_ranking_with_bm25_scores():
 
 
 def test_file_without_bm25_and_bad_k_are_typed_errors():
-    with urna.open(REF / "quickstart-exact.urna") as f:
-        with pytest.raises(UnsupportedFeature):
-            f.search_bm25("offline", 3)
+    with urna.open(REF / "quickstart-exact.urna") as f, pytest.raises(UnsupportedFeature):
+        f.search_bm25("offline", 3)
     with urna.open(REF / "quickstart-int8_bm25.urna") as f:
         with pytest.raises(InvalidK):
             f.search_bm25("offline", 0)

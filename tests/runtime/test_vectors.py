@@ -6,7 +6,6 @@ import numpy as np
 import pytest
 
 import urna
-
 from helpers.vectors import REF, corpus, section_payload
 
 

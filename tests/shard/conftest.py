@@ -13,19 +13,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from helpers.specs import write_jsonl_spec
 from urna.forge import pipeline
 from urna.forge.spec import CorpusSpec, load_spec
-
-from helpers.specs import write_jsonl_spec
 
 REPO = Path(__file__).resolve().parents[2]
 QUICKSTART = REPO / "examples" / "quickstart"
 SYNTH_ROWS = 20_000
 
-_WORDS = ("vector file chunk citation search shard merge score cosine index graph lexical "
-          "token model embed offline portable verify hash span source manifest section "
-          "cluster worker catalog rerank exact approximate neighbor recall query answer "
-          "agent corpus build resume atomic rename stream batch actor task node").split()
+_WORDS = ["vector", "file", "chunk", "citation", "search", "shard", "merge", "score", "cosine", "index", "graph", "lexical", "token", "model", "embed", "offline", "portable", "verify", "hash", "span", "source", "manifest", "section", "cluster", "worker", "catalog", "rerank", "exact", "approximate", "neighbor", "recall", "query", "answer", "agent", "corpus", "build", "resume", "atomic", "rename", "stream", "batch", "actor", "task", "node"]
 
 
 def quickstart_spec() -> CorpusSpec:

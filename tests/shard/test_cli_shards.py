@@ -101,9 +101,8 @@ def test_a_damaged_catalog_is_one_error_line(catalog: Path, tmp_path: Path) -> N
 def test_engine_verbs_take_a_catalog_where_they_take_a_file(catalog: Path) -> None:
     """search / search-ann / search-graph on the catalog equal the single file's hits, and
     cite resolves a catalog hit on its shard."""
-    from urna.cli import cli as urna_cli
-
     import urna
+    from urna.cli import cli as urna_cli
 
     with urna.open_catalog(catalog) as cat:
         q = [1.0] + [0.0] * (cat.embedding_dim - 1)

@@ -11,7 +11,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
 import ray  # the test extra installs urna[ray]; these tests never skip
 
 import urna

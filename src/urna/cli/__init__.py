@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+
 import click
 
 from ..errors import UrnaError

@@ -278,7 +278,7 @@ class FloorEmbedder:
     def _token_vector(self, token: str) -> np.ndarray:
         vec = self._cache.get(token)
         if vec is None:
-            base = f"{self.seed}\x00{token}".encode("utf-8")
+            base = f"{self.seed}\x00{token}".encode()
             blocks = -(-self.dim * 4 // 32)
             buf = b"".join(
                 hashlib.sha256(base + c.to_bytes(8, "little")).digest() for c in range(blocks)

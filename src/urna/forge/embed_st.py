@@ -15,8 +15,13 @@ from typing import Any
 
 import numpy as np
 
-from urna.forge.embed import (EmbedderError, files_hash, fingerprint_hash, l2_normalize_rows,
-                              sha256_file)
+from urna.forge.embed import (
+    EmbedderError,
+    files_hash,
+    fingerprint_hash,
+    l2_normalize_rows,
+    sha256_file,
+)
 
 # sentence-transformers files that change inference, in the reference's fold order.
 ST_FILES: tuple[str, ...] = (

@@ -24,8 +24,16 @@ import numpy as np
 from urna.forge.cache import canonical_hash, write_json
 from urna.forge.embed import Embedder, create_embedder
 from urna.forge.ingest import Row, corpus_input_hash, load_rows
-from urna.forge.pipeline import (PART_ROWS, BuildContext, ForgeError, Progress, _emit_one,
-                                 _recipe, _spaces, finalize)
+from urna.forge.pipeline import (
+    PART_ROWS,
+    BuildContext,
+    ForgeError,
+    Progress,
+    _emit_one,
+    _recipe,
+    _spaces,
+    finalize,
+)
 from urna.forge.spec import CorpusSpec, SpecError, cache_root, validate
 
 SHARD_RULE = "sha256(key)[:8] big-endian mod n_shards"

@@ -18,7 +18,6 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-
 from urna.errors import SpecError, UrnaError
 
 __all__ = ["SpecError", "RegistryError", "CorpusSpec", "ModelSpec", "SourceSpec", "load_spec",

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import struct
-from typing import Callable, Iterable
+from collections.abc import Callable, Iterable
 
 from ..errors import CitationError
 from .layout import CANONICAL_SECTIONS, CHUNK_ID_DOMAIN, CITATION_SCHEME

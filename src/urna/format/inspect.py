@@ -10,8 +10,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from .layout import (SECTION_BLOB_REFS, SECTION_SPACE_EMBEDDINGS_BASE, SECTION_SPACE_TABLE,
-                     section_name)
+from .layout import (
+    SECTION_BLOB_REFS,
+    SECTION_SPACE_EMBEDDINGS_BASE,
+    SECTION_SPACE_TABLE,
+    section_name,
+)
 from .reader import SPACE_DTYPES, UrnaView
 
 

@@ -13,15 +13,31 @@ validation, structs accepted as arrays, and a ``flatten`` catch-all for unknown 
 """
 
 from __future__ import annotations
+
 import json as _json
 import math
 import re
 from typing import Any
 
 from ..errors import Json
-from ._serde_reader import (BOOL, STR, STR_SEQ, U32, U64, Opt, Struct, _Err, _ESC_OUT,
-                            _f64_from_parts, _I64_MIN, _MAX_DEPTH, _NEEDS_ESC, _Reader, _U64_MAX,
-                            format_float)
+from ._serde_reader import (
+    _ESC_OUT,
+    _I64_MIN,
+    _MAX_DEPTH,
+    _NEEDS_ESC,
+    _U64_MAX,
+    BOOL,
+    STR,
+    STR_SEQ,
+    U32,
+    U64,
+    Opt,
+    Struct,
+    _Err,
+    _f64_from_parts,
+    _Reader,
+    format_float,
+)
 
 __all__ = ["parse_json", "dumps_compact", "deserialize", "Struct", "Opt", "U32", "U64", "STR",
            "BOOL", "STR_SEQ", "format_float"]

@@ -181,13 +181,13 @@ class Header:
     reserved: bytes = bytes(48)
 
     @classmethod
-    def unpack(cls, buf: bytes | memoryview) -> "Header":
+    def unpack(cls, buf: bytes | memoryview) -> Header:
         """Decode the first 128 bytes of ``buf``."""
         return cls(*HEADER.unpack_from(buf, 0))
 
     @classmethod
     def new(cls, embedding_dim: int, n_chunks: int, n_embeddings: int, file_size: int,
-            table_offset: int, count: int, manifest_offset: int, manifest_size: int) -> "Header":
+            table_offset: int, count: int, manifest_offset: int, manifest_size: int) -> Header:
         """A writer header (magic URNA, version 1.0, flags 0) with its checksum computed."""
         draft = cls(URNA_MAGIC, URNA_VERSION_MAJOR, URNA_VERSION_MINOR, 0, embedding_dim,
                     n_chunks, n_embeddings, file_size, table_offset, count, manifest_offset,
@@ -202,7 +202,7 @@ class Header:
                            self.manifest_offset, self.manifest_size, self.header_checksum,
                            self.reserved)
 
-    def with_checksum(self) -> "Header":
+    def with_checksum(self) -> Header:
         """The same header with a freshly computed checksum."""
         from dataclasses import replace
         return replace(self, header_checksum=header_checksum(self.pack()))
@@ -219,7 +219,7 @@ class SectionEntry:
     checksum: bytes
 
     @classmethod
-    def unpack(cls, buf: bytes | memoryview, pos: int) -> "SectionEntry":
+    def unpack(cls, buf: bytes | memoryview, pos: int) -> SectionEntry:
         """Decode the entry starting at ``pos``."""
         return cls(*SECTION_ENTRY.unpack_from(buf, pos))
 
@@ -237,7 +237,7 @@ class Footer:
     file_hash: bytes
 
     @classmethod
-    def unpack(cls, buf: bytes | memoryview, pos: int) -> "Footer":
+    def unpack(cls, buf: bytes | memoryview, pos: int) -> Footer:
         """Decode the footer starting at ``pos``."""
         return cls(*FOOTER.unpack_from(buf, pos))
 

@@ -13,9 +13,18 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-from ..errors import (InvalidModelHash, ManifestInvalid, UnsupportedDType, UnsupportedFormatVersion,
-                      UnsupportedIndexType, UnsupportedMetric, UnsupportedNormalize,
-                      UnsupportedRerankPolicy, UnsupportedScoreType, UnsupportedSchemaVersion)
+from ..errors import (
+    InvalidModelHash,
+    ManifestInvalid,
+    UnsupportedDType,
+    UnsupportedFormatVersion,
+    UnsupportedIndexType,
+    UnsupportedMetric,
+    UnsupportedNormalize,
+    UnsupportedRerankPolicy,
+    UnsupportedSchemaVersion,
+    UnsupportedScoreType,
+)
 from .json_text import BOOL, STR, STR_SEQ, U32, U64, Opt, Struct, deserialize, dumps_compact
 from .layout import URNA_FORMAT_VERSION, URNA_SCHEMA_VERSION
 
@@ -102,13 +111,13 @@ class Manifest:
 
     @classmethod
     def new(cls, embedding_model: str, embedding_dim: int, n_chunks: int, chunker_version: str,
-            model_hash: str) -> "Manifest":
+            model_hash: str) -> Manifest:
         """A manifest with the given identity and the reference's defaults for the rest."""
         return cls(embedding_model=embedding_model, embedding_dim=embedding_dim,
                    n_chunks=n_chunks, chunker_version=chunker_version, model_hash=model_hash)
 
     @classmethod
-    def from_json_bytes(cls, data: bytes | bytearray | memoryview | str) -> "Manifest":
+    def from_json_bytes(cls, data: bytes | bytearray | memoryview | str) -> Manifest:
         """Parse manifest JSON as the reference does; raises ``Json`` with serde's text."""
         vals = deserialize(data, _SPEC)
         extra: dict[str, Any] = {}

@@ -11,25 +11,61 @@ n_chunks, and the contents of 0x01..0x05 (decoded on demand).
 from __future__ import annotations
 
 import hashlib
-from typing import Iterable
+from collections.abc import Iterable
 
-from ..errors import (EmbeddingSizeMismatch, FileSizeMismatch, FileTruncated,
-                      FooterHashMismatch, InvalidHeaderChecksum, MagicMismatch,
-                      MalformedSectionPayload, ManifestInvalid, MissingRequiredSection,
-                      SectionChecksumMismatch, SectionCountMismatch, SectionMisaligned,
-                      SectionOffsetOutOfBounds, UnsupportedDType, UnsupportedIndexType,
-                      UnsupportedMetric, UnsupportedNormalize, UnsupportedRerankPolicy,
-                      UnsupportedScoreType, UnsupportedSectionEncoding, UnsupportedVersion)
+from ..errors import (
+    EmbeddingSizeMismatch,
+    FileSizeMismatch,
+    FileTruncated,
+    FooterHashMismatch,
+    InvalidHeaderChecksum,
+    MagicMismatch,
+    MalformedSectionPayload,
+    ManifestInvalid,
+    MissingRequiredSection,
+    SectionChecksumMismatch,
+    SectionCountMismatch,
+    SectionMisaligned,
+    SectionOffsetOutOfBounds,
+    UnsupportedDType,
+    UnsupportedIndexType,
+    UnsupportedMetric,
+    UnsupportedNormalize,
+    UnsupportedRerankPolicy,
+    UnsupportedScoreType,
+    UnsupportedSectionEncoding,
+    UnsupportedVersion,
+)
 from . import encodings
 from .identity import content_hash as _content_hash
 from .identity import file_hash as _file_hash
-from .layout import (CANONICAL_SECTIONS, LEGACY_MAGIC, SECTION_ALIGNMENT,
-                     SECTION_CHUNKS_CANONICAL, SECTION_CHUNKS_ORIGINAL_SPANS, SECTION_DEDUP_MAP,
-                     SECTION_DICTIONARY, SECTION_EMBEDDINGS, SECTION_SEARCH_CONTRACT, SECTION_SPACE_EMBEDDINGS_BASE,
-                     SECTION_SPACE_TABLE, U64_MAX, URNA_FOOTER_SIZE, URNA_HEADER_SIZE, URNA_MAGIC,
-                     URNA_SECTION_ENTRY_SIZE, URNA_VERSION_MAJOR, URNA_VERSION_MINOR,
-                     VECTOR_ENCODINGS, Footer, Header, SectionEntry, encoding_legal, h8,
-                     header_checksum)
+from .layout import (
+    CANONICAL_SECTIONS,
+    LEGACY_MAGIC,
+    SECTION_ALIGNMENT,
+    SECTION_CHUNKS_CANONICAL,
+    SECTION_CHUNKS_ORIGINAL_SPANS,
+    SECTION_DEDUP_MAP,
+    SECTION_DICTIONARY,
+    SECTION_EMBEDDINGS,
+    SECTION_SEARCH_CONTRACT,
+    SECTION_SPACE_EMBEDDINGS_BASE,
+    SECTION_SPACE_TABLE,
+    U64_MAX,
+    URNA_FOOTER_SIZE,
+    URNA_HEADER_SIZE,
+    URNA_MAGIC,
+    URNA_SECTION_ENTRY_SIZE,
+    URNA_VERSION_MAJOR,
+    URNA_VERSION_MINOR,
+    VECTOR_ENCODINGS,
+    Footer,
+    Header,
+    SectionEntry,
+    encoding_legal,
+    h8,
+    header_checksum,
+)
 from .manifest import Manifest
 from .sections.canonical import CONTRACT_KEYS, decode_contract
 
@@ -67,7 +103,7 @@ class UrnaView:
     # -- reading ---------------------------------------------------------------------------
 
     @classmethod
-    def from_bytes(cls, data: bytes | bytearray | memoryview) -> "UrnaView":
+    def from_bytes(cls, data: bytes | bytearray | memoryview) -> UrnaView:
         """Parse and validate ``data`` (steps 1-19 of 01-container §10.1)."""
         buf = memoryview(data)
         if buf.format != "B" or buf.ndim != 1:

@@ -11,8 +11,13 @@ import hashlib
 from dataclasses import dataclass
 
 from ..errors import MalformedSectionPayload
-from .layout import (SECTION_BLOB_DATA, SECTION_BLOB_REFS, SECTION_CHUNK_IDS,
-                     SECTION_CHUNKS_CANONICAL, SECTION_CHUNKS_ORIGINAL_SPANS)
+from .layout import (
+    SECTION_BLOB_DATA,
+    SECTION_BLOB_REFS,
+    SECTION_CHUNK_IDS,
+    SECTION_CHUNKS_CANONICAL,
+    SECTION_CHUNKS_ORIGINAL_SPANS,
+)
 from .reader import UrnaView
 from .sections.canonical import decode_chunk_ids, decode_spans, decode_texts
 

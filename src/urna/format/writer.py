@@ -11,8 +11,16 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass
 
-from .layout import (URNA_FOOTER_SIZE, URNA_HEADER_SIZE, URNA_SECTION_ENTRY_SIZE, Footer, Header,
-                     SectionEntry, align_up, h8)
+from .layout import (
+    URNA_FOOTER_SIZE,
+    URNA_HEADER_SIZE,
+    URNA_SECTION_ENTRY_SIZE,
+    Footer,
+    Header,
+    SectionEntry,
+    align_up,
+    h8,
+)
 
 
 @dataclass(frozen=True)

@@ -112,22 +112,22 @@ class Slab:
     _cache: dict = field(default_factory=dict, repr=False)
 
     @classmethod
-    def float32(cls, a: np.ndarray) -> "Slab":
+    def float32(cls, a: np.ndarray) -> Slab:
         """Wrap an (n, dim) float32 matrix (no copy)."""
         return cls("float32", a.shape[0], a.shape[1], a)
 
     @classmethod
-    def float16(cls, a: np.ndarray) -> "Slab":
+    def float16(cls, a: np.ndarray) -> Slab:
         """Wrap an (n, dim) float16 matrix (no copy)."""
         return cls("float16", a.shape[0], a.shape[1], a)
 
     @classmethod
-    def int8(cls, scales: np.ndarray, codes: np.ndarray) -> "Slab":
+    def int8(cls, scales: np.ndarray, codes: np.ndarray) -> Slab:
         """Wrap per-row f32 scales and (n, dim) int8 codes (no copy)."""
         return cls("int8", codes.shape[0], codes.shape[1], codes, scales)
 
     @classmethod
-    def int4(cls, scales: np.ndarray, packed: np.ndarray, dim: int) -> "Slab":
+    def int4(cls, scales: np.ndarray, packed: np.ndarray, dim: int) -> Slab:
         """Wrap (n, dim/64) f16 group scales and (n, dim/2) packed nibbles (no copy)."""
         return cls("int4", packed.shape[0], dim, packed, scales)
 

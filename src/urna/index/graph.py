@@ -7,7 +7,8 @@ exact scores, so an edge can never change a returned score.
 
 from __future__ import annotations
 
-from typing import Iterable, Protocol, Sequence
+from collections.abc import Iterable, Sequence
+from typing import Protocol
 
 import numpy as np
 

@@ -88,12 +88,12 @@ class UrnaFile:
         self._inspect: dict | None = None
 
     @classmethod
-    def open(cls, path: str | os.PathLike) -> "UrnaFile":
+    def open(cls, path: str | os.PathLike) -> UrnaFile:
         """Open ``path`` (same as ``urna.open``)."""
         return cls(path)
 
     @classmethod
-    def from_bytes(cls, data: bytes | bytearray | memoryview) -> "UrnaFile":
+    def from_bytes(cls, data: bytes | bytearray | memoryview) -> UrnaFile:
         """Open a file held in memory (same checks and answers as a mapped file)."""
         self = cls.__new__(cls)
         self.path, self._mm = "<bytes>", None
@@ -137,7 +137,7 @@ class UrnaFile:
         """Whether :meth:`close` was called."""
         return self._st is None
 
-    def __enter__(self) -> "UrnaFile":
+    def __enter__(self) -> UrnaFile:
         return self
 
     def __exit__(self, *exc) -> None:

@@ -18,11 +18,19 @@ import numpy as np
 
 from ..errors import MalformedSectionPayload, SectionNotFound, UnsupportedDType
 from ..format import encodings
-from ..format.layout import (SECTION_BLOB_DATA, SECTION_BLOB_REFS, SECTION_BLOB_SPAN_OVERLAY,
-                             SECTION_BM25_INDEX, SECTION_CHUNK_IDS,
-                             SECTION_EMBEDDINGS,
-                             SECTION_EMBEDDINGS_FP, SECTION_GRAPH_ADJACENCY, SECTION_HNSW_INDEX,
-                             SECTION_SPACE_EMBEDDINGS_BASE, SECTION_SPACE_TABLE)
+from ..format.layout import (
+    SECTION_BLOB_DATA,
+    SECTION_BLOB_REFS,
+    SECTION_BLOB_SPAN_OVERLAY,
+    SECTION_BM25_INDEX,
+    SECTION_CHUNK_IDS,
+    SECTION_EMBEDDINGS,
+    SECTION_EMBEDDINGS_FP,
+    SECTION_GRAPH_ADJACENCY,
+    SECTION_HNSW_INDEX,
+    SECTION_SPACE_EMBEDDINGS_BASE,
+    SECTION_SPACE_TABLE,
+)
 from ..format.reader import SPACE_DTYPES, UrnaView
 from ..format.sections.canonical import decode_chunk_ids
 from ..index.exact import Slab

@@ -15,8 +15,14 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ..errors import (DimensionMismatch, EmptyQuery, InvalidK, InvalidQueryValue, UrnaError,
-                      ZeroNormQuery)
+from ..errors import (
+    DimensionMismatch,
+    EmptyQuery,
+    InvalidK,
+    InvalidQueryValue,
+    UrnaError,
+    ZeroNormQuery,
+)
 
 F32 = np.float32
 I32_MIN, I32_MAX = -(1 << 31), (1 << 31) - 1

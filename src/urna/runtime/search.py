@@ -13,8 +13,14 @@ import time
 
 import numpy as np
 
-from ..errors import (InvalidK, MalformedSectionPayload, ModelHashMismatch, SpaceModelMismatch,
-                      SpaceNotFound, UnsupportedFeature)
+from ..errors import (
+    InvalidK,
+    MalformedSectionPayload,
+    ModelHashMismatch,
+    SpaceModelMismatch,
+    SpaceNotFound,
+    UnsupportedFeature,
+)
 from ..format.identity import format_citation
 from ..format.layout import SECTION_BM25_INDEX, SECTION_SPACE_TABLE
 from ..index import exact

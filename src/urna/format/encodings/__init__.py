@@ -9,7 +9,7 @@ The writer's choices live in ``chooser``; vector layouts in ``vectors``.
 
 from __future__ import annotations
 
-from typing import Iterable
+from collections.abc import Iterable
 
 from ...errors import MalformedSectionPayload, UnsupportedSectionEncoding
 from .chooser import (

@@ -8,7 +8,7 @@ reference does. Errors carry section 0x0B (intpack ones 0, re-tagged by the call
 from __future__ import annotations
 
 import struct
-from typing import Iterator
+from collections.abc import Iterator
 
 import numpy as np
 

@@ -18,8 +18,8 @@ typed errors and reason texts.
 from __future__ import annotations
 
 import struct
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Iterable, Sequence
 
 from ...errors import InvalidInput, MalformedSectionPayload, UnsupportedSectionVersion
 from ..cursor import Cursor

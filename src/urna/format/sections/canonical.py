@@ -10,12 +10,24 @@ from __future__ import annotations
 import json
 import struct
 
-from ...errors import (InvalidInput, MalformedSectionPayload, SectionCountMismatch,
-                       UnsupportedSectionVersion)
+from ...errors import (
+    InvalidInput,
+    MalformedSectionPayload,
+    SectionCountMismatch,
+    UnsupportedSectionVersion,
+)
 from ..cursor import Cursor, decode_utf8, lp
-from ..layout import (PREFIX, SECTION_CHUNK_IDS, SECTION_CHUNKS_CANONICAL,
-                      SECTION_CHUNKS_ORIGINAL_SPANS, SECTION_PAYLOAD_VERSION,
-                      SECTION_PROVENANCE, SECTION_SEARCH_CONTRACT, U32_MAX, pack_prefix)
+from ..layout import (
+    PREFIX,
+    SECTION_CHUNK_IDS,
+    SECTION_CHUNKS_CANONICAL,
+    SECTION_CHUNKS_ORIGINAL_SPANS,
+    SECTION_PAYLOAD_VERSION,
+    SECTION_PROVENANCE,
+    SECTION_SEARCH_CONTRACT,
+    U32_MAX,
+    pack_prefix,
+)
 
 _SPAN_TAIL = struct.Struct("<QQ")  # byte_start, byte_end
 _U32 = struct.Struct("<I")

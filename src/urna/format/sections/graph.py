@@ -17,8 +17,8 @@ Not checked, as in the reference: trailing bytes, edge order, self loops, duplic
 from __future__ import annotations
 
 import struct
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Iterable
 
 import numpy as np
 

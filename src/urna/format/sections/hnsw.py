@@ -106,7 +106,7 @@ class _Reader:
         self.pos = 0
 
     def u32(self) -> int:
-        if 4 > len(self.buf) - self.pos:
+        if len(self.buf) - self.pos < 4:
             raise _malformed("hnsw: unexpected EOF")
         v = _U32.unpack_from(self.buf, self.pos)[0]
         self.pos += 4

@@ -12,8 +12,8 @@ trailing bytes. Reasons are the reference's texts.
 from __future__ import annotations
 
 import struct
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Iterable
 
 from ...errors import InvalidInput, MalformedSectionPayload, UnsupportedSectionVersion
 from ..cursor import Cursor

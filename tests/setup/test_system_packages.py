@@ -1,0 +1,36 @@
+"""`make test`'s system-package step: installs only what is missing, or says what to install."""
+
+from __future__ import annotations
+
+import os
+import pwd
+import subprocess
+from pathlib import Path
+
+SCRIPT = Path(__file__).resolve().parents[2] / "tools" / "ensure-debian-packages.sh"
+
+
+def _run(*packages: str, user: str | None = None) -> subprocess.CompletedProcess[str]:
+    cmd = ["bash", str(SCRIPT), *packages]
+    if user is not None:  # drop to an unprivileged account with no sudo rights
+        cmd = ["setpriv", f"--reuid={pwd.getpwnam(user).pw_uid}",
+               f"--regid={pwd.getpwnam(user).pw_gid}", "--clear-groups", *cmd]
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=60,
+                          env={**os.environ, "PATH": "/usr/sbin:/usr/bin:/sbin:/bin"})
+
+
+def test_installed_packages_need_nothing() -> None:
+    res = _run("bash", "coreutils")
+    assert res.returncode == 0
+    assert res.stderr == ""
+
+
+def test_unprivileged_user_gets_one_line_instruction() -> None:
+    missing = "urna-test-package-that-does-not-exist"
+    # As root, drop to `nobody` (no sudo rights); otherwise this account is the unprivileged one.
+    res = _run("bash", missing, user="nobody" if os.geteuid() == 0 else None)
+    assert res.returncode == 1
+    lines = res.stderr.strip().splitlines()
+    assert len(lines) == 1
+    assert f"sudo apt-get install {missing}" in lines[0]
+    assert "bash" not in lines[0].split("install", 1)[1]  # only the missing one is named
