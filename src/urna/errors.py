@@ -409,5 +409,48 @@ class BuildError(UrnaError):
         ValueError.__init__(self, detail)
 
 
+# metadata and filters ---------------------------------------------------------------------
+
+
+class FilterError(UrnaError):
+    """Base of every filter failure: the ``where`` expression cannot be compiled or applied."""
+
+    def __init__(self, detail: str) -> None:
+        self.detail = detail
+        ValueError.__init__(self, detail)
+
+
+class UnknownFilterField(FilterError):
+    """The filter names a field that is neither built in nor in the file's metadata."""
+
+    def __init__(self, field: str) -> None:
+        self.field = field
+        FilterError.__init__(self, f"filter: unknown field {field!r}")
+
+
+class UnknownFilterOperator(FilterError):
+    """The filter uses an operator the language does not have."""
+
+    def __init__(self, operator: str, field: str | None = None) -> None:
+        self.operator, self.field = operator, field
+        where = "" if field is None else f" on field {field!r}"
+        FilterError.__init__(self, f"filter: unknown operator {operator!r}{where}")
+
+
+class FilterTypeError(FilterError):
+    """An operator or operand does not fit the type of the field it is applied to."""
+
+    def __init__(self, field: str, operator: str, detail: str) -> None:
+        self.field, self.operator = field, operator
+        FilterError.__init__(self, f"filter: field {field!r} operator {operator!r}: {detail}")
+
+
+class InvalidFilterJson(FilterError):
+    """The text given as a JSON filter is not JSON (or not a JSON object)."""
+
+    def __init__(self, detail: str) -> None:
+        FilterError.__init__(self, f"filter: invalid JSON: {detail}")
+
+
 __all__ = [name for name, obj in list(globals().items())
            if isinstance(obj, type) and issubclass(obj, UrnaError) and not name.startswith("_")]
