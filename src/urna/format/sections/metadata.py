@@ -42,7 +42,7 @@ import struct
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -50,11 +50,12 @@ from ...errors import (
     InvalidInput,
     MalformedSectionPayload,
     SectionCountMismatch,
+    UnsupportedSectionEncoding,
     UnsupportedSectionVersion,
 )
 from ..cursor import Cursor, decode_utf8, lp
 from ..encodings.zstd import ZstdFailure, decompress_cap, decompress_into, new_dctx, zstd_compress
-from ..layout import PREFIX, SECTION_METADATA, SECTION_PAYLOAD_VERSION
+from ..layout import ENCODING_RAW, PREFIX, SECTION_METADATA, SECTION_PAYLOAD_VERSION
 
 METADATA_PAYLOAD_VERSION = SECTION_PAYLOAD_VERSION
 TYPE_INT = "int"
@@ -455,3 +456,27 @@ def decode_metadata(payload: bytes | memoryview, n_rows: int) -> MetadataTable:
         columns[col.name] = col
     body.expect_end()
     return MetadataTable(n_rows, columns)
+
+
+class SectionSource(Protocol):
+    """What ``read_metadata`` needs from a reader (``format.reader.UrnaView`` has it)."""
+
+    @property
+    def header(self) -> Any:
+        """The file header (``n_chunks`` is read)."""
+
+    def entry(self, section_id: int) -> Any:
+        """The first table entry of ``section_id`` or None."""
+
+    def payload(self, entry: Any) -> memoryview:
+        """The physical bytes of ``entry``."""
+
+
+def read_metadata(view: SectionSource) -> MetadataTable | None:
+    """The file's metadata table, or None when it has no 0x18 section."""
+    entry = view.entry(SECTION_METADATA)
+    if entry is None:
+        return None
+    if entry.encoding != ENCODING_RAW:
+        raise UnsupportedSectionEncoding(SECTION_METADATA, entry.encoding)
+    return decode_metadata(view.payload(entry), view.header.n_chunks)
