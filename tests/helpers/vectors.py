@@ -22,6 +22,17 @@ def corpus(name: str) -> dict:
     return json.loads((REF / f"{name}.chunks.json").read_text())
 
 
+def same_hits(got, want, path: str) -> None:
+    """Assert reference hits: same chunk ids in order, scores within 1e-6, other fields equal."""
+    assert [h.chunk_id for h in got] == [w["chunk_id"] for w in want], path
+    for h, w in zip(got, want):
+        for key, value in w.items():
+            if key == "score":
+                assert abs(h.score - value) <= 1e-6, (path, key, h.score, value)
+            else:
+                assert getattr(h, key) == value, (path, key)
+
+
 def build_kwargs(file_name: str) -> tuple[list, dict]:
     """(positional args, keyword args) that rebuild ``file_name`` with urna.build."""
     info = expected()[file_name]

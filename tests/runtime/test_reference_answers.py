@@ -10,20 +10,11 @@ import pytest
 
 import urna
 from helpers.vectors import REF, expected
+from helpers.vectors import same_hits as _same_hits
 
 EXPECTED = expected()
 
 FILES = sorted(EXPECTED)
-
-
-def _same_hits(got, want, path: str) -> None:
-    assert [h.chunk_id for h in got] == [w["chunk_id"] for w in want], path
-    for h, w in zip(got, want):
-        for key, value in w.items():
-            if key == "score":
-                assert abs(h.score - value) <= 1e-6, (path, key, h.score, value)
-            else:
-                assert getattr(h, key) == value, (path, key)
 
 
 @pytest.fixture(scope="module", params=FILES)
