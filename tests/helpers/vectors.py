@@ -25,7 +25,7 @@ def corpus(name: str) -> dict:
 def same_hits(got, want, path: str) -> None:
     """Assert reference hits: same chunk ids in order, scores within 1e-6, other fields equal."""
     assert [h.chunk_id for h in got] == [w["chunk_id"] for w in want], path
-    for h, w in zip(got, want):
+    for h, w in zip(got, want, strict=True):
         for key, value in w.items():
             if key == "score":
                 assert abs(h.score - value) <= 1e-6, (path, key, h.score, value)
