@@ -418,7 +418,7 @@ def _read_column(cur: Cursor, n: int, previous: bytes | None) -> MetadataColumn:
     elif type_ == TYPE_STRING:
         dictionary = _read_dictionary(cur, name)
         values = _read_array(cur, n, "<u4")
-        _check_codes(name, values, len(dictionary))
+        _check_codes(name, values[valid], len(dictionary))  # null slots are checked zero below
     else:
         dictionary = _read_dictionary(cur, name)
         offsets = _read_array(cur, n + 1, "<u4").astype(np.int64)
