@@ -15,7 +15,6 @@ import json
 import subprocess
 import sys
 import tempfile
-from datetime import UTC, datetime
 from pathlib import Path
 
 from urna.format.append import with_section
@@ -23,6 +22,9 @@ from urna.format.layout import SECTION_METADATA
 from urna.format.sections.metadata import encode_metadata
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tests"))  # the sample rows are the ones the tests use
+from helpers.vectors import metadata_sample_rows as sample_rows  # noqa: E402
+
 REF = ROOT / "tests" / "data" / "ref-0.5.1"
 REF_PYTHON = "/work/refvenv/bin/python"
 
@@ -73,14 +75,6 @@ for path, exp in json.load(open(sys.argv[1])):
 print(json.dumps({"module": urna.__file__, "version": getattr(urna, "__version__", "?"),
                   "files": out}))
 '''
-
-
-def sample_rows(n: int) -> list[dict | None]:
-    """Metadata of every type, with nulls (the same rows as tests/format/test_metadata_compat)."""
-    return [None if i % 5 == 4 else {
-        "lang": ["pt", "en", "de"][i % 3], "year": 2018 + i % 7, "score": i / 4,
-        "draft": i % 2 == 0, "tags": ["t" + str(j) for j in range(i % 3)],
-        "seen": datetime(2024, 1, 1 + i % 28, tzinfo=UTC)} for i in range(n)]
 
 
 def main(ref_python: str = REF_PYTHON) -> int:

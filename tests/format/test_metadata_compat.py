@@ -9,12 +9,11 @@ wheel is never a dependency of the suite).
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
-
 import pytest
 
 import urna
 from helpers.vectors import REF, expected, same_hits
+from helpers.vectors import metadata_sample_rows as sample_rows
 from urna.format.append import with_section
 from urna.format.layout import SECTION_METADATA
 from urna.format.reader import UrnaView
@@ -22,14 +21,6 @@ from urna.format.sections.metadata import encode_metadata, read_metadata
 
 EXPECTED = expected()
 FILES = sorted(EXPECTED)
-
-
-def sample_rows(n: int) -> list[dict | None]:
-    """Metadata of every type, with nulls, for ``n`` chunks."""
-    return [None if i % 5 == 4 else {
-        "lang": ["pt", "en", "de"][i % 3], "year": 2018 + i % 7, "score": i / 4,
-        "draft": i % 2 == 0, "tags": ["t" + str(j) for j in range(i % 3)],
-        "seen": datetime(2024, 1, 1 + i % 28, tzinfo=UTC)} for i in range(n)]
 
 
 def rehashed(want: list[dict], file_hash: str) -> list[dict]:

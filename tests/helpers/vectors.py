@@ -33,6 +33,16 @@ def same_hits(got, want, path: str) -> None:
                 assert getattr(h, key) == value, (path, key)
 
 
+def metadata_sample_rows(n: int) -> list[dict | None]:
+    """Per-chunk metadata of every type, with null rows, for ``n`` chunks (0x18 checks)."""
+    from datetime import UTC, datetime
+
+    return [None if i % 5 == 4 else {
+        "lang": ["pt", "en", "de"][i % 3], "year": 2018 + i % 7, "score": i / 4,
+        "draft": i % 2 == 0, "tags": ["t" + str(j) for j in range(i % 3)],
+        "seen": datetime(2024, 1, 1 + i % 28, tzinfo=UTC)} for i in range(n)]
+
+
 def build_kwargs(file_name: str) -> tuple[list, dict]:
     """(positional args, keyword args) that rebuild ``file_name`` with urna.build."""
     info = expected()[file_name]
