@@ -409,5 +409,13 @@ class BuildError(UrnaError):
         ValueError.__init__(self, detail)
 
 
+class CatalogError(UrnaError):
+    """A catalog is malformed, altered, does not match its shards, or cannot run a search."""
+
+    def __init__(self, detail: str) -> None:
+        self.detail = detail
+        ValueError.__init__(self, detail)
+
+
 __all__ = [name for name, obj in list(globals().items())
            if isinstance(obj, type) and issubclass(obj, UrnaError) and not name.startswith("_")]

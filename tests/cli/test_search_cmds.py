@@ -131,10 +131,10 @@ def test_benchmark_queries_come_from_the_file_by_default() -> None:
     import numpy as np
 
     import urna
-    from urna.cli.search_cmds import _own_queries
+    from urna.runtime.benchmark import own_queries
 
     with urna.open(REF / "synthetic-exact.urna") as f:
-        qs = _own_queries(f, 6, seed=3)
+        qs = own_queries(f, 6, seed=3)
         rows = f.vectors()
     # every query is one of the file's stored rows
     assert all(np.any(np.all(rows == q, axis=1)) for q in qs)

@@ -144,7 +144,7 @@ def test_unreadable_catalogs_are_refused(tmp_path: Path, monkeypatch) -> None:
     with pytest.raises(CatalogError, match="not a JSON object"):
         open_catalog(p)
     p.write_text('{"a": "' + "x" * 200 + '"}')
-    monkeypatch.setattr(catmod, "MAX_CATALOG_BYTES", 100)
+    monkeypatch.setattr(catmod.document, "MAX_CATALOG_BYTES", 100)
     with pytest.raises(CatalogError, match="larger than 100 bytes"):
         open_catalog(p)
 

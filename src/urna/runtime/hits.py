@@ -2,16 +2,19 @@
 
 Fields and values as the reference fills them: ``score_type`` is always ``"cosine"``,
 ``citation_id`` is ``urna://<content_hash>/<chunk_id>``, spans are the ones after the blob
-overlay. The envelope (:class:`SearchResult`) carries what the CLI prints (index_type,
-recall, truncated, timing, explain); the Python methods return only the hit list, as the
-reference binding does.
+overlay. Every search returns one :class:`SearchResult`: a sequence of hits that behaves as
+the reference binding's plain list (``len``, iteration, indexing, slicing, ``== [hit, ...]``)
+and also carries how it was found (index_type, recall, truncated, timing, explain).
+``truncated`` is the reference's ``k < n`` (more chunks exist than were asked for), never a
+statement about the candidate count.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, Generic, TypeVar, overload
 
 FULL_PRECISION = "full_precision"
 STORED_PRECISION = "stored_precision"
@@ -80,11 +83,18 @@ class SearchExplain:
     recall_estimate: float = 1.0
 
 
-@dataclass(frozen=True, slots=True)
-class SearchResult:
-    """A ranked hit list with the reference's envelope fields."""
+HitT = TypeVar("HitT", "SearchHit", "RetrieveHit")
 
-    hits: list[SearchHit]
+
+@dataclass(frozen=True, slots=True, eq=False)
+class SearchResult(Sequence[HitT], Generic[HitT]):
+    """Ranked hits that act as a list, plus the envelope of how they were found.
+
+    ``candidate_budget`` is set by routed queries only: the per-source candidate budget the
+    route asked for (``min(candidates, n)``), which ``ask --disclose explain`` prints.
+    """
+
+    hits: list[HitT]
     index_type: str
     recall: float
     truncated: bool
@@ -92,11 +102,59 @@ class SearchResult:
     query_time_ms: float
     explain: SearchExplain
     space: str | None = field(default=None)
+    candidate_budget: dict[str, int] | None = field(default=None)
+
+    # -- the list a reference user holds ------------------------------------------------
+
+    def __len__(self) -> int:
+        return len(self.hits)
+
+    def __iter__(self) -> Iterator[HitT]:
+        return iter(self.hits)
+
+    @overload
+    def __getitem__(self, i: int) -> HitT: ...
+
+    @overload
+    def __getitem__(self, i: slice) -> list[HitT]: ...
+
+    def __getitem__(self, i: int | slice) -> HitT | list[HitT]:
+        return self.hits[i]
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, SearchResult):
+            return self.hits == other.hits
+        if isinstance(other, (list, tuple)):
+            return self.hits == list(other)
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]  # equal to a list, so unhashable like one
+
+    def __repr__(self) -> str:
+        return f"SearchResult({self.index_type}, {self.hits!r})"
+
+    # -- the envelope -------------------------------------------------------------------
 
     @property
     def k_returned(self) -> int:
         """Number of hits returned."""
         return len(self.hits)
+
+    @property
+    def route(self) -> str:
+        """The path that produced the candidates (``explain.route``)."""
+        return self.explain.route
+
+    @property
+    def disclosure(self) -> str:
+        """The ask/explain wording of the rerank precision (``real cosine`` ...)."""
+        return DISCLOSURE.get(self.explain.rerank_source, self.explain.rerank_source)
+
+    def with_hits(self, hits: list[Any]) -> SearchResult:
+        """The same envelope over other hits (retrieve's RetrieveHits, a catalog's merge)."""
+        return SearchResult(hits, self.index_type, self.recall, self.truncated,
+                            self.k_requested, self.query_time_ms, self.explain, self.space,
+                            self.candidate_budget)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form (recall NaN becomes None)."""
