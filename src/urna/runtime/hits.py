@@ -12,9 +12,9 @@ statement about the candidate count.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator, Sequence
-from dataclasses import asdict, dataclass, field
-from typing import Any, Generic, TypeVar, overload
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass
+from typing import Any, TypeVar
 
 FULL_PRECISION = "full_precision"
 STORED_PRECISION = "stored_precision"
@@ -86,59 +86,40 @@ class SearchExplain:
 HitT = TypeVar("HitT", "SearchHit", "RetrieveHit")
 
 
-@dataclass(frozen=True, slots=True, eq=False)
-class SearchResult(Sequence[HitT], Generic[HitT]):
-    """Ranked hits that act as a list, plus the envelope of how they were found.
+class SearchResult(list[HitT]):
+    """Ranked hits that are a list (as the reference binding returns), plus the envelope of
+    how they were found.
 
     ``candidate_budget`` is set by routed queries only: the per-source candidate budget the
     route asked for (``min(candidates, n)``), which ``ask --disclose explain`` prints.
+    Equality, slicing and ``json.dumps`` are the list's: the envelope never enters them.
     """
 
-    hits: list[HitT]
-    index_type: str
-    recall: float
-    truncated: bool
-    k_requested: int
-    query_time_ms: float
-    explain: SearchExplain
-    space: str | None = field(default=None)
-    candidate_budget: dict[str, int] | None = field(default=None)
+    def __init__(self, hits: Iterable[HitT], index_type: str, recall: float, truncated: bool,
+                 k_requested: int, query_time_ms: float, explain: SearchExplain,
+                 space: str | None = None,
+                 candidate_budget: dict[str, int] | None = None) -> None:
+        super().__init__(hits)
+        self.index_type, self.recall, self.truncated = index_type, recall, truncated
+        self.k_requested, self.query_time_ms, self.explain = k_requested, query_time_ms, explain
+        self.space, self.candidate_budget = space, candidate_budget
 
-    # -- the list a reference user holds ------------------------------------------------
+    def __reduce__(self) -> tuple[Any, ...]:  # pickles (Ray actors) with its envelope
+        return (SearchResult, (list(self), self.index_type, self.recall, self.truncated,
+                               self.k_requested, self.query_time_ms, self.explain, self.space,
+                               self.candidate_budget))
 
-    def __len__(self) -> int:
-        return len(self.hits)
-
-    def __iter__(self) -> Iterator[HitT]:
-        return iter(self.hits)
-
-    @overload
-    def __getitem__(self, i: int) -> HitT: ...
-
-    @overload
-    def __getitem__(self, i: slice) -> list[HitT]: ...
-
-    def __getitem__(self, i: int | slice) -> HitT | list[HitT]:
-        return self.hits[i]
-
-    def __eq__(self, other: object) -> bool:
-        if isinstance(other, SearchResult):
-            return self.hits == other.hits
-        if isinstance(other, (list, tuple)):
-            return self.hits == list(other)
-        return NotImplemented
-
-    __hash__ = None  # type: ignore[assignment]  # equal to a list, so unhashable like one
-
-    def __repr__(self) -> str:
-        return f"SearchResult({self.index_type}, {self.hits!r})"
+    @property
+    def hits(self) -> list[HitT]:
+        """The hits as a plain list."""
+        return list(self)
 
     # -- the envelope -------------------------------------------------------------------
 
     @property
     def k_returned(self) -> int:
         """Number of hits returned."""
-        return len(self.hits)
+        return len(self)
 
     @property
     def route(self) -> str:
@@ -169,6 +150,6 @@ class SearchResult(Sequence[HitT], Generic[HitT]):
             "recall": None if math.isnan(self.recall) else self.recall,
             "truncated": self.truncated, "k_requested": self.k_requested,
             "k_returned": self.k_returned, "query_time_ms": self.query_time_ms,
-            "explain": ex, "hits": [h.to_dict() for h in self.hits],
+            "explain": ex, "hits": [h.to_dict() for h in self],
         })
         return out
