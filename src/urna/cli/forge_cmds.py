@@ -37,11 +37,10 @@ def _fail(e: BaseException, code: int = 1, prefix: str = "Error") -> NoReturn:
 
 
 def _open(path: str) -> Any:
-    import urna
-    from urna.runtime.catalog import is_catalog_path
+    from urna.runtime.searcher import open_searcher
 
     try:
-        return urna.open_catalog(path) if is_catalog_path(path) else urna.open(path)
+        return open_searcher(path)
     except (UrnaError, OSError) as e:
         _fail(e)
 
