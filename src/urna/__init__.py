@@ -3,7 +3,7 @@
 Public surface (same names and signatures as the reference wheel)::
 
     urna.build(path, embedding_model, embedding_dim, chunker_version, model_hash, chunks, ...)
-    f = urna.open(path)            # UrnaFile: search, search_ann, search_hybrid, retrieve, cite, ...
+    f = urna.open(path)        # UrnaFile: search, search_ann, search_hybrid, retrieve, cite, ...
     urna.chunk_id(text, source_uri, byte_start, byte_end, chunker_version)
 
 Every search returns a ``SearchResult``: the reference's list of hits, plus how they were

@@ -228,7 +228,7 @@ def test_every_search_of_a_file_spans_a_catalog(tmp_path: Path) -> None:
         merged = cat.search_space("vision", vision, 6)
         assert [h.chunk_id for h in merged] == [h.chunk_id for h in single for _ in (0, 1)]
         assert merged.space == "vision" and merged.index_type == "space"
-        assert merged.truncated is (6 < 2 * single.explain.exact_candidates)
+        assert merged.truncated is (2 * single.explain.exact_candidates > 6)
         q = rng.standard_normal(f.embedding_dim).astype(np.float32)
         Q = np.stack([q, -q])
         for row, got in zip(Q, cat.search_batch(Q, 4), strict=True):

@@ -88,7 +88,8 @@ def validate_cmd(file: Path, as_json: bool) -> None:
     click.echo("  " + labelled("Required sections:", "all present", w))
     click.echo("  " + labelled("Embedding values:", "no NaN/Inf", w))
     if result.blobs_verified is not None:
-        click.echo("  " + labelled("Inlined blobs:", f"{result.blobs_verified} verified against blob_refs", w))
+        blobs = f"{result.blobs_verified} verified against blob_refs"
+        click.echo("  " + labelled("Inlined blobs:", blobs, w))
     click.echo("  " + labelled("File hash:", result.file_hash, w))
     click.echo("  " + labelled("Content hash:", result.content_hash, w))
 

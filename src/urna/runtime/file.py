@@ -10,6 +10,7 @@ until it returns. Searches only read shared state, so one UrnaFile serves many t
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import mmap
 import os
@@ -130,10 +131,10 @@ class UrnaFile:
     def _release_map(self) -> None:
         mm, self._mm = self._mm, None
         if mm is not None:
-            try:
+            # a view may still be alive (a running search, a traceback): the map is then
+            # unmapped when its last view is collected
+            with contextlib.suppress(BufferError):
                 mm.close()
-            except BufferError:  # a view is still alive (a running search, a traceback);
-                pass  # the map is unmapped when its last view is collected
 
     @property
     def closed(self) -> bool:

@@ -83,7 +83,7 @@ class SearchExplain:
     recall_estimate: float = 1.0
 
 
-HitT = TypeVar("HitT", "SearchHit", "RetrieveHit")
+HitT = TypeVar("HitT", bound="SearchHit | RetrieveHit")
 
 
 class SearchResult(list[HitT]):

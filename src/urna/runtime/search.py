@@ -42,7 +42,7 @@ _vectors_lock = threading.Lock()
 def _hits(st: OpenedFile, ids: np.ndarray, scores: np.ndarray, label: str,
           reranked: bool, score_type: str = "cosine") -> list[SearchHit]:
     out = []
-    for i, s in zip(ids.tolist(), scores.tolist()):
+    for i, s in zip(ids.tolist(), scores.tolist(), strict=True):
         if i >= len(st.chunk_ids):  # a space band longer than the chunk tables (crafted file)
             raise MalformedSectionPayload(
                 SECTION_SPACE_TABLE,
@@ -104,6 +104,8 @@ def hnsw_vectors(st: OpenedFile) -> np.ndarray:
 
 def _hnsw_candidates(st: OpenedFile, q: np.ndarray, width: int) -> np.ndarray:
     from ..index.hnsw import hnsw_search
+
+    assert st.hnsw is not None  # callers fall back to exact first
     return hnsw_search(st.hnsw, hnsw_vectors(st), q, width)
 
 
@@ -150,8 +152,8 @@ def bm25_search(st: OpenedFile, text: str, k: int) -> SearchResult:
     if k <= 0:
         raise InvalidK(k)
     if st.bm25 is None:
-        raise UnsupportedFeature("this file has no BM25 section (0x08); build it with with_bm25=True "
-                                 "or the hybrid preset")
+        raise UnsupportedFeature("this file has no BM25 section (0x08); build it with "
+                                 "with_bm25=True or the hybrid preset")
     ids, scores = st.bm25.search_arrays(text, k)
     if len(ids) and int(np.max(ids)) >= st.n:  # n_docs is not tied to n_chunks by the format
         raise MalformedSectionPayload(SECTION_BM25_INDEX,

@@ -14,6 +14,7 @@ with the file's own model, model_hash gate, the runtime's route and candidates),
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import math
 import os
@@ -194,10 +195,8 @@ class Corpus:
             f.search_hybrid(probe, "warm", 1, 16)
         if f.has_graph:
             f.search_graph(probe, 1)
-        try:
+        with contextlib.suppress(ApiError):  # reported per request: vector queries still work
             self.embedder()
-        except ApiError:
-            pass  # reported per request: this corpus answers vector queries only
 
     # -- handlers --------------------------------------------------------------------------
 
