@@ -3,8 +3,12 @@
 Public surface (same names and signatures as the reference wheel)::
 
     urna.build(path, embedding_model, embedding_dim, chunker_version, model_hash, chunks, ...)
-    f = urna.open(path)            # UrnaFile: search, search_ann, search_hybrid, retrieve, cite, ...
+    f = urna.open(path)        # UrnaFile: search, search_ann, search_hybrid, retrieve, cite, ...
     urna.chunk_id(text, source_uri, byte_start, byte_end, chunker_version)
+
+Every search returns a ``SearchResult``: the reference's list of hits, plus how they were
+found (index_type, recall, truncated, query_time_ms, explain). ``urna.open_catalog`` opens
+shards as one corpus; a file and a catalog both satisfy ``urna.Searcher``.
 
 Every error is a subclass of ``urna.errors.UrnaError`` (a ``ValueError``).
 """
@@ -21,13 +25,13 @@ from .errors import UrnaError
 from .format.identity import chunk_id
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .runtime import RetrieveHit, SearchHit, UrnaFile
+    from .runtime import RetrieveHit, Searcher, SearchHit, SearchResult, UrnaFile
     from .runtime.catalog import Catalog
 
 __version__ = "0.1.0"
 __all__ = ["open", "open_catalog", "build", "chunk_id", "UrnaFile", "SearchHit", "RetrieveHit",
-           "UrnaError", "errors", "potion_model_path"]
-_RUNTIME_NAMES = ("UrnaFile", "SearchHit", "RetrieveHit")
+           "SearchResult", "Searcher", "UrnaError", "errors", "potion_model_path"]
+_RUNTIME_NAMES = ("UrnaFile", "SearchHit", "RetrieveHit", "SearchResult", "Searcher")
 
 
 def open(path: str | os.PathLike) -> UrnaFile:  # noqa: A001 - the reference's name

@@ -409,6 +409,14 @@ class BuildError(UrnaError):
         ValueError.__init__(self, detail)
 
 
+class CatalogError(UrnaError):
+    """A catalog is malformed, altered, does not match its shards, or cannot run a search."""
+
+    def __init__(self, detail: str) -> None:
+        self.detail = detail
+        ValueError.__init__(self, detail)
+
+
 # metadata and filters ---------------------------------------------------------------------
 
 

@@ -131,10 +131,27 @@ def test_benchmark_queries_come_from_the_file_by_default() -> None:
     import numpy as np
 
     import urna
-    from urna.cli.search_cmds import _own_queries
+    from urna.runtime.benchmark import own_queries
 
     with urna.open(REF / "synthetic-exact.urna") as f:
-        qs = _own_queries(f, 6, seed=3)
+        qs = own_queries(f, 6, seed=3)
         rows = f.vectors()
     # every query is one of the file's stored rows
     assert all(np.any(np.all(rows == q, axis=1)) for q in qs)
+
+
+def test_benchmark_reports_the_cold_first_query_apart() -> None:
+    from urna.runtime.benchmark import latency
+
+    res = run("benchmark", REF / "synthetic-tiny.urna", "-q", "3", "--ann", "32")
+    assert res.exit_code == 0, res.output
+    last = res.output.splitlines()[-1]
+    assert last.startswith("first query (cold, kept out of the [hot] figures): exact ")
+    assert ", ann " in last
+    doc = json.loads(run("benchmark", REF / "synthetic-tiny.urna", "-q", "3", "--ann", "32",
+                         "--json").output)
+    assert set(doc["first_query_ms"]) == {"exact", "ann"}
+    assert [p["name"].endswith("[hot]") for p in doc["passes"]] == [True, True]
+    # nearest-rank percentiles over the hot times only
+    lat = latency("x", [4.0, 1.0, 3.0, 2.0])
+    assert (lat.mean, lat.p50, lat.p95, lat.p99, lat.qps) == (2.5, 3.0, 4.0, 4.0, 400.0)

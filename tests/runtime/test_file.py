@@ -119,7 +119,7 @@ def test_space_errors_in_the_reference_order() -> None:
         assert (err.value.expected, err.value.got) == (16, 32)
         hits = f.search_space("vision", vision, 3)
         assert {h.index_type for h in hits} == {"space"} and not any(h.reranked for h in hits)
-        result = f.search_space_result("audio", [1.0] * 16, 20)
+        result = f.search_space("audio", [1.0] * 16, 20)
         assert result.truncated is False and result.recall == 1.0 and len(result.hits) == 12
         assert result.explain.rerank_source == "stored_precision"
     with urna.open(REF / "quickstart-exact.urna") as plain, pytest.raises(SpaceNotFound):

@@ -50,7 +50,7 @@ def test_axes_exact_hit_fields(axes) -> None:
     assert hit.citation_id == f"urna://{axes.content_hash}/{hit.chunk_id}"
     assert (hit.source_uri, hit.offset_start, hit.offset_end) == ("doc.txt", 0, 10)
     assert hit.embedding_model == "demo"
-    result = axes.search_result([1.0, 0.0, 0.0, 0.0], 1)
+    result = axes.search([1.0, 0.0, 0.0, 0.0], 1)
     assert (result.recall, result.truncated, result.k_returned) == (1.0, True, 1)
 
 
@@ -59,7 +59,7 @@ def test_axes_ranking_and_truncation(axes) -> None:
     assert abs(hits[0].score - 0.70710677) <= 1e-5 and abs(hits[-1].score) <= 1e-6
     assert [h.offset_start for h in hits[:2]] == [0, 10]  # tie 0.7071: lower index first
     assert len(axes.search([1.0, 1.0, 0.0, 0.0], 2)) == 2
-    assert axes.search_result([1.0, 0, 0, 0], 5).truncated is False
+    assert axes.search([1.0, 0, 0, 0], 5).truncated is False
 
 
 @pytest.mark.parametrize("query, k, error, text", [
@@ -130,17 +130,17 @@ def test_rerank_contract(rerank_file) -> None:
         q = rng.standard_normal(32).astype(np.float32)
         exact = {h.chunk_id: h.score for h in f.search(q, f.n_embeddings)}
         for label, result in (
-                ("hnsw", f.search_ann_result(q, 10, 100)),
-                ("hybrid", f.search_hybrid_result(q, "alpha shared3 term12", 10, 100)),
-                ("graph", f.search_graph_result(q, 10, 2, 100))):
+                ("hnsw", f.search_ann(q, 10, 100)),
+                ("hybrid", f.search_hybrid(q, "alpha shared3 term12", 10, 100)),
+                ("graph", f.search_graph(q, 10, 2, 100))):
             assert len(result.hits) == 10
             assert math.isnan(result.recall)
             for h in result.hits:
                 assert (h.index_type, h.reranked) == (label, True)
                 assert np.float32(h.score).tobytes() == np.float32(exact[h.chunk_id]).tobytes()
-        ex = f.search_hybrid_result(q, "alpha shared3 term12", 10, 100).explain
+        ex = f.search_hybrid(q, "alpha shared3 term12", 10, 100).explain
         assert ex.ann_candidates > 0 and ex.bm25_candidates > 0 and ex.fusion_mode == "rrf"
-        assert f.search_graph_result(q, 10, 2, 100).explain.graph_candidates > 0
+        assert f.search_graph(q, 10, 2, 100).explain.graph_candidates > 0
         # the graph cannot change the exact top-k (§10.4)
         assert [h.chunk_id for h in f.search_graph(q, 10, 2, 100)] == \
                [h.chunk_id for h in f.search(q, 10)]

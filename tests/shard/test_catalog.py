@@ -144,7 +144,7 @@ def test_unreadable_catalogs_are_refused(tmp_path: Path, monkeypatch) -> None:
     with pytest.raises(CatalogError, match="not a JSON object"):
         open_catalog(p)
     p.write_text('{"a": "' + "x" * 200 + '"}')
-    monkeypatch.setattr(catmod, "MAX_CATALOG_BYTES", 100)
+    monkeypatch.setattr(catmod.document, "MAX_CATALOG_BYTES", 100)
     with pytest.raises(CatalogError, match="larger than 100 bytes"):
         open_catalog(p)
 
@@ -197,3 +197,65 @@ def test_equal_scores_merge_by_shard_order_then_ordinal(tmp_path: Path) -> None:
 def test_catalog_document_requires_every_key() -> None:
     with pytest.raises(CatalogError, match="missing file_hash"):
         catalog_document("x", 1, [{"file": "a.urna"}])
+
+
+REF = Path(__file__).resolve().parents[1] / "data" / "ref-0.5.1"
+
+
+def _twin_catalog(tmp_path: Path, source: Path) -> Path:
+    """A catalog of two copies of one reference file (every hit appears once per shard)."""
+    entries = []
+    for tag in ("a", "b"):
+        p = tmp_path / f"{tag}.urna"
+        shutil.copy(source, p)
+        with urna.open(p) as f:
+            entries.append({"file": p.name, "file_hash": f.file_hash,
+                            "content_hash": f.content_hash, "n_chunks": f.n_embeddings,
+                            "model_hash": f.model_hash, "embedding_dim": f.embedding_dim})
+    return Path(write_catalog(tmp_path / "twin.catalog.json",
+                              catalog_document("twin", 2, entries)))
+
+
+def test_every_search_of_a_file_spans_a_catalog(tmp_path: Path) -> None:
+    from urna.runtime.searcher import Searcher
+
+    source = REF / "quickstart-spaces.urna"
+    with urna.open(source) as f, open_catalog(_twin_catalog(tmp_path, source)) as cat:
+        assert isinstance(cat, Searcher) and cat.space_names == ["vision", "audio"]
+        rng = np.random.default_rng(4)
+        vision = rng.standard_normal(32).astype(np.float32)
+        single = f.search_space("vision", vision, 3)
+        merged = cat.search_space("vision", vision, 6)
+        assert [h.chunk_id for h in merged] == [h.chunk_id for h in single for _ in (0, 1)]
+        assert merged.space == "vision" and merged.index_type == "space"
+        assert merged.truncated is (2 * single.explain.exact_candidates > 6)
+        q = rng.standard_normal(f.embedding_dim).astype(np.float32)
+        Q = np.stack([q, -q])
+        for row, got in zip(Q, cat.search_batch(Q, 4), strict=True):
+            assert got == cat.search(row, 4)
+        whole = cat.search(q, 30)
+        assert (whole.index_type, whole.recall, whole.truncated, whole.k_returned) == \
+            ("exact", 1.0, False, 24)
+        assert whole.explain.exact_candidates == 24
+        assert cat.validate() and cat.validate(full=True)
+        assert cat.texts() == f.texts() * 2 and cat.index_type == f.index_type
+
+
+def test_search_bm25_on_a_catalog_is_refused_with_the_reason(tmp_path: Path) -> None:
+    source = REF / "quickstart-hybrid.urna"
+    with open_catalog(_twin_catalog(tmp_path, source)) as cat:
+        with pytest.raises(CatalogError, match="BM25 scores use each shard's own statistics"):
+            cat.search_bm25("offline", 3)
+        q = np.ones(cat.embedding_dim, dtype=np.float32)
+        routed = cat.retrieve(q, 4, query_text="offline")
+        assert routed.route == "hybrid"
+        # each shard asked its own sources for min(64, 12) candidates
+        assert routed.candidate_budget == {"exact": 0, "ann": 24, "bm25": 24, "graph": 0}
+        assert [h.chunk_id for h in routed] == \
+            [h.chunk_id for h in cat.search_routed(q, 4, query_text="offline")]
+
+
+def test_catalog_error_is_an_urna_error_in_one_home() -> None:
+    from urna import errors
+
+    assert CatalogError is errors.CatalogError and issubclass(CatalogError, UrnaError)

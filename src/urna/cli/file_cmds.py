@@ -1,4 +1,9 @@
-"""File verbs: ``inspect``, ``validate``, ``cite`` (04-surface §2.3)."""
+"""File verbs: ``inspect``, ``validate``, ``cite`` (04-surface §2.3).
+
+``validate`` runs ``format.verify.verify``, the one full check (``UrnaFile.validate(full=True)``
+runs the same function); it reads the bytes without opening the search state, so a file is
+judged by its format checks in the reference's order.
+"""
 
 from __future__ import annotations
 
@@ -13,10 +18,10 @@ from ..format.layout import ENCODING_NAMES, section_name
 from ..format.reader import UrnaView
 from ..format.verify import verify
 from ..runtime.catalog import is_catalog_path
+from ..runtime.stats import SECTION_ENCODING_LABELS
 from ._output import emit_json, labelled
 
 FILE = click.Path(path_type=Path)  # a directory is bad input (exit 1), not usage
-_INSPECT_ENCODINGS = {0: "raw", 1: "zstd", 2: "float16", 3: "int8", 4: "intpack", 7: "int4"}
 
 
 def read_file(path: Path) -> bytes:
@@ -49,7 +54,8 @@ def inspect_cmd(file: Path, as_json: bool) -> None:
     click.echo(f"File size: {doc['file_size']} bytes")
     click.echo(f"Sections: {len(doc['sections'])}")
     for s in doc["sections"]:
-        enc = _INSPECT_ENCODINGS.get(s["encoding"], ENCODING_NAMES.get(s["encoding"], "unknown"))
+        enc = SECTION_ENCODING_LABELS.get(s["encoding"],
+                                          ENCODING_NAMES.get(s["encoding"], "unknown"))
         name = section_name(s["section_id"]) or "unknown"
         click.echo(f"0x{s['section_id']:02x} {name:<24} encoding={enc} offset={s['offset']} "
                    f"size={s['size']} checksum={s['checksum']}")
@@ -82,7 +88,8 @@ def validate_cmd(file: Path, as_json: bool) -> None:
     click.echo("  " + labelled("Required sections:", "all present", w))
     click.echo("  " + labelled("Embedding values:", "no NaN/Inf", w))
     if result.blobs_verified is not None:
-        click.echo("  " + labelled("Inlined blobs:", f"{result.blobs_verified} verified against blob_refs", w))
+        blobs = f"{result.blobs_verified} verified against blob_refs"
+        click.echo("  " + labelled("Inlined blobs:", blobs, w))
     click.echo("  " + labelled("File hash:", result.file_hash, w))
     click.echo("  " + labelled("Content hash:", result.content_hash, w))
 

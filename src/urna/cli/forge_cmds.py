@@ -37,11 +37,10 @@ def _fail(e: BaseException, code: int = 1, prefix: str = "Error") -> NoReturn:
 
 
 def _open(path: str) -> Any:
-    import urna
-    from urna.runtime.catalog import is_catalog_path
+    from urna.runtime.searcher import open_searcher
 
     try:
-        return urna.open_catalog(path) if is_catalog_path(path) else urna.open(path)
+        return open_searcher(path)
     except (UrnaError, OSError) as e:
         _fail(e)
 
@@ -148,25 +147,26 @@ def ask_cmd(file: str, text: str, k: int, candidates: int | None, model_path: st
     Example: urna ask quickstart.urna "can I use this offline" -k 1
     """
     from urna.forge.embed import EmbedderError
-    from urna.forge.query import retrieve_text
+    from urna.forge.query import ask
 
     with _open(file) as f:
         try:
-            res = retrieve_text(f, text, k, candidates=candidates, model_path=model_path)
+            res = ask(f, text, k, candidates=candidates, model_path=model_path)
         except (UrnaError, EmbedderError) as e:
             _fail(e)
+    budget = res.candidate_budget or {}
     if as_json:
-        click.echo(json.dumps({"route": res.route, "candidates": res.candidates,
-                               "fusion": res.fusion, "rerank_source": res.rerank_source,
+        click.echo(json.dumps({"route": res.route, "candidates": budget,
+                               "fusion": res.explain.fusion_mode, "rerank_source": res.disclosure,
                                "hits": [_hit_dict(h) for h in res.hits]}, indent=1))
         return
     out: list[str] = []
     if disclose == "explain":
-        c = res.candidates
+        c = budget
         out += [f"route:         {res.route}",
                 f"candidates:    exact={c['exact']} ann={c['ann']} bm25={c['bm25']} "
-                f"graph={c['graph']} fusion={res.fusion}",
-                f"rerank_source: {res.rerank_source}",
+                f"graph={c['graph']} fusion={res.explain.fusion_mode}",
+                f"rerank_source: {res.disclosure}",
                 f"recall:        {'1' if res.route == 'exact' else '(not computed; rerank guarantees real cosine)'}",
                 ""]
     if not res.hits:
@@ -187,11 +187,11 @@ def retrieve_cmd(file: str, text: str, k: int, candidates: int | None, model_pat
     Example: urna retrieve quickstart.urna "how do citations work" -k 2 --format jsonl
     """
     from urna.forge.embed import EmbedderError
-    from urna.forge.query import retrieve_text
+    from urna.forge.query import ask
 
     with _open(file) as f:
         try:
-            res = retrieve_text(f, text, k, candidates=candidates, model_path=model_path)
+            res = ask(f, text, k, candidates=candidates, model_path=model_path)
         except (UrnaError, EmbedderError) as e:
             _fail(e)
     hits = [_hit_dict(h) for h in res.hits]
@@ -225,25 +225,24 @@ def search_text_cmd(file: str, text: str, k: int, candidates: int | None,
                               skip_placeholder=skip_model_hash_check)
         except (UrnaError, EmbedderError) as e:
             _fail(e)
-        n = int(f.n_embeddings)
     if as_json:
         keys = ("chunk_id", "score", "score_type", "source_uri", "offset_start", "offset_end",
                 "embedding_model", "index_type", "reranked", "file_hash", "content_hash",
                 "citation_id")
         click.echo(json.dumps({"index_type": res.route, "k_requested": k,
-                               "k_returned": len(res.hits), "truncated": k < n,
-                               "query_time_ms": res.query_ms,
+                               "k_returned": len(res.hits), "truncated": res.truncated,
+                               "query_time_ms": res.query_time_ms,
                                "hits": [{key: getattr(h, key) for key in keys}
                                         for h in res.hits]}, indent=1))
         return
-    c = res.candidates
+    c = res.candidate_budget or {}
     lines = [f"index_type:   {res.route}",
              f"recall:       {'1' if res.route == 'exact' else '(not computed; rerank guarantees real cosine)'}",
-             f"truncated:    {'true' if k < n else 'false'}",
+             f"truncated:    {'true' if res.truncated else 'false'}",
              f"k_requested:  {k}", f"k_returned:   {len(res.hits)}",
              f"candidates:   exact={c['exact']} ann={c['ann']} bm25={c['bm25']} "
-             f"graph={c['graph']} fusion={res.fusion}",
-             f"query_time:   {res.query_ms:.3f} ms", "hits:"]
+             f"graph={c['graph']} fusion={res.explain.fusion_mode}",
+             f"query_time:   {res.query_time_ms:.3f} ms", "hits:"]
     for i, h in enumerate(res.hits, 1):
         lines.append(
             f"  [{i:>3}] chunk_id={h.chunk_id} score={h.score:.6f} score_type={h.score_type} "

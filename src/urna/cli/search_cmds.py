@@ -1,31 +1,30 @@
 """Engine verbs over an opened file: ``stats``, ``search``, ``search-ann``, ``search-graph``,
 ``search-space``, ``benchmark``, ``media`` (04-surface §2.2-2.3).
 
-Each verb parses its arguments, makes one library call and prints either the reference's
-human text or, with ``--json``, one JSON document on stdout.
+Each verb parses its arguments, makes one library call (a ``Searcher`` search, a file or a
+shard catalog alike; ``runtime.stats``; ``runtime.benchmark``) and prints either the
+reference's human text or, with ``--json``, one JSON document on stdout. Nothing here routes,
+counts candidates or measures.
 """
 
 from __future__ import annotations
 
 import json
 import math
-import time
+from collections.abc import Callable
 from pathlib import Path
 
 import click
-import numpy as np
 
-from ..errors import UrnaError
-from ..format.layout import SECTION_SPACE_TABLE, section_name
-from ..format.reader import UrnaView
+from ..errors import SpaceNotFound
 from ..runtime import SearchResult, UrnaFile, open_file
-from ..runtime.catalog import is_catalog_path, open_catalog
-from ..runtime.hits import FULL_PRECISION, STORED_PRECISION, SearchExplain
+from ..runtime.benchmark import run_benchmark
 from ..runtime.media import export_blobs
+from ..runtime.searcher import Searcher, open_searcher
+from ..runtime.stats import stats_document
 from ._output import emit_json
 
 FILE = click.Path(dir_okay=False, path_type=Path)
-_ENCODINGS = {0: "raw", 1: "zstd", 2: "float16", 3: "int8", 4: "intpack", 7: "int4"}
 
 
 def _b(value: bool) -> str:
@@ -80,22 +79,10 @@ _json_flag = click.option("--json", "as_json", is_flag=True, help="Print one JSO
 _k_opt = click.option("-k", "k", type=int, default=10, show_default=True, help="Hits to return.")
 
 
-def _search(file: Path, method: str, q, k: int, *args) -> SearchResult:
-    """Run ``<method>_result`` on a file, or ``<method>`` on a shard catalog (merged hits)."""
-    if not is_catalog_path(file):
-        with open_file(file) as f:
-            return getattr(f, f"{method}_result")(q, k, *args)
-    started = time.perf_counter()
-    with open_catalog(file) as cat:
-        hits = getattr(cat, method)(q, k, *args)
-        n, dtype = cat.n_embeddings, cat.dtype
-    route = hits[0].index_type if hits else "exact"
-    exact = route == "exact"
-    source = FULL_PRECISION if dtype == "float32" else STORED_PRECISION
-    explain = SearchExplain(route=route, exact_candidates=n if exact else 0, rerank_source=source,
-                            recall_estimate=1.0 if exact else math.nan)
-    return SearchResult(hits, route, 1.0 if exact else math.nan, k < n, k,
-                        (time.perf_counter() - started) * 1000.0, explain)
+def _search(file: Path, run: Callable[[Searcher], SearchResult]) -> SearchResult:
+    """Run one search on FILE: a .urna file, or a shard catalog (its hits merged)."""
+    with open_searcher(file) as searcher:
+        return run(searcher)
 
 
 @click.command("search")
@@ -108,7 +95,8 @@ def search_cmd(file: Path, query: str, k: int, as_json: bool) -> None:
 
     Example: urna search corpus.urna "[0.1, 0.2, 0.3, 0.4]" -k 5
     """
-    _show(_search(file, "search", parse_query(query), k), as_json)
+    q = parse_query(query)
+    _show(_search(file, lambda s: s.search(q, k)), as_json)
 
 
 @click.command("search-ann")
@@ -123,7 +111,8 @@ def search_ann_cmd(file: Path, query: str, k: int, ef: int, as_json: bool) -> No
 
     Example: urna search-ann corpus.urna "[0.1, 0.2, 0.3, 0.4]" -k 5 --ef 200
     """
-    _show(_search(file, "search_ann", parse_query(query), k, ef), as_json)
+    q = parse_query(query)
+    _show(_search(file, lambda s: s.search_ann(q, k, ef)), as_json)
 
 
 @click.command("search-graph")
@@ -138,7 +127,8 @@ def search_graph_cmd(file: Path, query: str, k: int, hops: int, ef: int, as_json
 
     Example: urna search-graph corpus.urna "[0.1, 0.2, 0.3, 0.4]" --hops 2
     """
-    _show(_search(file, "search_graph", parse_query(query), k, hops, ef), as_json)
+    q = parse_query(query)
+    _show(_search(file, lambda s: s.search_graph(q, k, hops, ef)), as_json)
 
 
 @click.command("search-space")
@@ -155,36 +145,7 @@ def search_space_cmd(file: Path, query: str, space: str, k: int, expect_model_ha
     Example: urna search-space corpus.urna "[1, 0]" --space vision -k 3
     """
     q = parse_query(query)
-    with open_file(file) as f:
-        _show(f.search_space_result(space, q, k, expect_model_hash), as_json)
-
-
-def stats_document(file: Path) -> dict:
-    """What ``stats`` reports, from the reader alone (as the reference does)."""
-    view = UrnaView.from_bytes(file.read_bytes())
-    m, h = view.manifest, view.header
-    from ..index.exact import simd_backend
-
-    spaces = None
-    if view.entry(SECTION_SPACE_TABLE) is not None:
-        try:
-            spaces = [{"name": s.name, "dim": s.dim, "dtype": s.dtype, "n_vectors": s.n_vectors,
-                       "model_hash": s.model_hash} for s in view.space_entries()]
-        except UrnaError:  # the reference skips a table it cannot decode
-            spaces = None
-    return {
-        "file": str(file), "size": h.file_size, "chunks": h.n_chunks,
-        "embeddings": h.n_embeddings, "dim": h.embedding_dim, "mrl_dim": m.mrl_dim,
-        "full_dim": m.full_dim, "dtype": m.dtype, "metric": m.metric,
-        "score_type": m.score_type, "normalize": m.normalize, "index_type": m.index_type,
-        "rerank": m.rerank_policy, "model": m.embedding_model, "model_hash": m.model_hash,
-        "chunker": m.chunker_version, "supports_ann": m.capabilities.supports_ann,
-        "supports_bm25": m.capabilities.supports_bm25, "simd_backend": simd_backend(),
-        "sections": [{"section_id": e.section_id, "name": section_name(e.section_id) or "unknown",
-                      "encoding": _ENCODINGS.get(e.encoding, "unknown"), "size": e.size}
-                     for e in view.entries],
-        "spaces": spaces, "file_hash": view.file_hash(), "content_hash": view.content_hash(),
-    }
+    _show(_search(file, lambda s: s.search_space(space, q, k, expect_model_hash)), as_json)
 
 
 @click.command("stats")
@@ -224,42 +185,6 @@ def stats_cmd(file: Path, as_json: bool) -> None:
     click.echo("\n".join(out))
 
 
-def _latency(times: list[float]) -> dict:
-    t = sorted(times)
-
-    def pick(q: float) -> float:
-        return t[int(round((len(t) - 1) * q))]  # the reference's nearest-rank rule
-    return {"mean": sum(t) / len(t), "p50": pick(0.5), "p95": pick(0.95), "p99": pick(0.99),
-            "qps": len(t) / (sum(t) / 1000.0) if sum(t) > 0 else float("inf")}
-
-
-def _timed(f: UrnaFile, queries: np.ndarray, call, cold: bool) -> list[float]:
-    times = []
-    for q in queries:
-        if cold:
-            f.madvise_cold()
-        t0 = time.perf_counter()
-        call(q)
-        times.append((time.perf_counter() - t0) * 1000.0)
-    return times
-
-
-def _own_queries(f: UrnaFile, n: int, seed: int) -> np.ndarray:
-    """``n`` of the file's own (non-zero) rows, drawn with replacement: realistic queries."""
-    rng = np.random.default_rng(seed)
-    picks = f.vectors(rng.integers(0, f.n_embeddings, size=4 * n))
-    picks = picks[np.linalg.norm(picks, axis=1) > 0][:n]
-    if len(picks) < n:  # a (crafted) file of zero rows: fall back to random unit queries
-        return _unit_queries(n, f.embedding_dim, seed)
-    return np.ascontiguousarray(picks, dtype=np.float32)
-
-
-def _unit_queries(n: int, dim: int, seed: int) -> np.ndarray:
-    q = np.random.default_rng(seed).random((n, dim), dtype=np.float32)  # [0, 1) as the reference
-    norms = np.linalg.norm(q, axis=1, keepdims=True)
-    return np.where(norms > 0, q / np.maximum(norms, 1e-30), q).astype(np.float32)
-
-
 @click.command("benchmark")
 @click.argument("file", type=FILE)
 @click.option("-q", "n_queries", type=click.IntRange(min=1), default=100, show_default=True)
@@ -278,55 +203,34 @@ def benchmark_cmd(file: Path, n_queries: int, k: int, ann_ef: int | None, madvis
 
     Example: urna benchmark corpus.urna -q 200 -k 10 --ann 100
     """
-    doc: dict = {"file": str(file), "queries": n_queries, "k": k, "passes": []}
-    lines: list[str] = []
-
-    def report(header: str, times: list[float]) -> None:
-        lat = _latency(times)
-        doc["passes"].append({"name": header, **lat})
-        lines.append(f"{header}:")
-        lines.extend(f"  {key + ':':<7} {lat[key]:.3f} ms" for key in ("mean", "p50", "p95", "p99"))
-        lines.append(f"  {'qps:':<7} {lat['qps']:.1f}")
-
-    with open_file(file) as f:
-        if space is not None:
-            entry = next((s.entry for s in f._state.spaces or () if s.entry.name == space), None)
-            if entry is None:
-                raise click.ClickException(f"space '{space}' not found in the space_table")
-            qs = _unit_queries(n_queries, entry.dim, seed)
-            head = f"Space '{space}' ({n_queries} queries, dim={entry.dim}, dtype={entry.dtype})"
-            call = lambda q: f.search_space(space, q, k)  # noqa: E731
-            report(f"{head} [hot]", _timed(f, qs, call, False))
-            if madvise_cold:
-                report(f"{head} [madvise-cold]", _timed(f, qs, call, True))
-        else:
-            qs = (_own_queries(f, n_queries, seed) if source == "own"
-                  else _unit_queries(n_queries, f.embedding_dim, seed))
-            head = (f"Exact ({n_queries} queries, dim={f.embedding_dim}, dtype={f.dtype}, "
-                    f"simd={f.simd_backend})")
-            report(f"{head} [hot]", _timed(f, qs, lambda q: f.search(q, k), False))
-            if madvise_cold:
-                report(f"{head} [madvise-cold]", _timed(f, qs, lambda q: f.search(q, k), True))
-                lines.append("  (note: posix_madvise(MADV_DONTNEED) is a hint, not a guarantee. "
-                             "Treat as an upper bound on cold-cache latency, not absolute cold.)")
-            if ann_ef is not None and not f.has_ann:
-                lines.append("(no HNSW section — ANN bench skipped)")
-            elif ann_ef is not None:
-                ann = lambda q: f.search_ann(q, k, ann_ef)  # noqa: E731
-                report(f"ANN ef={ann_ef} ({n_queries} queries) [hot]", _timed(f, qs, ann, False))
-                if madvise_cold:
-                    report(f"ANN ef={ann_ef} ({n_queries} queries) [madvise-cold]",
-                           _timed(f, qs, ann, True))
-                overlap = 0.0
-                for q in qs:
-                    want = {h.chunk_id for h in f.search(q, k)}
-                    overlap += sum(h.chunk_id in want for h in f.search_ann(q, k, ann_ef)) / k
-                doc["recall_ann_vs_exact"] = overlap / n_queries
-                lines.append(f"  recall@{k} (ANN vs exact): {overlap / n_queries:.4f}")
+    try:
+        with open_file(file) as f:
+            report = run_benchmark(f, n_queries, k, ann_ef=ann_ef, madvise_cold=madvise_cold,
+                                   space=space, seed=seed, source=source)
+    except SpaceNotFound:
+        raise click.ClickException(f"space '{space}' not found in the space_table") from None
     if as_json:
+        doc: dict = {"file": str(file), "queries": n_queries, "k": k,
+                     "passes": [p.to_dict() for p in report.passes],
+                     "first_query_ms": report.first_query_ms}
+        if report.recall_ann_vs_exact is not None:
+            doc["recall_ann_vs_exact"] = report.recall_ann_vs_exact
         emit_json(doc)
-    else:
-        click.echo("\n".join(lines))
+        return
+    lines: list[str] = []
+    for event in report.events:
+        if isinstance(event, str):
+            lines.append(event)
+            continue
+        lines.append(f"{event.name}:")
+        lines.extend(f"  {key + ':':<7} {getattr(event, key):.3f} ms"
+                     for key in ("mean", "p50", "p95", "p99"))
+        lines.append(f"  {'qps:':<7} {event.qps:.1f}")
+    if report.recall_ann_vs_exact is not None:
+        lines.append(f"  recall@{k} (ANN vs exact): {report.recall_ann_vs_exact:.4f}")
+    lines.append("first query (cold, kept out of the [hot] figures): " + ", ".join(
+        f"{path} {ms:.3f} ms" for path, ms in report.first_query_ms.items()))
+    click.echo("\n".join(lines))
 
 
 @click.command("media")

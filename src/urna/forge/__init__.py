@@ -28,6 +28,7 @@ _NAMES = {
     "ChunkSpec": ("chunk", "ChunkSpec"),
     "chunk_text": ("chunk", "chunk_text"),
     "chunk_paragraphs": ("chunk", "chunk_paragraphs"),
+    "ask": ("query", "ask"),
     "retrieve_text": ("query", "retrieve_text"),
     "search_text": ("query", "search_text"),
 }

@@ -1,52 +1,32 @@
-"""Text queries over a built file: embed with the file's model, gate, route (04-surface §2.6).
+"""Text questions over a Searcher: embed with its model, gate, hand to the runtime (§2.6).
 
-The agent verbs (``ask``, ``retrieve``, ``search-text``) share this: the query text is
-embedded in-process by the embedder the manifest names (potion, the floor, or a local
+:func:`ask` is the one entry point for a text question (the ask / retrieve verbs, the HTTP
+API, and later the MCP server, the TUI and the framework adapters): the text is embedded
+in-process by the embedder the manifest names (potion, the floor, or a local
 sentence-transformers directory), the three-layer gate refuses a different model, and the
-search is routed by what the file carries (0.5.2+): a BM25 section and query text ->
-hybrid, else an HNSW section -> ANN, else exact; candidates default to ``max(4k, 64)``.
+runtime's routed ``retrieve`` decides the route and candidates (``urna.runtime.routing``).
+:func:`search_text` is the same over SearchHits (the ``search-text`` verb).
 """
 
 from __future__ import annotations
 
-import time
-from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from urna.errors import DimensionMismatch, InvalidInput, ModelHashMismatch
 from urna.forge.embed import PLACEHOLDER_HASH, Embedder, embedder_for_model
+from urna.runtime.hits import RetrieveHit, SearchHit, SearchResult
+from urna.runtime.routing import default_candidates
+from urna.runtime.searcher import Searcher
+
+__all__ = ["ask", "default_candidates", "embed_query", "manifest_of", "retrieve_text",
+           "search_text"]
 
 
-@dataclass
-class QueryResult:
-    """Hits of one routed text query plus how they were found."""
-
-    route: str
-    hits: list[Any]
-    candidates: dict[str, int]
-    fusion: str
-    full_precision: bool
-    query_ms: float
-    embedding_model: str
-    model_hash: str
-    extra: dict[str, Any] = field(default_factory=dict)
-
-    @property
-    def rerank_source(self) -> str:
-        """The ask/explain wording of where the rerank read its vectors."""
-        return "real cosine" if self.full_precision else "real cosine at stored precision"
-
-
-def default_candidates(k: int) -> int:
-    """The reference's default candidate budget: ``max(4k, 64)``."""
-    return max(4 * k, 64)
-
-
-def manifest_of(f: Any) -> dict[str, Any]:
-    """The manifest dict of an open UrnaFile."""
-    return dict(f.inspect()["manifest"])
+def manifest_of(searcher: Searcher) -> dict[str, Any]:
+    """The manifest dict of an open file (a catalog's is its first shard's)."""
+    return dict(searcher.inspect()["manifest"])
 
 
 def embed_query(manifest: dict[str, Any], text: str, *, model_path: str | None = None,
@@ -88,63 +68,31 @@ def embed_query(manifest: dict[str, Any], text: str, *, model_path: str | None =
     return vec, emb
 
 
-def route_of(f: Any, query_text: str | None) -> str:
-    """The path a routed query takes on this file (0.5.2+ routing)."""
-    if f.has_bm25 and query_text:
-        return "hybrid"
-    if f.has_ann:
-        return "hnsw"
-    return "exact"
-
-
-def _counts(route: str, f: Any, candidates: int) -> tuple[dict[str, int], str]:
-    n = int(f.n_embeddings)
-    c = min(candidates, n)
-    if route == "hybrid":
-        vec = {"exact": 0, "ann": c} if f.has_ann else {"exact": c, "ann": 0}
-        return {**vec, "bm25": c, "graph": 0}, "rrf"
-    if route == "hnsw":
-        return {"exact": 0, "ann": c, "bm25": 0, "graph": 0}, "none"
-    return {"exact": n, "ann": 0, "bm25": 0, "graph": 0}, "none"
-
-
-def retrieve_text(f: Any, text: str, k: int = 10, *, candidates: int | None = None,
-                  model_path: str | None = None, embedder: Embedder | None = None) -> QueryResult:
-    """Embed + gate + routed ``UrnaFile.retrieve``: hits carry text and citations."""
+def _embedded(searcher: Searcher, text: str, k: int, model_path: str | None,
+              embedder: Embedder | None, skip_placeholder: bool) -> tuple[np.ndarray, Embedder]:
     if k <= 0:
         raise InvalidInput("k must be > 0")
-    manifest = manifest_of(f)
-    vec, emb = embed_query(manifest, text, model_path=model_path, embedder=embedder)
-    cand = candidates or default_candidates(k)
-    route = route_of(f, text)
-    t0 = time.perf_counter()
-    hits = f.retrieve(vec, k, candidates=cand, expected_model_hash=emb.model_hash(),
-                      query_text=text)
-    ms = (time.perf_counter() - t0) * 1000.0
-    counts, fusion = _counts(route, f, cand)
-    return QueryResult(route, list(hits), counts, fusion, str(f.dtype) == "float32", ms,
-                       emb.embedding_model, emb.model_hash())
+    return embed_query(manifest_of(searcher), text, model_path=model_path, embedder=embedder,
+                       skip_placeholder=skip_placeholder)
 
 
-def search_text(f: Any, text: str, k: int = 10, *, candidates: int | None = None,
+def ask(searcher: Searcher, text: str, k: int = 10, *, candidates: int | None = None,
+        model_path: str | None = None, embedder: Embedder | None = None
+        ) -> SearchResult[RetrieveHit]:
+    """Answer a text question: embed with the corpus's model, gate, then the runtime's routed
+    ``retrieve``; hits carry their stored text and citation, the result says how it was found."""
+    vec, emb = _embedded(searcher, text, k, model_path, embedder, False)
+    # candidates=0 has always meant "the default", as None does
+    return searcher.retrieve(vec, k, candidates=candidates or None,
+                             expected_model_hash=emb.model_hash(), query_text=text)
+
+
+retrieve_text = ask  # the name the agent verbs used first
+
+
+def search_text(searcher: Searcher, text: str, k: int = 10, *, candidates: int | None = None,
                 model_path: str | None = None, skip_placeholder: bool = False,
-                embedder: Embedder | None = None) -> QueryResult:
-    """Embed + gate + routed search returning SearchHits (the ``search-text`` verb)."""
-    if k <= 0:
-        raise InvalidInput("k must be > 0")
-    manifest = manifest_of(f)
-    vec, emb = embed_query(manifest, text, model_path=model_path, embedder=embedder,
-                           skip_placeholder=skip_placeholder)
-    cand = candidates or default_candidates(k)
-    route = route_of(f, text)
-    t0 = time.perf_counter()
-    if route == "hybrid":
-        hits = f.search_hybrid(vec, text, k, cand)
-    elif route == "hnsw":
-        hits = f.search_ann(vec, k, cand)
-    else:
-        hits = f.search(vec, k)
-    ms = (time.perf_counter() - t0) * 1000.0
-    counts, fusion = _counts(route, f, cand)
-    return QueryResult(route, list(hits), counts, fusion, str(f.dtype) == "float32", ms,
-                       emb.embedding_model, emb.model_hash())
+                embedder: Embedder | None = None) -> SearchResult[SearchHit]:
+    """Embed + gate + the runtime's routed search returning SearchHits (``search-text``)."""
+    vec, _ = _embedded(searcher, text, k, model_path, embedder, skip_placeholder)
+    return searcher.search_routed(vec, k, candidates=candidates or None, query_text=text)

@@ -1,13 +1,16 @@
 """UrnaFile: a .urna file opened read-only through mmap (03-runtime §1, §13, §14).
 
-``open_file(path)`` maps the file and runs every open step eagerly (``opening.open_state``),
-so a file that opens answers every search. The object owns the map: ``close()`` (or leaving a
+Every search method returns one ``SearchResult`` (a list of hits plus how they were
+found); ``retrieve`` returns the same envelope over RetrieveHits. ``open_file(path)`` maps
+the file and runs every open step eagerly (``opening.open_state``), so a file that opens
+answers every search. The object owns the map: ``close()`` (or leaving a
 ``with`` block) releases it; a search still running in another thread keeps its pages alive
 until it returns. Searches only read shared state, so one UrnaFile serves many threads.
 """
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import mmap
 import os
@@ -57,10 +60,11 @@ def _map(path: str | os.PathLike) -> tuple[mmap.mmap | None, Any]:
 
 
 class BatchResult(Sequence):
-    """Results of :meth:`UrnaFile.search_batch`: id/score arrays, hit lists built on access."""
+    """Results of :meth:`UrnaFile.search_batch`: id/score arrays; one exact SearchResult per
+    query, built on access."""
 
-    def __init__(self, st: OpenedFile, ids: np.ndarray, scores: np.ndarray) -> None:
-        self._st, self.ids, self.scores = st, ids, scores
+    def __init__(self, st: OpenedFile, ids: np.ndarray, scores: np.ndarray, k: int) -> None:
+        self._st, self.ids, self.scores, self._k = st, ids, scores, k
 
     def __len__(self) -> int:
         return self.ids.shape[0]
@@ -68,7 +72,7 @@ class BatchResult(Sequence):
     def __getitem__(self, i):  # type: ignore[override]
         if isinstance(i, slice):
             return [self[j] for j in range(*i.indices(len(self)))]
-        return _s._hits(self._st, self.ids[i], self.scores[i], "exact", False)
+        return _s.exact_result(self._st, self.ids[i], self.scores[i], self._k, 0.0)
 
 
 class UrnaFile:
@@ -127,10 +131,10 @@ class UrnaFile:
     def _release_map(self) -> None:
         mm, self._mm = self._mm, None
         if mm is not None:
-            try:
+            # a view may still be alive (a running search, a traceback): the map is then
+            # unmapped when its last view is collected
+            with contextlib.suppress(BufferError):
                 mm.close()
-            except BufferError:  # a view is still alive (a running search, a traceback);
-                pass  # the map is unmapped when its last view is collected
 
     @property
     def closed(self) -> bool:
@@ -169,6 +173,12 @@ class UrnaFile:
         """Names of the opened spaces in table order (empty when none)."""
         return [s.entry.name for s in self._state.spaces or ()]
 
+    def spaces(self) -> list[dict[str, Any]]:
+        """The opened named spaces in table order: name, dim, dtype, n_vectors, model_hash."""
+        return [{"name": s.entry.name, "dim": s.entry.dim, "dtype": s.entry.dtype,
+                 "n_vectors": s.entry.n_vectors, "model_hash": s.entry.model_hash}
+                for s in self._state.spaces or ()]
+
     @property
     def has_blob_data(self) -> bool:
         """Whether the blob bytes are inside this file (0x17 opened)."""
@@ -187,65 +197,53 @@ class UrnaFile:
 
     # -- searches --------------------------------------------------------------------------
 
-    def search_result(self, query, k: int) -> SearchResult:
-        """Exact search with the reference's envelope (index_type, recall, timing, explain)."""
+    # Every search returns a SearchResult: the hit list of the reference binding plus its
+    # envelope (index_type, recall, truncated, timing, explain).
+
+    def search(self, query, k: int) -> SearchResult[SearchHit]:
+        """Exact top-k by cosine; recall 1.0."""
         return _s.exact_search(self._state, as_f32(query), as_i32(k))
 
-    def search(self, query, k: int) -> list[SearchHit]:
-        """Exact top-k by cosine; recall 1.0."""
-        return self.search_result(query, k).hits
-
-    def search_ann_result(self, query, k: int, ef: int) -> SearchResult:
-        """:meth:`search_ann` with its envelope."""
+    def search_ann(self, query, k: int, ef: int) -> SearchResult[SearchHit]:
+        """HNSW candidates (beam ``max(ef, k, ef_construction)``), exact rerank; else exact."""
         return _s.ann_search(self._state, as_f32(query), as_i32(k), check_size(ef))
 
-    def search_ann(self, query, k: int, ef: int) -> list[SearchHit]:
-        """HNSW candidates (beam ``max(ef, k, ef_construction)``), exact rerank; else exact."""
-        return self.search_ann_result(query, k, ef).hits
-
-    def search_hybrid_result(self, query, query_text: str, k: int, candidates: int) -> SearchResult:
-        """:meth:`search_hybrid` with its envelope."""
+    def search_hybrid(self, query, query_text: str, k: int,
+                      candidates: int) -> SearchResult[SearchHit]:
+        """Vector shortlist ∪ BM25 shortlist, fused by RRF, exact rerank (no fallback)."""
         x, k = as_f32(query), as_i32(k)
         if not isinstance(query_text, str):
             raise TypeError(f"query_text must be str, not {type(query_text).__name__}")
         return _s.hybrid_search(self._state, x, query_text, k, check_size(candidates))
 
-    def search_hybrid(self, query, query_text: str, k: int, candidates: int) -> list[SearchHit]:
-        """Vector shortlist ∪ BM25 shortlist, fused by RRF, exact rerank (no fallback)."""
-        return self.search_hybrid_result(query, query_text, k, candidates).hits
-
-    def search_bm25_result(self, query_text: str, k: int) -> SearchResult:
-        """:meth:`search_bm25` with its envelope."""
+    def search_bm25(self, query_text: str, k: int) -> SearchResult[SearchHit]:
+        """Pure lexical top-k by BM25 (beyond the reference); hits carry ``score_type="bm25"``."""
         if not isinstance(query_text, str):
             raise TypeError(f"query_text must be str, not {type(query_text).__name__}")
         return _s.bm25_search(self._state, query_text, as_i32(k))
 
-    def search_bm25(self, query_text: str, k: int) -> list[SearchHit]:
-        """Pure lexical top-k by BM25 (beyond the reference); hits carry ``score_type="bm25"``."""
-        return self.search_bm25_result(query_text, k).hits
-
-    def search_graph_result(self, query, k: int, hops: int = 1, ef: int = 100) -> SearchResult:
-        """:meth:`search_graph` with its envelope."""
+    def search_graph(self, query, k: int, hops: int = 1,
+                     ef: int = 100) -> SearchResult[SearchHit]:
+        """Exact seeds, bounded BFS over the chunk graph, exact rerank; exact without a graph."""
         return _s.graph_search(self._state, as_f32(query), as_i32(k), check_size(hops),
                                check_size(ef))
 
-    def search_graph(self, query, k: int, hops: int = 1, ef: int = 100) -> list[SearchHit]:
-        """Exact seeds, bounded BFS over the chunk graph, exact rerank; exact without a graph."""
-        return self.search_graph_result(query, k, hops, ef).hits
-
-    def search_space_result(self, name: str, query, k: int,
-                            expected_model_hash: str | None = None) -> SearchResult:
-        """:meth:`search_space` with its envelope."""
+    def search_space(self, name: str, query, k: int,
+                     expected_model_hash: str | None = None) -> SearchResult[SearchHit]:
+        """Exact search over one named vector space (never falls back to the text path)."""
         return _s.space_search(self._state, name, as_f32(query), as_i32(k), expected_model_hash)
 
-    def search_space(self, name: str, query, k: int,
-                     expected_model_hash: str | None = None) -> list[SearchHit]:
-        """Exact search over one named vector space (never falls back to the text path)."""
-        return self.search_space_result(name, query, k, expected_model_hash).hits
+    def search_routed(self, query, k: int, candidates: int | None = None, hops: int = 1,
+                      ef: int = 100, query_text: str | None = None) -> SearchResult[SearchHit]:
+        """The route :meth:`retrieve` takes (``runtime.routing``), returning SearchHits."""
+        x, k = as_f32(query), as_i32(k)
+        cand = None if candidates is None else check_size(candidates)
+        return _s.routed_search(self._state, x, k, cand, check_size(hops), check_size(ef),
+                                query_text)
 
     def retrieve(self, query, k: int, candidates: int | None = None, hops: int = 1, ef: int = 100,
                  expected_model_hash: str | None = None,
-                 query_text: str | None = None) -> list[RetrieveHit]:
+                 query_text: str | None = None) -> SearchResult[RetrieveHit]:
         """Routed search returning cited hits with their stored text and precision marker.
 
         Without ``query_text`` it routes by the manifest's index_type like the reference
@@ -266,7 +264,7 @@ class UrnaFile:
         st = self._state
         Q, k = prepare_batch(queries, k, st.dim)
         ids, scores = exact.search_batch(st.scoring, Q, k)
-        return BatchResult(st, ids, scores)
+        return BatchResult(st, ids, scores, k)
 
     # -- file-level accessors ------------------------------------------------------------
 
@@ -279,10 +277,18 @@ class UrnaFile:
             self._inspect = inspect_view(st.view, self.simd_backend, st.file_hash)
         return self._inspect
 
-    def validate(self) -> bool:
-        """Re-run the reader checks and the embeddings value walk; True or a typed error."""
+    def validate(self, *, full: bool = False) -> bool:
+        """The reference binding's check (reader checks, value walk, contract); True or a typed
+        error. ``full=True`` runs exactly what ``urna validate`` runs (``format.verify.verify``:
+        also the canonical sections and every inlined blob's SHA-256)."""
         from ..format.reader import UrnaView
+        from ..format.verify import verify
 
+        if full:
+            verify(self._state.view.buf)
+            return True
+        # the reference's validate() stops here: the mutation cases pin files that pass it
+        # and fail the CLI's fuller check
         view = UrnaView.from_bytes(self._state.view.buf)
         view.validate_embeddings_values()
         view.search_contract()

@@ -2,16 +2,19 @@
 
 Fields and values as the reference fills them: ``score_type`` is always ``"cosine"``,
 ``citation_id`` is ``urna://<content_hash>/<chunk_id>``, spans are the ones after the blob
-overlay. The envelope (:class:`SearchResult`) carries what the CLI prints (index_type,
-recall, truncated, timing, explain); the Python methods return only the hit list, as the
-reference binding does.
+overlay. Every search returns one :class:`SearchResult`: a sequence of hits that behaves as
+the reference binding's plain list (``len``, iteration, indexing, slicing, ``== [hit, ...]``)
+and also carries how it was found (index_type, recall, truncated, timing, explain).
+``truncated`` is the reference's ``k < n`` (more chunks exist than were asked for), never a
+statement about the candidate count.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, field
-from typing import Any
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass
+from typing import Any, TypeVar
 
 FULL_PRECISION = "full_precision"
 STORED_PRECISION = "stored_precision"
@@ -80,23 +83,59 @@ class SearchExplain:
     recall_estimate: float = 1.0
 
 
-@dataclass(frozen=True, slots=True)
-class SearchResult:
-    """A ranked hit list with the reference's envelope fields."""
+HitT = TypeVar("HitT", bound="SearchHit | RetrieveHit")
 
-    hits: list[SearchHit]
-    index_type: str
-    recall: float
-    truncated: bool
-    k_requested: int
-    query_time_ms: float
-    explain: SearchExplain
-    space: str | None = field(default=None)
+
+class SearchResult(list[HitT]):
+    """Ranked hits that are a list (as the reference binding returns), plus the envelope of
+    how they were found.
+
+    ``candidate_budget`` is set by routed queries only: the per-source candidate budget the
+    route asked for (``min(candidates, n)``), which ``ask --disclose explain`` prints.
+    Equality, slicing and ``json.dumps`` are the list's: the envelope never enters them.
+    """
+
+    def __init__(self, hits: Iterable[HitT], index_type: str, recall: float, truncated: bool,
+                 k_requested: int, query_time_ms: float, explain: SearchExplain,
+                 space: str | None = None,
+                 candidate_budget: dict[str, int] | None = None) -> None:
+        super().__init__(hits)
+        self.index_type, self.recall, self.truncated = index_type, recall, truncated
+        self.k_requested, self.query_time_ms, self.explain = k_requested, query_time_ms, explain
+        self.space, self.candidate_budget = space, candidate_budget
+
+    def __reduce__(self) -> tuple[Any, ...]:  # pickles (Ray actors) with its envelope
+        return (SearchResult, (list(self), self.index_type, self.recall, self.truncated,
+                               self.k_requested, self.query_time_ms, self.explain, self.space,
+                               self.candidate_budget))
+
+    @property
+    def hits(self) -> list[HitT]:
+        """The hits as a plain list."""
+        return list(self)
+
+    # -- the envelope -------------------------------------------------------------------
 
     @property
     def k_returned(self) -> int:
         """Number of hits returned."""
-        return len(self.hits)
+        return len(self)
+
+    @property
+    def route(self) -> str:
+        """The path that produced the candidates (``explain.route``)."""
+        return self.explain.route
+
+    @property
+    def disclosure(self) -> str:
+        """The ask/explain wording of the rerank precision (``real cosine`` ...)."""
+        return DISCLOSURE.get(self.explain.rerank_source, self.explain.rerank_source)
+
+    def with_hits(self, hits: list[Any]) -> SearchResult:
+        """The same envelope over other hits (retrieve's RetrieveHits, a catalog's merge)."""
+        return SearchResult(hits, self.index_type, self.recall, self.truncated,
+                            self.k_requested, self.query_time_ms, self.explain, self.space,
+                            self.candidate_budget)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form (recall NaN becomes None)."""
@@ -111,6 +150,6 @@ class SearchResult:
             "recall": None if math.isnan(self.recall) else self.recall,
             "truncated": self.truncated, "k_requested": self.k_requested,
             "k_returned": self.k_returned, "query_time_ms": self.query_time_ms,
-            "explain": ex, "hits": [h.to_dict() for h in self.hits],
+            "explain": ex, "hits": [h.to_dict() for h in self],
         })
         return out

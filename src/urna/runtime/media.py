@@ -50,7 +50,8 @@ def export_blobs(f, folder: str | os.PathLike) -> list[str]:
                 0x17, f"blob {i} ({ref['original_uri']}) does not match its blob_refs sha256")
         name = safe_blob_name(ref["original_uri"])
         if name is None:
-            raise MalformedSectionPayload(0x14, f"blob {i} has no exportable name: {ref['original_uri']!r}")
+            raise MalformedSectionPayload(
+                0x14, f"blob {i} has no exportable name: {ref['original_uri']!r}")
         path = root / name
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o666)
         with os.fdopen(fd, "wb") as fh:

@@ -95,6 +95,7 @@ def validate(x: np.ndarray, k: int, dim: int) -> np.ndarray:
 def prepare_batch(queries, k: int, dim: int) -> tuple[np.ndarray, int]:
     """Validate a (m, dim) matrix of queries row by row; returns normalised rows and k."""
     k = check_k(k)
+    rows: np.ndarray | list[np.ndarray]
     if isinstance(queries, np.ndarray) and queries.ndim == 2:
         rows = queries
     else:

@@ -1,9 +1,14 @@
 """The search paths over an opened file (03-runtime §5, §7.6, §8.5, §9, §10.4, §11.5, §15).
 
-Every path only generates candidates; every returned score comes from the one exact kernel
-(``index.exact.score_rows``) over the scoring slab, so a chunk's score is identical whichever
-path returned it. Arguments arrive converted (``query.as_f32`` / ``as_i32`` / ``check_size``);
-the runtime checks of §3 run here, after each path's fallback decision, as in the reference.
+Every path has three stages: candidate generation (all rows, the HNSW beam, the BM25 and
+vector shortlists, the graph's BFS union), the exact rerank (every returned score comes from
+the one kernel ``index.exact.score_rows`` over the scoring slab, so a chunk's score is the same
+whichever path returned it) and the ordering (:func:`order`, the reference's cosine order).
+A ``where=`` row mask will narrow the candidate stage and a ``rank=`` option will choose the
+ordering, without touching the other stages. Each path returns one :class:`SearchResult`.
+Arguments arrive converted (``query.as_f32`` / ``as_i32`` / ``check_size``); the runtime checks
+of §3 run here, after each path's fallback decision, as in the reference. The route of a
+routed query comes from :mod:`.routing`.
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ from ..index import exact
 from .hits import RetrieveHit, SearchExplain, SearchHit, SearchResult, rerank_source
 from .opening import OpenedFile
 from .query import validate
+from .routing import EXACT, GRAPH, HNSW, HYBRID, Route, choose_route
 
 NAN = float("nan")
 _U64_MAX = (1 << 64) - 1
@@ -36,7 +42,7 @@ _vectors_lock = threading.Lock()
 def _hits(st: OpenedFile, ids: np.ndarray, scores: np.ndarray, label: str,
           reranked: bool, score_type: str = "cosine") -> list[SearchHit]:
     out = []
-    for i, s in zip(ids.tolist(), scores.tolist()):
+    for i, s in zip(ids.tolist(), scores.tolist(), strict=True):
         if i >= len(st.chunk_ids):  # a space band longer than the chunk tables (crafted file)
             raise MalformedSectionPayload(
                 SECTION_SPACE_TABLE,
@@ -49,19 +55,39 @@ def _hits(st: OpenedFile, ids: np.ndarray, scores: np.ndarray, label: str,
     return out
 
 
+def order(ids: np.ndarray, scores: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """The ordering stage: the first ``k`` by (score descending, row ascending), §5."""
+    return exact.rank(ids, scores, k)
+
+
+def _rerank(st: OpenedFile, q: np.ndarray, cand: np.ndarray, k: int
+            ) -> tuple[np.ndarray, np.ndarray]:
+    """Exact rerank of the candidate rows, then the ordering."""
+    cand = np.asarray(cand, dtype=np.int64)
+    return order(cand, exact.score_rows(st.scoring, q, cand), k)
+
+
 def _ms(t0: float) -> float:
     return (time.perf_counter() - t0) * 1000.0
 
 
-def exact_search(st: OpenedFile, x: np.ndarray, k: int, t0: float | None = None) -> SearchResult:
-    """§5: score every row, keep the first ``min(k, n)`` of the total order."""
-    t0 = time.perf_counter() if t0 is None else t0
-    q = validate(x, k, st.dim)
-    ids, sc = exact.search(st.scoring, q, k)
+def exact_result(st: OpenedFile, ids: np.ndarray, sc: np.ndarray, k: int,
+                 ms: float) -> SearchResult:
+    """The envelope of an exact search (also one row of a batch)."""
     explain = SearchExplain("exact", exact_candidates=st.n,
                             rerank_source=rerank_source(st.scoring_dtype))
-    return SearchResult(_hits(st, ids, sc, "exact", False), "exact", 1.0, k < st.n, k, _ms(t0),
+    return SearchResult(_hits(st, ids, sc, "exact", False), "exact", 1.0, k < st.n, k, ms,
                         explain)
+
+
+def exact_search(st: OpenedFile, x: np.ndarray, k: int, t0: float | None = None) -> SearchResult:
+    """§5: score every row (the candidates), keep the first ``min(k, n)`` of the total order."""
+    t0 = time.perf_counter() if t0 is None else t0
+    q = validate(x, k, st.dim)
+    # every row is a candidate: exact.search screens them with BLAS and reranks the cut-off
+    # with the kernel in the cosine order (a row mask will pass its rows to _rerank instead)
+    ids, sc = exact.search(st.scoring, q, k)
+    return exact_result(st, ids, sc, k, _ms(t0))
 
 
 def hnsw_vectors(st: OpenedFile) -> np.ndarray:
@@ -78,6 +104,8 @@ def hnsw_vectors(st: OpenedFile) -> np.ndarray:
 
 def _hnsw_candidates(st: OpenedFile, q: np.ndarray, width: int) -> np.ndarray:
     from ..index.hnsw import hnsw_search
+
+    assert st.hnsw is not None  # callers fall back to exact first
     return hnsw_search(st.hnsw, hnsw_vectors(st), q, width)
 
 
@@ -88,7 +116,7 @@ def ann_search(st: OpenedFile, x: np.ndarray, k: int, ef: int) -> SearchResult:
         return exact_search(st, x, k, t0)
     q = validate(x, k, st.dim)
     cand = _hnsw_candidates(st, q, max(ef, k))
-    ids, sc = exact.rerank(st.scoring, q, cand, k)
+    ids, sc = _rerank(st, q, cand, k)
     explain = SearchExplain("hnsw", ann_candidates=len(cand),
                             rerank_source=rerank_source(st.scoring_dtype), recall_estimate=NAN)
     return SearchResult(_hits(st, ids, sc, "hnsw", True), "hnsw", NAN, k < st.n, k, _ms(t0),
@@ -110,7 +138,7 @@ def hybrid_search(st: OpenedFile, x: np.ndarray, text: str, k: int, cpp: int) ->
         exact_c = len(vec)
     lex = [d for d, _ in st.bm25.search(text, cpp)] if st.bm25 is not None else []
     union = rrf_union(vec, lex)
-    ids, sc = exact.rerank(st.scoring, q, np.asarray(union, dtype=np.int64), k)
+    ids, sc = _rerank(st, q, np.asarray(union, dtype=np.int64), k)
     explain = SearchExplain("hybrid", exact_candidates=exact_c, ann_candidates=ann_c,
                             bm25_candidates=len(lex), fusion_mode="rrf",
                             rerank_source=rerank_source(st.scoring_dtype), recall_estimate=NAN)
@@ -124,8 +152,8 @@ def bm25_search(st: OpenedFile, text: str, k: int) -> SearchResult:
     if k <= 0:
         raise InvalidK(k)
     if st.bm25 is None:
-        raise UnsupportedFeature("this file has no BM25 section (0x08); build it with with_bm25=True "
-                                 "or the hybrid preset")
+        raise UnsupportedFeature("this file has no BM25 section (0x08); build it with "
+                                 "with_bm25=True or the hybrid preset")
     ids, scores = st.bm25.search_arrays(text, k)
     if len(ids) and int(np.max(ids)) >= st.n:  # n_docs is not tied to n_chunks by the format
         raise MalformedSectionPayload(SECTION_BM25_INDEX,
@@ -149,7 +177,7 @@ def graph_search(st: OpenedFile, x: np.ndarray, k: int, hops: int, ef: int) -> S
     seeds = exact.top_k(scores, budget)[0]
     frontier = min(max(budget * 8, budget), _U64_MAX)
     union = np.asarray(bounded_bfs(st.graph, seeds.tolist(), hops, frontier), dtype=np.int64)
-    ids, sc = exact.rank(union, scores[union], k)
+    ids, sc = order(union, scores[union], k)
     explain = SearchExplain("graph", exact_candidates=budget, graph_candidates=len(union),
                             rerank_source=rerank_source(st.scoring_dtype), recall_estimate=NAN)
     return SearchResult(_hits(st, ids, sc, "graph", True), "graph", NAN, k < st.n, k, _ms(t0),
@@ -173,24 +201,30 @@ def space_search(st: OpenedFile, name: str, x: np.ndarray, k: int,
                         explain, space=name)
 
 
+def run_route(st: OpenedFile, route: Route, x: np.ndarray, k: int, hops: int,
+              ef: int) -> SearchResult:
+    """Run a chosen route; the result carries its candidate budget."""
+    if route.path == HNSW:
+        res = ann_search(st, x, k, max(ef, route.candidates) if route.declared
+                         else route.candidates)
+    elif route.path == HYBRID:
+        res = hybrid_search(st, x, route.query_text, k, route.candidates)
+    elif route.path == GRAPH:
+        res = graph_search(st, x, k, hops, ef)
+    else:
+        res = exact_search(st, x, k)
+    ran = route if res.index_type == route.path else Route(EXACT, 0, "")  # ANN fell back
+    budget = ran.budget(st.n, st.hnsw is not None)
+    return SearchResult(res.hits, res.index_type, res.recall, res.truncated, res.k_requested,
+                        res.query_time_ms, res.explain, res.space, budget)
+
+
 def routed_search(st: OpenedFile, x: np.ndarray, k: int, candidates: int | None, hops: int,
                   ef: int, query_text: str | None) -> SearchResult:
     """The retrieve() route (§15): by declared index type, or by sections when text is given."""
-    cand = candidates if candidates is not None else max(max(k, 0) * 4, 64)
-    if query_text is None:  # 0.5.1: the manifest's declaration decides
-        if st.index_type == "hnsw":
-            return ann_search(st, x, k, max(ef, cand))
-        if st.index_type == "hybrid":
-            return hybrid_search(st, x, "", k, cand)
-        if st.index_type == "graph":
-            return graph_search(st, x, k, hops, ef)
-        return exact_search(st, x, k)
-    # with query text (0.5.2 routing): what the file carries decides; the graph never routes
-    if st.bm25 is not None:
-        return hybrid_search(st, x, query_text, k, cand)
-    if st.hnsw is not None:
-        return ann_search(st, x, k, cand)
-    return exact_search(st, x, k)
+    route = choose_route(st.index_type, st.bm25 is not None, st.hnsw is not None, k, candidates,
+                         query_text)
+    return run_route(st, route, x, k, hops, ef)
 
 
 def texts_by_id(st: OpenedFile, texts: list[str]) -> dict[str, str]:
@@ -198,16 +232,21 @@ def texts_by_id(st: OpenedFile, texts: list[str]) -> dict[str, str]:
     return {cid: texts[i] for i, cid in enumerate(st.chunk_ids) if i < len(texts)}
 
 
+def with_text(result: SearchResult, by_id: dict[str, str]) -> SearchResult:
+    """The same envelope over RetrieveHits: each hit with its stored text and precision marker."""
+    source = result.explain.rerank_source
+    return result.with_hits([
+        RetrieveHit(h.chunk_id, h.citation_id, h.content_hash, h.file_hash, h.offset_start,
+                    h.offset_end, source, h.score, h.score_type, h.source_uri,
+                    by_id.get(h.chunk_id, ""))
+        for h in result.hits])
+
+
 def retrieve(st: OpenedFile, by_id: dict[str, str], x: np.ndarray, k: int,
              candidates: int | None, hops: int, ef: int,
-             query_text: str | None) -> list[RetrieveHit]:
+             query_text: str | None) -> SearchResult:
     """Routed search whose hits carry the stored text and the precision marker."""
-    result = routed_search(st, x, k, candidates, hops, ef, query_text)
-    source = result.explain.rerank_source
-    return [RetrieveHit(h.chunk_id, h.citation_id, h.content_hash, h.file_hash, h.offset_start,
-                        h.offset_end, source, h.score, h.score_type, h.source_uri,
-                        by_id.get(h.chunk_id, ""))
-            for h in result.hits]
+    return with_text(routed_search(st, x, k, candidates, hops, ef, query_text), by_id)
 
 
 def check_model_hash(st: OpenedFile, expected: str | None) -> None:

@@ -6,12 +6,15 @@ JSON body, checks every field (type, range, size) before touching the file, and 
 a JSON-ready dict or raises :class:`ApiError` with a 4xx status, a stable ``type`` and a
 message naming the problem. Typed runtime errors (``DimensionMismatch``, ``InvalidQueryValue``,
 ``ModelHashMismatch`` ...) keep their class name as ``type`` and their reference text.
-Text queries reuse the forge: ``urna.forge.query`` embeds with the file's own model, applies
-the model_hash gate and routes as ``urna retrieve`` does.
+Handlers only check and format: a vector search runs the named path through
+``runtime.searcher.search_by_mode``; a text question goes to ``urna.forge.query.ask`` (embed
+with the file's own model, model_hash gate, the runtime's route and candidates), as
+``urna retrieve`` does. Neither routes nor counts candidates here.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import math
 import os
@@ -25,6 +28,8 @@ import numpy as np
 from ..errors import CitationError, UrnaError
 from ..format.identity import parse_citation
 from ..format.layout import ENCODING_NAMES
+from ..runtime import UrnaFile
+from ..runtime.searcher import SEARCH_MODES, search_by_mode
 
 K_MAX = 1000
 """Largest ``k`` a request may ask for (bounds the response size)."""
@@ -34,7 +39,7 @@ CANDIDATES_MAX = 100_000
 EF_MAX = 100_000
 HOPS_MAX = 8
 CITATION_MAX = 1_000
-MODES = ("exact", "ann", "hybrid", "graph")
+MODES = SEARCH_MODES
 _F32_MAX = 3.4028234663852886e38
 
 
@@ -67,10 +72,15 @@ def _fields(body: Any, allowed: tuple[str, ...]) -> dict[str, Any]:
     return body
 
 
-def _int(body: dict[str, Any], key: str, default: int | None, lo: int, hi: int) -> int | None:
+def _int(body: dict[str, Any], key: str, default: int, lo: int, hi: int) -> int:
+    value = _opt_int(body, key, lo, hi)
+    return default if value is None else value
+
+
+def _opt_int(body: dict[str, Any], key: str, lo: int, hi: int) -> int | None:
     value = body.get(key)
     if value is None:  # absent or JSON null
-        return default
+        return None
     if isinstance(value, bool) or not isinstance(value, int):
         raise ApiError(422, "InvalidField", f"{key} must be an integer")
     if not lo <= value <= hi:
@@ -133,7 +143,7 @@ class Corpus:
 
     name: str
     path: str
-    file: Any
+    file: UrnaFile
     _embedder: Any = None
     _embedder_error: str | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock)
@@ -185,10 +195,8 @@ class Corpus:
             f.search_hybrid(probe, "warm", 1, 16)
         if f.has_graph:
             f.search_graph(probe, 1)
-        try:
+        with contextlib.suppress(ApiError):  # reported per request: vector queries still work
             self.embedder()
-        except ApiError:
-            pass  # reported per request: this corpus answers vector queries only
 
     # -- handlers --------------------------------------------------------------------------
 
@@ -201,7 +209,7 @@ class Corpus:
             raise ApiError(422, "InvalidField", f"mode must be one of {', '.join(MODES)}")
         text = _text(b, "text", required=False)
         ef = _int(b, "ef", 100, 1, EF_MAX)
-        candidates = _int(b, "candidates", max(4 * k, 64), 1, CANDIDATES_MAX)
+        candidates = _opt_int(b, "candidates", 1, CANDIDATES_MAX)
         hops = _int(b, "hops", 1, 0, HOPS_MAX)
         vector: Any = _vector(b, int(self.file.embedding_dim))
         if vector is None and text is None:
@@ -211,15 +219,9 @@ class Corpus:
             if vector is None:
                 from ..forge.query import embed_query, manifest_of
 
-                vector, _ = embed_query(manifest_of(f), text, embedder=self.embedder())
-            if mode == "exact":
-                res = f.search_result(vector, k)
-            elif mode == "ann":
-                res = f.search_ann_result(vector, k, ef)
-            elif mode == "hybrid":
-                res = f.search_hybrid_result(vector, text or "", k, candidates)
-            else:
-                res = f.search_graph_result(vector, k, hops, ef)
+                vector, _ = embed_query(manifest_of(f), text or "", embedder=self.embedder())
+            res = search_by_mode(f, mode, vector, k, text=text or "", ef=ef,
+                                 candidates=candidates, hops=hops)
         except UrnaError as e:
             raise _from_urna(e) from None
         return {"corpus": self.name, "mode": mode, "index_type": res.index_type,
@@ -229,22 +231,22 @@ class Corpus:
     def retrieve(self, body: Any) -> dict[str, Any]:
         """``POST retrieve``: text embedded server-side, gated and routed like ``urna retrieve``."""
         from ..forge.embed import EmbedderError
-        from ..forge.query import retrieve_text
+        from ..forge.query import ask
 
         b = _fields(body, ("text", "k", "candidates"))
         text = _text(b, "text", required=True)
         k = _int(b, "k", 10, 1, K_MAX)
-        candidates = _int(b, "candidates", None, 1, CANDIDATES_MAX)
+        candidates = _opt_int(b, "candidates", 1, CANDIDATES_MAX)
         emb = self.embedder()
         try:
-            res = retrieve_text(self.file, text or "", k, candidates=candidates, embedder=emb)
+            res = ask(self.file, text or "", k, candidates=candidates, embedder=emb)
         except UrnaError as e:
             raise _from_urna(e) from None
         except EmbedderError as e:
             raise ApiError(422, "EmbedderError", str(e)) from None
-        return {"corpus": self.name, "route": res.route, "candidates": res.candidates,
-                "fusion": res.fusion, "rerank_source": res.rerank_source,
-                "query_time_ms": res.query_ms, "hits": _hit_dicts(res.hits)}
+        return {"corpus": self.name, "route": res.route, "candidates": res.candidate_budget,
+                "fusion": res.explain.fusion_mode, "rerank_source": res.disclosure,
+                "query_time_ms": res.query_time_ms, "hits": _hit_dicts(res.hits)}
 
     def cite(self, body: Any) -> dict[str, Any]:
         """``POST cite``: a citation resolved to its stored text, span and source."""

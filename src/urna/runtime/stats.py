@@ -1,0 +1,48 @@
+"""What ``urna stats`` reports about a file, read from its bytes alone (as the reference does).
+
+The document is built by the reader (no search state is opened), so a file whose optional
+index sections would fail to open still reports its sizes, contract and hashes. A space table
+that cannot be decoded is left out (``spaces: None``), as the reference skips it.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from ..errors import UrnaError
+from ..format.layout import SECTION_SPACE_TABLE, section_name
+from ..format.reader import UrnaView
+
+SECTION_ENCODING_LABELS = {0: "raw", 1: "zstd", 2: "float16", 3: "int8", 4: "intpack", 7: "int4"}
+"""How stats and inspect label a section's encoding (the others print ``unknown``)."""
+
+
+def stats_document(path: str | os.PathLike) -> dict[str, Any]:
+    """Size, counts, dims, contract, sections, spaces and hashes of the file at ``path``."""
+    from ..index.exact import simd_backend
+
+    with open(path, "rb") as fh:
+        view = UrnaView.from_bytes(fh.read())
+    m, h = view.manifest, view.header
+    spaces = None
+    if view.entry(SECTION_SPACE_TABLE) is not None:
+        try:
+            spaces = [{"name": s.name, "dim": s.dim, "dtype": s.dtype, "n_vectors": s.n_vectors,
+                       "model_hash": s.model_hash} for s in view.space_entries()]
+        except UrnaError:  # the reference skips a table it cannot decode
+            spaces = None
+    return {
+        "file": os.fspath(path), "size": h.file_size, "chunks": h.n_chunks,
+        "embeddings": h.n_embeddings, "dim": h.embedding_dim, "mrl_dim": m.mrl_dim,
+        "full_dim": m.full_dim, "dtype": m.dtype, "metric": m.metric,
+        "score_type": m.score_type, "normalize": m.normalize, "index_type": m.index_type,
+        "rerank": m.rerank_policy, "model": m.embedding_model, "model_hash": m.model_hash,
+        "chunker": m.chunker_version, "supports_ann": m.capabilities.supports_ann,
+        "supports_bm25": m.capabilities.supports_bm25, "simd_backend": simd_backend(),
+        "sections": [{"section_id": e.section_id, "name": section_name(e.section_id) or "unknown",
+                      "encoding": SECTION_ENCODING_LABELS.get(e.encoding, "unknown"),
+                      "size": e.size}
+                     for e in view.entries],
+        "spaces": spaces, "file_hash": view.file_hash(), "content_hash": view.content_hash(),
+    }
