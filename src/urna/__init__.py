@@ -4,6 +4,7 @@ Public surface (same names and signatures as the reference wheel)::
 
     urna.build(path, embedding_model, embedding_dim, chunker_version, model_hash, chunks, ...)
     f = urna.open(path)            # UrnaFile: search, search_ann, search_hybrid, retrieve, cite, ...
+    f = await urna.aopen(path)     # AsyncUrnaFile: the same searches, awaited, off the event loop
     urna.chunk_id(text, source_uri, byte_start, byte_end, chunker_version)
 
 Every error is a subclass of ``urna.errors.UrnaError`` (a ``ValueError``).
@@ -22,11 +23,14 @@ from .format.identity import chunk_id
 
 if TYPE_CHECKING:  # pragma: no cover
     from .runtime import RetrieveHit, SearchHit, UrnaFile
+    from concurrent.futures import Executor
+
+    from .runtime.aio import AsyncUrnaFile
     from .runtime.catalog import Catalog
 
 __version__ = "0.1.0"
 __all__ = ["open", "open_catalog", "build", "chunk_id", "UrnaFile", "SearchHit", "RetrieveHit",
-           "UrnaError", "errors", "potion_model_path"]
+           "UrnaError", "errors", "potion_model_path", "aopen"]
 _RUNTIME_NAMES = ("UrnaFile", "SearchHit", "RetrieveHit")
 
 
@@ -46,6 +50,16 @@ def open_catalog(path: str | os.PathLike, *, engine: str = "threads",
     from .runtime.catalog import open_catalog as _open_catalog
 
     return _open_catalog(path, engine=engine, max_workers=max_workers)
+
+
+async def aopen(path: str | os.PathLike, *, executor: Executor | None = None) -> AsyncUrnaFile:
+    """Open a .urna file (or ``.catalog.json``) for asyncio: searches run off the event loop."""
+    from .forge.text_query import query_text
+    from .runtime.aio import aopen_with
+    from .runtime.catalog import is_catalog_path
+
+    opener = open_catalog if is_catalog_path(path) else open
+    return await aopen_with(opener, path, text_query=query_text, executor=executor)
 
 
 def potion_model_path() -> str:

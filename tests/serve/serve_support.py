@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import json
 import socket
-import subprocess
-import sys
 import threading
 import time
 from dataclasses import dataclass
@@ -18,6 +16,7 @@ from pathlib import Path
 
 import httpx
 import uvicorn
+from helpers.quickstart import build_quickstart  # noqa: F401 - the serve fixtures use it
 
 import urna
 from urna.serve.app import create_app
@@ -49,15 +48,6 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
-
-
-def build_quickstart(out: Path) -> Path:
-    """``urna build --spec examples/quickstart/corpus.toml`` into ``out`` (run from the root)."""
-    subprocess.run([sys.executable, "-c", "from urna.cli import main; main()", "build",
-                    "--spec", "examples/quickstart/corpus.toml", "--out-dir", str(out / "out"),
-                    "--cache-dir", str(out / "cache")],
-                   cwd=ROOT, check=True, capture_output=True, timeout=120)
-    return out / "out" / "quickstart.urna"
 
 
 def small_file(path: Path, model: str, model_hash: str) -> Path:
