@@ -3,7 +3,7 @@
 Public surface (same names and signatures as the reference wheel)::
 
     urna.build(path, embedding_model, embedding_dim, chunker_version, model_hash, chunks, ...)
-    f = urna.open(path)            # UrnaFile: search, search_ann, search_hybrid, retrieve, cite, ...
+    f = urna.open(path)            # UrnaFile: search, search_ann, search_hybrid, retrieve, cite
     f = await urna.aopen(path)     # AsyncUrnaFile: the same searches, awaited, off the event loop
     urna.chunk_id(text, source_uri, byte_start, byte_end, chunker_version)
 
@@ -22,9 +22,9 @@ from .errors import UrnaError
 from .format.identity import chunk_id
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .runtime import RetrieveHit, SearchHit, UrnaFile
     from concurrent.futures import Executor
 
+    from .runtime import RetrieveHit, SearchHit, UrnaFile
     from .runtime.aio import AsyncUrnaFile
     from .runtime.catalog import Catalog
 

@@ -13,9 +13,9 @@ import threading
 from pathlib import Path
 
 import pytest
-from helpers.quickstart import OFFLINE_QUESTION, OFFLINE_SOURCE, build_quickstart, cli_retrieve
 
 import urna
+from helpers.quickstart import OFFLINE_QUESTION, OFFLINE_SOURCE, build_quickstart, cli_retrieve
 
 REF = Path(__file__).resolve().parents[1] / "data" / "ref-0.5.1"
 EXPECTED = json.loads((REF / "expected.json").read_text())["files"]
@@ -35,7 +35,7 @@ def test_text_query_answers_as_urna_retrieve(quickstart: Path) -> None:
 
     hits = asyncio.run(main())
     assert [h.citation_id for h in hits] == [w["citation_id"] for w in want]
-    assert all(math.isclose(h.score, w["score"], abs_tol=1e-6) for h, w in zip(hits, want))
+    assert all(math.isclose(h.score, w["score"], abs_tol=1e-6) for h, w in zip(hits, want, strict=True))
     assert hits[0].source_uri == OFFLINE_SOURCE
 
 

@@ -16,9 +16,9 @@ from pathlib import Path
 
 import httpx
 import uvicorn
-from helpers.quickstart import build_quickstart  # noqa: F401 - the serve fixtures use it
 
 import urna
+from helpers.quickstart import build_quickstart  # noqa: F401 - the serve fixtures use it
 from urna.serve.app import create_app
 from urna.serve.corpora import Corpora
 
