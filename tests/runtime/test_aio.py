@@ -35,7 +35,8 @@ def test_text_query_answers_as_urna_retrieve(quickstart: Path) -> None:
 
     hits = asyncio.run(main())
     assert [h.citation_id for h in hits] == [w["citation_id"] for w in want]
-    assert all(math.isclose(h.score, w["score"], abs_tol=1e-6) for h, w in zip(hits, want, strict=True))
+    assert all(math.isclose(h.score, w["score"], abs_tol=1e-6)
+               for h, w in zip(hits, want, strict=True))
     assert hits[0].source_uri == OFFLINE_SOURCE
 
 
