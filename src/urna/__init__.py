@@ -56,10 +56,9 @@ async def aopen(path: str | os.PathLike, *, executor: Executor | None = None) ->
     """Open a .urna file (or ``.catalog.json``) for asyncio: searches run off the event loop."""
     from .forge.text_query import query_text
     from .runtime.aio import aopen_with
-    from .runtime.catalog import is_catalog_path
+    from .runtime.catalog import open_corpus
 
-    opener = open_catalog if is_catalog_path(path) else open
-    return await aopen_with(opener, path, text_query=query_text, executor=executor)
+    return await aopen_with(open_corpus, path, text_query=query_text, executor=executor)
 
 
 def potion_model_path() -> str:

@@ -442,3 +442,8 @@ def open_catalog(path: str | os.PathLike, *, max_workers: int | None = None,
     ``engine="ray"`` holds each shard in a Ray actor (an initialised Ray is used as is).
     """
     return Catalog(path, max_workers=max_workers, engine=engine)
+
+
+def open_corpus(path: str | os.PathLike) -> UrnaFile | Catalog:
+    """Open a ``.urna`` file, or a ``.catalog.json`` and its shards (by the suffix)."""
+    return open_catalog(path) if is_catalog_path(path) else open_file(path)
