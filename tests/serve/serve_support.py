@@ -13,6 +13,7 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import httpx
 import uvicorn
@@ -61,9 +62,14 @@ def small_file(path: Path, model: str, model_hash: str) -> Path:
 
 def start_server(corpora: Corpora, **kw) -> tuple[uvicorn.Server, threading.Thread, str]:
     """uvicorn serving ``corpora`` in a daemon thread; returns when it accepts connections."""
+    return start_app(create_app(corpora, **kw))
+
+
+def start_app(app: Any) -> tuple[uvicorn.Server, threading.Thread, str]:
+    """uvicorn serving an ASGI ``app`` on a free loopback port, in a daemon thread."""
     port = free_port()
-    server = uvicorn.Server(uvicorn.Config(create_app(corpora, **kw), host="127.0.0.1",
-                                           port=port, log_level="warning"))
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port,
+                                           log_level="warning"))
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     deadline = time.monotonic() + 20
@@ -72,5 +78,3 @@ def start_server(corpora: Corpora, **kw) -> tuple[uvicorn.Server, threading.Thre
             raise RuntimeError("uvicorn did not start")
         time.sleep(0.02)
     return server, thread, f"http://127.0.0.1:{port}"
-
-

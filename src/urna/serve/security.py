@@ -48,7 +48,9 @@ async def send_json_error(send: Send, status: int, kind: str, message: str,
 
 
 def _is_public(path: str, public: Sequence[str]) -> bool:
-    return any(path == p or (p.endswith("/") and path.startswith(p)) for p in public)
+    """``path`` equals an entry, or lies under one ending in ``/`` (``/`` itself is exact)."""
+    return any(path == p or (p != "/" and p.endswith("/") and path.startswith(p))
+               for p in public)
 
 
 class BearerAuth:
@@ -111,17 +113,11 @@ class AccessLog:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        t0, status = time.perf_counter(), 500
+        t0, status, logged = time.perf_counter(), 500, False
 
-        async def recording_send(message: Message) -> None:
-            nonlocal status
-            if message["type"] == "http.response.start":
-                status = int(message["status"])
-            await send(message)
-
-        try:
-            await self.app(scope, receive, recording_send)
-        finally:
+        def write() -> None:
+            nonlocal logged
+            logged = True
             m = _CORPUS.match(scope["path"])
             line = json.dumps({"ts": round(time.time(), 3), "method": scope["method"],
                                "path": scope["path"], "status": status,
@@ -131,6 +127,20 @@ class AccessLog:
                 stream = self.stream or sys.stderr
                 stream.write(line + "\n")
                 stream.flush()
+
+        async def recording_send(message: Message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = int(message["status"])
+            elif message["type"] == "http.response.body" and not message.get("more_body"):
+                write()  # before the last byte leaves: a client never sees an unlogged answer
+            await send(message)
+
+        try:
+            await self.app(scope, receive, recording_send)
+        finally:
+            if not logged:  # the app failed or the client went away mid-response
+                write()
 
 
 def protect(app: ASGIApp, *, token: str | None = None, public: Sequence[str] = (),
