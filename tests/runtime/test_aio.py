@@ -138,3 +138,26 @@ def test_a_bad_query_raises_the_typed_error(quickstart: Path) -> None:
                 await f.query("   ")
 
     asyncio.run(main())
+
+
+def test_a_shard_catalog_answers_as_urna_retrieve(tmp_path: Path) -> None:
+    from helpers.specs import write_jsonl_spec
+    from urna.forge.shard import build_sharded
+    from urna.forge.spec import load_spec
+
+    rows = [{"id": f"r{i:02d}", "text": t, "source_uri": f"notes/{i}.txt"} for i, t in
+            enumerate(["the cat sat on the mat", "offline embedders need no network",
+                       "a catalog spans several shards", "bananas are yellow",
+                       "citations name a chunk", "the sky is blue"])]
+    spec = load_spec(write_jsonl_spec(tmp_path, rows, name="notes", model="floor",
+                                      mode="single"))
+    catalog = Path(build_sharded(spec, n_shards=2, engine="local")["catalog"])
+    want = cli_retrieve(catalog, "which embedders work offline", k=2)
+
+    async def main() -> list:
+        async with await urna.aopen(catalog) as f:
+            return (await f.query("which embedders work offline", k=2)).hits
+
+    hits = asyncio.run(main())
+    assert [h.citation_id for h in hits] == [w["citation_id"] for w in want]
+    assert hits[0].source_uri == "notes/1.txt"
