@@ -70,6 +70,7 @@ def test_bad_arguments_are_tool_errors_and_the_server_keeps_answering(quickstart
                     await c.call_tool("search", {"text": OFFLINE_QUESTION, "k": "many"}),
                     await c.call_tool("cite", {"citation": "not-a-citation"}),
                     await c.call_tool("cite", {"citation": "urna://sha256:" + "0" * 64 + "/x"}),
+                    await c.call_tool("search", {"text": OFFLINE_QUESTION, "candidates": 10**9}),
                     await c.call_tool("search", {"text": OFFLINE_QUESTION, "k": 1})]
 
     *bad, good = asyncio.run(session())
@@ -81,6 +82,7 @@ def test_bad_arguments_are_tool_errors_and_the_server_keeps_answering(quickstart
     assert "k" in messages[3]
     assert "CitationError" in messages[4] and "urna://" in messages[4]
     assert "CitationError" in messages[5]
+    assert "candidates must be between 1 and 100000" in messages[6]
     assert all("\n" not in m for m in messages[:3] + messages[4:])
     assert not good.is_error and len(good.structured_content["hits"]) == 1
 

@@ -21,6 +21,9 @@ from ..forge.embed import EmbedderError
 from ..forge.text_query import query_text
 from .corpora import OpenCorpora
 
+K_MAX = 1000
+"""Largest ``k`` a search may ask for (bounds the answer an agent must read)."""
+CANDIDATES_MAX = 100_000
 INSTRUCTIONS = ("Search the served .urna corpora with `search`; every hit carries a citation "
                 "(urna://<content_hash>/<chunk_id>). Quote hits with their citation; `cite` (or "
                 "reading the citation as a resource) returns the stored text and the hashes "
@@ -121,8 +124,10 @@ def build_server(corpora: OpenCorpora) -> MCPServer:
         Answers exactly as `urna retrieve FILE TEXT -k K`. `corpus` is needed when several are
         served; `candidates`, `rank` and `where` pass through to urna's query.
         """
-        if not 1 <= k <= 1000:
-            raise ToolError(f"k must be between 1 and 1000, got {k}")
+        if not 1 <= k <= K_MAX:
+            raise ToolError(f"k must be between 1 and {K_MAX}, got {k}")
+        if candidates is not None and not 1 <= candidates <= CANDIDATES_MAX:
+            raise ToolError(f"candidates must be between 1 and {CANDIDATES_MAX}, got {candidates}")
         options = {key: v for key, v in (("candidates", candidates), ("rank", rank),
                                           ("where", where)) if v is not None}
         name, f = await _off_loop(corpora.get, corpus)
