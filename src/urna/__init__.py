@@ -3,7 +3,8 @@
 Public surface (same names and signatures as the reference wheel)::
 
     urna.build(path, embedding_model, embedding_dim, chunker_version, model_hash, chunks, ...)
-    f = urna.open(path)        # UrnaFile: search, search_ann, search_hybrid, retrieve, cite, ...
+    f = urna.open(path)            # UrnaFile: search, search_ann, search_hybrid, retrieve, cite
+    f = await urna.aopen(path)     # AsyncUrnaFile: the same searches, awaited, off the event loop
     urna.chunk_id(text, source_uri, byte_start, byte_end, chunker_version)
 
 Every search returns a ``SearchResult``: the reference's list of hits, plus how they were
@@ -25,12 +26,15 @@ from .errors import UrnaError
 from .format.identity import chunk_id
 
 if TYPE_CHECKING:  # pragma: no cover
+    from concurrent.futures import Executor
+
     from .runtime import RetrieveHit, Searcher, SearchHit, SearchResult, UrnaFile
+    from .runtime.aio import AsyncUrnaFile
     from .runtime.catalog import Catalog
 
 __version__ = "0.1.0"
 __all__ = ["open", "open_catalog", "build", "chunk_id", "UrnaFile", "SearchHit", "RetrieveHit",
-           "SearchResult", "Searcher", "UrnaError", "errors", "potion_model_path"]
+           "SearchResult", "Searcher", "UrnaError", "errors", "potion_model_path", "aopen"]
 _RUNTIME_NAMES = ("UrnaFile", "SearchHit", "RetrieveHit", "SearchResult", "Searcher")
 
 
@@ -50,6 +54,15 @@ def open_catalog(path: str | os.PathLike, *, engine: str = "threads",
     from .runtime.catalog import open_catalog as _open_catalog
 
     return _open_catalog(path, engine=engine, max_workers=max_workers)
+
+
+async def aopen(path: str | os.PathLike, *, executor: Executor | None = None) -> AsyncUrnaFile:
+    """Open a .urna file (or ``.catalog.json``) for asyncio: searches run off the event loop."""
+    from .forge.query import ask
+    from .runtime.aio import aopen_with
+    from .runtime.searcher import open_searcher
+
+    return await aopen_with(open_searcher, path, text_query=ask, executor=executor)
 
 
 def potion_model_path() -> str:

@@ -9,17 +9,17 @@ from __future__ import annotations
 
 import json
 import socket
-import subprocess
-import sys
 import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import httpx
 import uvicorn
 
 import urna
+from helpers.quickstart import build_quickstart  # noqa: F401 - the serve fixtures use it
 from urna.serve.app import create_app
 from urna.serve.corpora import Corpora
 
@@ -51,15 +51,6 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def build_quickstart(out: Path) -> Path:
-    """``urna build --spec examples/quickstart/corpus.toml`` into ``out`` (run from the root)."""
-    subprocess.run([sys.executable, "-c", "from urna.cli import main; main()", "build",
-                    "--spec", "examples/quickstart/corpus.toml", "--out-dir", str(out / "out"),
-                    "--cache-dir", str(out / "cache")],
-                   cwd=ROOT, check=True, capture_output=True, timeout=120)
-    return out / "out" / "quickstart.urna"
-
-
 def small_file(path: Path, model: str, model_hash: str) -> Path:
     """Four quickstart chunks built with the given model name and model_hash."""
     src = json.loads((REF / "quickstart.chunks.json").read_text())
@@ -71,9 +62,14 @@ def small_file(path: Path, model: str, model_hash: str) -> Path:
 
 def start_server(corpora: Corpora, **kw) -> tuple[uvicorn.Server, threading.Thread, str]:
     """uvicorn serving ``corpora`` in a daemon thread; returns when it accepts connections."""
+    return start_app(create_app(corpora, **kw))
+
+
+def start_app(app: Any) -> tuple[uvicorn.Server, threading.Thread, str]:
+    """uvicorn serving an ASGI ``app`` on a free loopback port, in a daemon thread."""
     port = free_port()
-    server = uvicorn.Server(uvicorn.Config(create_app(corpora, **kw), host="127.0.0.1",
-                                           port=port, log_level="warning"))
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port,
+                                           log_level="warning"))
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     deadline = time.monotonic() + 20
@@ -82,5 +78,3 @@ def start_server(corpora: Corpora, **kw) -> tuple[uvicorn.Server, threading.Thre
             raise RuntimeError("uvicorn did not start")
         time.sleep(0.02)
     return server, thread, f"http://127.0.0.1:{port}"
-
-

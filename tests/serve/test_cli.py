@@ -52,19 +52,23 @@ def test_loopback_by_default_without_warning(calls: list[dict]) -> None:
     res = invoke(FILE)
     assert res.exit_code == 0, res.output
     assert calls == [{"names": ["quickstart-exact"], "warmed": True, "host": "127.0.0.1",
-                      "port": 8077, "max_body": 1 << 20, "threads": 1}]
+                      "port": 8077, "max_body": 1 << 20, "threads": 1, "token": None,
+                      "cors_origins": (), "time_limit": 30.0}]
     assert "warning" not in res.stderr
     assert res.stderr == "urna serve: http://127.0.0.1:8077/ (1 file(s))\n"
 
 
 @pytest.mark.parametrize("host", ["0.0.0.0", "192.168.1.10", "::"])
-def test_another_interface_needs_expose_and_warns(calls: list[dict], host: str) -> None:
+def test_another_interface_needs_expose_and_a_token(calls: list[dict], host: str) -> None:
     res = invoke(FILE, "--host", host)
     assert res.exit_code == 2 and calls == []
     assert f"--host {host} is not loopback; pass --expose" in res.stderr
     res = invoke(FILE, "--host", host, "--expose", "--port", "9000")
+    assert res.exit_code == 2 and calls == []  # exposed without authentication: refused
+    assert "--token or URNA_TOKEN" in res.stderr
+    res = invoke(FILE, "--host", host, "--expose", "--port", "9000", "--token", "s3cret")
     assert res.exit_code == 0 and calls[0]["host"] == host and calls[0]["port"] == 9000
-    assert res.stderr.startswith(f"warning: serving on {host}:9000 without authentication")
+    assert calls[0]["token"] == "s3cret" and "s3cret" not in res.stderr
 
 
 def test_several_files_each_named_by_stem(calls: list[dict]) -> None:

@@ -1,7 +1,8 @@
 """The ``serve`` verb: an HTTP API and a web page over one or more .urna files.
 
 Needs the ``serve`` extra (starlette, uvicorn), imported only when the verb runs, so the rest
-of the CLI works without it. Binds to loopback unless ``--expose`` is given with another host.
+of the CLI works without it. Binds to loopback unless ``--expose`` is given with another host,
+which also needs a bearer token (``--token`` / ``URNA_TOKEN``).
 """
 
 from __future__ import annotations
@@ -23,8 +24,18 @@ from urna.errors import UrnaError
               help="Largest request body in bytes.")
 @click.option("--threads", type=click.IntRange(1, 64), default=1, show_default=True,
               help="Searches run at once (a large exact scan already uses every core).")
+@click.option("--token", envvar="URNA_TOKEN", default=None,
+              help="Require Authorization: Bearer TOKEN on the API (env URNA_TOKEN); "
+              "needed with --expose.")
+@click.option("--cors-origin", "cors_origins", multiple=True,
+              help="Allow browser calls from this origin (repeatable); CORS is off without it.")
+@click.option("--time-limit", type=click.FloatRange(min=0.1), default=30.0, show_default=True,
+              help="Seconds a request may take before a 503.")
+@click.option("--reload-check-ms", type=click.IntRange(min=0), default=1000, show_default=True,
+              help="How often a request checks whether a served file was replaced (0: never).")
 def serve_cmd(files: tuple[str, ...], host: str, port: int, expose: bool, max_body: int,
-              threads: int) -> None:
+              threads: int, token: str | None, cors_origins: tuple[str, ...],
+              time_limit: float, reload_check_ms: int) -> None:
     """[engine] Serve FILES over HTTP: JSON API (/openapi.json) and a web page at /.
 
     Each file is opened once and named by its stem (quickstart.urna -> quickstart).
@@ -40,19 +51,21 @@ def serve_cmd(files: tuple[str, ...], host: str, port: int, expose: bool, max_bo
         if not expose:
             raise click.UsageError(
                 f"--host {host} is not loopback; pass --expose to serve on another interface")
-        click.echo(f"warning: serving on {host}:{port} without authentication; anyone who can "
-                   "reach this address can query these files", err=True)
+        if not token:
+            raise click.UsageError(f"--host {host} is exposed: give a bearer token with "
+                                   "--token or URNA_TOKEN")
     try:
-        from urna.serve.corpora import Corpora
+        from urna.serve.registry import ReloadingCorpora
 
-        corpora = Corpora(list(files))  # each file opened once, before binding
+        corpora = ReloadingCorpora(list(files), check_ms=reload_check_ms)  # opened before binding
         corpora.warm()  # numba kernels and the embedder load here, not in the first request
     except (UrnaError, ValueError, OSError) as e:
         name = type(e).__name__ if isinstance(e, UrnaError) else ""
         raise click.ClickException(f"{name}: {e}" if name else str(e)) from None
     click.echo(f"urna serve: http://{host if ':' not in host else f'[{host}]'}:{port}/ "
                f"({len(files)} file(s))", err=True)
-    run(corpora, host=host, port=port, max_body=max_body, threads=threads)
+    run(corpora, host=host, port=port, max_body=max_body, threads=threads, token=token or None,
+        cors_origins=cors_origins, time_limit=time_limit)
 
 
 COMMANDS: list[click.Command] = [serve_cmd]

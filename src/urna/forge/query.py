@@ -10,6 +10,7 @@ runtime's routed ``retrieve`` decides the route and candidates (``urna.runtime.r
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 import numpy as np
@@ -20,8 +21,25 @@ from urna.runtime.hits import RetrieveHit, SearchHit, SearchResult
 from urna.runtime.routing import default_candidates
 from urna.runtime.searcher import Searcher
 
-__all__ = ["ask", "default_candidates", "embed_query", "manifest_of", "retrieve_text",
+__all__ = ["ask", "default_candidates", "embed_query", "manifest_of", "query_embedder",
+           "retrieve_text",
            "search_text"]
+
+
+_embedders: dict[tuple[str, str | None], Embedder] = {}
+_embedders_lock = threading.Lock()
+
+
+def query_embedder(embedding_model: str, model_path: str | None = None) -> Embedder:
+    """The query embedder of a model, made once per process (loading and hashing cost once)."""
+    key = (embedding_model, model_path)
+    with _embedders_lock:
+        emb = _embedders.get(key)
+        if emb is None:
+            emb = embedder_for_model(embedding_model, model_path=model_path)
+            emb.model_hash()  # hash the model once, not inside a query
+            _embedders[key] = emb
+        return emb
 
 
 def manifest_of(searcher: Searcher) -> dict[str, Any]:
@@ -41,7 +59,7 @@ def embed_query(manifest: dict[str, Any], text: str, *, model_path: str | None =
     if not text.strip():
         raise InvalidInput("empty query text")
     name = str(manifest.get("embedding_model", ""))
-    emb = embedder or embedder_for_model(name, model_path=model_path)
+    emb = embedder or query_embedder(name, model_path)
     if emb.embedding_model != name:
         raise InvalidInput(f"embedding_model mismatch: the corpus names {name!r}, the query "
                            f"embedder is {emb.embedding_model!r}")

@@ -72,9 +72,10 @@ def create_app(corpora: Corpora, *, max_body: int = MAX_BODY, threads: int = 1) 
     def post(method: str) -> Callable[[Request], Any]:
         async def endpoint(request: Request) -> Response:
             try:
-                corpus = corpora.get(request.path_params["name"])
+                name = request.path_params["name"]
+                corpora.get(name)  # an unknown corpus is a 404 before the body is read
                 body = await _body(request, max_body)
-                out = await in_worker(getattr(corpus, method), body)
+                out = await in_worker(corpora.call, name, method, body)
             except ApiError as e:
                 return _error(e)
             return JSONResponse(out)
@@ -83,10 +84,11 @@ def create_app(corpora: Corpora, *, max_body: int = MAX_BODY, threads: int = 1) 
 
     async def inspect(request: Request) -> Response:
         try:
-            corpus = corpora.get(request.path_params["name"])
+            name = request.path_params["name"]
+            corpora.get(name)
         except ApiError as e:
             return _error(e)
-        return JSONResponse(await in_worker(corpus.inspect))
+        return JSONResponse(await in_worker(corpora.call, name, "inspect"))
 
     async def listing(request: Request) -> Response:
         return JSONResponse(corpora.listing())
@@ -132,12 +134,19 @@ def is_loopback(host: str) -> bool:
 
 
 def run(corpora: Corpora, *, host: str = "127.0.0.1", port: int = 8077,
-        max_body: int = MAX_BODY, threads: int = 1, log_level: str = "warning") -> None:
-    """Serve ``corpora`` with uvicorn until interrupted, then close them."""
+        max_body: int = MAX_BODY, threads: int = 1, log_level: str = "warning",
+        **security: Any) -> None:
+    """Serve ``corpora`` with uvicorn until interrupted, then close them.
+
+    ``security`` goes to :func:`urna.serve.security.protect` (token, cors_origins, time_limit).
+    """
     import uvicorn
 
+    from .security import PUBLIC_PAGE, protect
+
+    app = protect(create_app(corpora, max_body=max_body, threads=threads), public=PUBLIC_PAGE,
+                  **security)
     try:
-        uvicorn.run(create_app(corpora, max_body=max_body, threads=threads), host=host, port=port,
-                    log_level=log_level)
+        uvicorn.run(app, host=host, port=port, log_level=log_level)
     finally:
         corpora.close()

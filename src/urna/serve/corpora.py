@@ -308,6 +308,10 @@ class Corpora:
                            f"no corpus named {name!r} (served: {', '.join(self._by_name)})")
         return c
 
+    def call(self, name: str, method: str, *args: Any) -> Any:
+        """``corpus.<method>(*args)`` on the corpus called ``name`` (a worker-thread call)."""
+        return getattr(self.get(name), method)(*args)
+
     def listing(self) -> dict[str, Any]:
         """The ``GET /api/corpora`` document."""
         return {"corpora": [c.summary() for c in self._by_name.values()],

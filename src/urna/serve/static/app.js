@@ -5,11 +5,21 @@
 const $ = (id) => document.getElementById(id);
 let encodingNames = {};
 
-async function api(path, body) {
-  const init = body === undefined ? {} : {
-    method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body),
-  };
+async function api(path, body, retried) {
+  const headers = body === undefined ? {} : { "content-type": "application/json" };
+  // A server started with --token answers 401 until the tab sends it: ask once, keep it in
+  // sessionStorage (this tab only, gone when it closes), never in a URL or a cookie.
+  const token = sessionStorage.getItem("urna-token");
+  if (token) headers.authorization = `Bearer ${token}`;
+  const init = body === undefined ? { headers } : { method: "POST", headers, body: JSON.stringify(body) };
   const res = await fetch(path, init);
+  if (res.status === 401 && !retried) {
+    const given = window.prompt("This urna server needs its access token:");
+    if (given) {
+      sessionStorage.setItem("urna-token", given.trim());
+      return api(path, body, true);
+    }
+  }
   const data = await res.json();
   if (!res.ok) {
     const err = data.error || {};
