@@ -10,13 +10,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from .dtypes import SPACE_DTYPES
 from .layout import (
     SECTION_BLOB_REFS,
     SECTION_SPACE_EMBEDDINGS_BASE,
     SECTION_SPACE_TABLE,
     section_name,
 )
-from .reader import SPACE_DTYPES, UrnaView
+from .reader import UrnaView
 
 
 def flag(view: UrnaView, name: str) -> bool:

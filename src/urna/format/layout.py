@@ -46,6 +46,7 @@ U32_MAX = (1 << 32) - 1
 
 # Wire encoding ids (01-container §1.2).
 ENCODING_RAW = 0
+ENCODING_FLOAT32 = ENCODING_RAW  # a float32 slab is stored as is
 ENCODING_ZSTD = 1
 ENCODING_FLOAT16 = 2
 ENCODING_INT8 = 3
@@ -60,6 +61,8 @@ TEXT_ENCODINGS = frozenset({0, 1, 4, 5, 9, 10})
 VECTOR_ENCODINGS = frozenset({0, 2, 3, 7})
 ENCODING_NAMES = {0: "raw", 1: "zstd", 2: "float16", 3: "int8", 4: "intpack", 5: "zstd_dict",
                   7: "int4", 9: "fsst", 10: "txt_streams"}
+# The names the reference's ``info`` prints: the later text encodings (5, 9, 10) show "unknown".
+INFO_ENCODING_NAMES = {k: ENCODING_NAMES[k] for k in (0, 1, 2, 3, 4, 7)}
 
 # Section ids (01-container §1.3).
 SECTION_CHUNK_IDS = 0x01
@@ -142,6 +145,11 @@ def encoding_legal(section_id: int, encoding: int) -> bool:
     """Whether ``encoding`` belongs to the class of ``section_id`` (reader step 7)."""
     allowed = VECTOR_ENCODINGS if is_vector_section(section_id) else TEXT_ENCODINGS
     return encoding in allowed
+
+
+def encoding_name(encoding: int, *, info: bool = False) -> str:
+    """The name of a wire encoding id, "unknown" when it has none (``info``: the info verb's set)."""
+    return (INFO_ENCODING_NAMES if info else ENCODING_NAMES).get(encoding, "unknown")
 
 
 def section_name(section_id: int) -> str | None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from ...errors import InvalidInput, UnsupportedSectionEncoding
+from ..layout import SECTION_DEDUP_MAP, SECTION_DICTIONARY
 from ..sections.canonical import encode_texts
 from .dedup import dedup, encode_map
 from .fsst import encode_fsst
@@ -24,8 +25,6 @@ ENCODING_INTPACK = 4
 ENCODING_ZSTD_DICT = 5
 ENCODING_FSST = 9
 ENCODING_TXT_STREAMS = 10
-SECTION_DICTIONARY = 0x0A
-SECTION_DEDUP_MAP = 0x0B
 
 
 def choose_chunk_ids(raw_payload: bytes, chunk_ids: list[str]) -> tuple[int, bytes]:

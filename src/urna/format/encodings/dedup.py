@@ -13,6 +13,7 @@ from collections.abc import Iterator
 import numpy as np
 
 from ...errors import MalformedSectionPayload
+from ..layout import SECTION_CHUNKS_CANONICAL, SECTION_DEDUP_MAP
 from ..sections.canonical import decode_string_bodies
 from ._canonical import byte_view
 from .intpack import IntpackReader, pack_u64s
@@ -20,8 +21,6 @@ from .intpack import IntpackReader, pack_u64s
 _U32 = struct.Struct("<I")
 
 DEDUP_MAP_V1 = 0
-SECTION_DEDUP_MAP = 0x0B
-_SECTION_CANONICAL = 0x02
 
 
 def dedup(texts: list[str]) -> tuple[list[str], list[int]]:
@@ -61,9 +60,9 @@ def expansion(pool_payload: bytes | memoryview, back_refs: list[int]) -> tuple[i
     pieces as they come keeps memory bounded by the pool, not by the expansion.
     """
     if len(pool_payload) < 12:
-        raise MalformedSectionPayload(_SECTION_CANONICAL, "chunks_canonical: truncated count prefix")
+        raise MalformedSectionPayload(SECTION_CHUNKS_CANONICAL, "chunks_canonical: truncated count prefix")
     count = int.from_bytes(bytes(pool_payload[4:12]), "little")
-    pool = decode_string_bodies(pool_payload, count, _SECTION_CANONICAL)
+    pool = decode_string_bodies(pool_payload, count, SECTION_CHUNKS_CANONICAL)
     refs = np.asarray(back_refs, dtype=np.int64)
     if refs.size and int(refs.max()) >= len(pool):
         raise MalformedSectionPayload(SECTION_DEDUP_MAP, "dedup_map: back-ref out of unique-pool range")
