@@ -13,15 +13,16 @@ import numpy as np
 
 from .errors import BuildError
 from .format import layout
+from .format.dtypes import SPACE_DTYPE_CODES
+from .format.hashing import HASH_PREFIX
 from .format.writer import EncodedSection
 
 BLOB_REF_NONE = 0xFFFFFFFF
 MAX_SPACES = 15
-SPACE_DTYPE_CODES = {"float32": 0, "float16": 1, "int8": 2, "int4": 3}
 
 
 def _digest(value: str) -> bytes:
-    text = value[len("sha256:"):] if value.startswith("sha256:") else value
+    text = value.removeprefix(HASH_PREFIX)
     try:
         raw = bytes.fromhex(text)
     except ValueError as exc:

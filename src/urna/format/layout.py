@@ -20,9 +20,10 @@ This module does no I/O; tests poke fields through the helpers here.
 
 from __future__ import annotations
 
-import hashlib
 import struct
 from dataclasses import dataclass
+
+from .hashing import sha256_digest
 
 URNA_MAGIC = b"URNA"
 LEGACY_MAGIC = b"NEST"
@@ -133,7 +134,7 @@ def align_up(n: int, alignment: int = SECTION_ALIGNMENT) -> int:
 
 def h8(data: bytes | memoryview) -> bytes:
     """First 8 bytes of SHA-256: the checksum used by the header and the section table."""
-    return hashlib.sha256(data).digest()[:8]
+    return sha256_digest(data)[:8]
 
 
 def is_vector_section(section_id: int) -> bool:

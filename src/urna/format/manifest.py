@@ -26,6 +26,7 @@ from ..errors import (
     UnsupportedScoreType,
 )
 from .dtypes import DTYPE_NAMES, DType
+from .hashing import HASH_PREFIX
 from .json_text import BOOL, STR, STR_SEQ, U32, U64, Opt, Struct, deserialize, dumps_compact
 from .layout import URNA_FORMAT_VERSION, URNA_SCHEMA_VERSION
 
@@ -214,9 +215,9 @@ class Manifest:
 
 
 def _check_model_hash(s: str) -> None:
-    if not s.startswith("sha256:"):
+    if not s.startswith(HASH_PREFIX):
         raise InvalidModelHash(f"expected 'sha256:<hex>' prefix, got '{s}'")
-    rest = s[len("sha256:"):]
+    rest = s[len(HASH_PREFIX):]
     # Rust compares the UTF-8 byte length; with non-hex characters it fails either way.
     if len(rest) != 64 or not set(rest) <= _HEX:
         raise InvalidModelHash(f"expected 64 hex chars after 'sha256:', got '{rest}'")

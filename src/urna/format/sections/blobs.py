@@ -23,6 +23,7 @@ from dataclasses import dataclass
 
 from ...errors import InvalidInput, MalformedSectionPayload, UnsupportedSectionVersion
 from ..cursor import Cursor
+from ..hashing import sha256_text
 from ..layout import SECTION_BLOB_DATA, SECTION_BLOB_REFS, SECTION_BLOB_SPAN_OVERLAY
 
 BLOB_PAYLOAD_VERSION = 1
@@ -49,7 +50,7 @@ class BlobRef:
     @property
     def content_hash_hex(self) -> str:
         """The hash as ``sha256:<64 hex>``, the form inspect and the API report."""
-        return "sha256:" + self.content_hash.hex()
+        return sha256_text(self.content_hash)
 
 
 class _Reader(Cursor):

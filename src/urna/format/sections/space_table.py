@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from ...errors import InvalidInput, MalformedSectionPayload, UnsupportedSectionVersion
 from ..cursor import Cursor
 from ..dtypes import SPACE_DTYPES
+from ..hashing import HASH_PREFIX
 from ..layout import SECTION_SPACE_EMBEDDINGS_BASE, SECTION_SPACE_TABLE, SPACE_BAND_LEN
 
 SPACE_TABLE_PAYLOAD_VERSION = 1
@@ -65,7 +66,7 @@ def _check_entry(e: SpaceEntry) -> None:
         raise _malformed(f"space_table: unknown dtype code {e.dtype_code}")
     if not e.name:
         raise _malformed("space_table: empty space name")
-    if not e.model_hash.startswith("sha256:"):
+    if not e.model_hash.startswith(HASH_PREFIX):
         raise _malformed("space_table: model_hash must be sha256:<hex>")
 
 
