@@ -85,6 +85,7 @@ SECTION_BLOB_DATA = 0x17
 SECTION_SPACE_EMBEDDINGS_BASE = 0x20
 SECTION_SPACE_EMBEDDINGS_FP_BASE = 0x30
 SPACE_BAND_LEN = 0x10
+MAX_SPACES = SPACE_BAND_LEN - 1  # space indices 1..15; index 0 is the 0x04 embeddings
 
 CANONICAL_SECTIONS: tuple[tuple[int, str], ...] = (
     (SECTION_CHUNK_IDS, "chunk_ids"),
