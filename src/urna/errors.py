@@ -409,5 +409,18 @@ class BuildError(UrnaError):
         ValueError.__init__(self, detail)
 
 
+class SerdeSyntax(Exception):  # noqa: N818 - an internal signal, never raised to callers
+    """Internal to ``format/serde``: a serde_json error whose position is not yet worded.
+
+    ``at`` is the byte index serde's ``line/column`` is computed from (None: the reader's
+    current index). The parser turns it into :class:`Json`; it never escapes ``format/``.
+    """
+
+    def __init__(self, msg: str, at: int | None = None) -> None:
+        super().__init__(msg)
+        self.msg = msg
+        self.at = at
+
+
 __all__ = [name for name, obj in list(globals().items())
            if isinstance(obj, type) and issubclass(obj, UrnaError) and not name.startswith("_")]
