@@ -49,7 +49,8 @@ def _take_chunks(chunks: Sequence[dict]) -> tuple[list[str], list[tuple[str, int
         spans.append((str(chunk["source_uri"]), start, end))
         # Python floats become f32 by round-to-nearest, as the binding extracts them.
         with np.errstate(over="ignore"):
-            rows.append(np.asarray(chunk["embedding"], dtype=np.float64).astype(np.float32).reshape(-1))
+            rows.append(np.asarray(chunk["embedding"], dtype=np.float64)
+                        .astype(np.float32).reshape(-1))
     return texts, spans, rows
 
 
@@ -89,11 +90,12 @@ def _ext(manifest: Manifest) -> CapabilitiesExt:
     return manifest.capabilities_ext
 
 
-def _check_chunks(manifest: Manifest, rows: list[np.ndarray], spans: list[tuple[str, int, int]]) -> None:
+def _check_chunks(manifest: Manifest, rows: list[np.ndarray],
+                  spans: list[tuple[str, int, int]]) -> None:
     """Writer steps 3-4: chunk count, then per chunk dimension, finiteness and span order."""
     if len(rows) != manifest.n_chunks:
         raise ManifestInvalid(f"n_chunks={manifest.n_chunks} but builder has {len(rows)} chunks")
-    for row, (_, start, end) in zip(rows, spans):
+    for row, (_, start, end) in zip(rows, spans, strict=True):
         if row.shape[0] != manifest.embedding_dim:
             raise DimensionMismatch(manifest.embedding_dim, int(row.shape[0]))
         if not np.isfinite(row).all():
@@ -144,14 +146,17 @@ def build_bytes(embedding_model: str, embedding_dim: int, chunker_version: str, 
     dim = int(embedding_dim)
     if mrl_dim is not None:
         if not 0 < mrl_dim <= dim:
-            raise BuildError(f"mrl_dim must satisfy 0 < mrl_dim <= embedding_dim ({dim}), got {mrl_dim}")
+            raise BuildError(f"mrl_dim must satisfy 0 < mrl_dim <= embedding_dim ({dim}), "
+                             f"got {mrl_dim}")
         if mrl_dim < dim:  # the reference leaves rows untouched when mrl_dim == dim
             rows = mrl_truncate(rows, mrl_dim)
     effective_dim = mrl_dim if mrl_dim is not None else dim
     if not storage.dtype.dim_supported(effective_dim):
-        raise BuildError(f"int4 requires (effective) embedding_dim divisible by 64, got {effective_dim}")
+        raise BuildError(
+            f"int4 requires (effective) embedding_dim divisible by 64, got {effective_dim}")
     if options.blob_data_paths is not None and options.blob_refs is None:
-        raise BuildError("blob_data_paths requires blob_refs (the 0x17 table parallels the 0x14 order)")
+        raise BuildError(
+            "blob_data_paths requires blob_refs (the 0x17 table parallels the 0x14 order)")
 
     manifest = Manifest.new(embedding_model, effective_dim, len(rows), chunker_version, model_hash)
     manifest.title, manifest.version = options.title, options.version
@@ -171,7 +176,8 @@ def build_bytes(embedding_model: str, embedding_dim: int, chunker_version: str, 
     _check_chunks(manifest, rows, spans)
     matrix = np.stack(rows).astype(np.float32) if rows else np.zeros((0, effective_dim), np.float32)
     optional = _optional_sections(manifest, options, storage, matrix, texts)
-    ids = [chunk_id(t, s[0], s[1], s[2], chunker_version) for t, s in zip(texts, spans, strict=True)]
+    ids = [chunk_id(t, s[0], s[1], s[2], chunker_version)
+           for t, s in zip(texts, spans, strict=True)]
     sections = _canonical_sections(manifest, storage, texts, spans, ids, matrix, provenance_json)
     return assemble(manifest.to_json_bytes(), manifest.embedding_dim, manifest.n_chunks,
                     len(rows), sections + optional)
@@ -198,7 +204,8 @@ def _canonical_sections(manifest: Manifest, storage: Storage, texts: list[str],
     raw_texts = canonical.encode_texts(texts)
     raw_spans = canonical.encode_spans(spans)
     raw_prov = canonical.encode_provenance(provenance_json)
-    raw_contract = canonical.encode_contract({k: getattr(manifest, k) for k in canonical.CONTRACT_KEYS})
+    raw_contract = canonical.encode_contract(
+        {k: getattr(manifest, k) for k in canonical.CONTRACT_KEYS})
     emb_encoding, emb_payload = encodings.encode_embeddings(matrix, storage.dtype)
     out = [EncodedSection(layout.SECTION_EMBEDDINGS, emb_encoding, emb_payload)]
     if storage.text_encoding is TextEncoding.RAW:

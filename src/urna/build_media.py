@@ -18,7 +18,6 @@ from .format.hashing import HASH_PREFIX
 from .format.writer import EncodedSection
 
 
-
 def _digest(value: str) -> bytes:
     text = value.removeprefix(HASH_PREFIX)
     try:
@@ -45,7 +44,8 @@ def blob_sections(blob_refs: Sequence[dict], blob_data_paths: Sequence[str | Non
     out = [EncodedSection(layout.SECTION_BLOB_REFS, layout.ENCODING_RAW, encode_blob_refs(refs))]
     if blob_data_paths is not None:
         if len(blob_data_paths) != len(refs):
-            raise BuildError(f"blob_data_paths has {len(blob_data_paths)} entries but blob_refs has "
+            raise BuildError(f"blob_data_paths has {len(blob_data_paths)} entries but "
+                             f"blob_refs has "
                              f"{len(refs)} (the 0x17 table parallels the 0x14 order)")
         blobs = [None if p is None else Path(p).read_bytes() for p in blob_data_paths]
         out.append(EncodedSection(layout.SECTION_BLOB_DATA, layout.ENCODING_RAW,

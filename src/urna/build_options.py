@@ -73,7 +73,7 @@ class BuildOptions:
 
     @classmethod
     def from_keywords(cls, keywords: Mapping[str, Any]) -> BuildOptions:
-        """Pick this record's fields out of ``keywords`` (a call's locals); other names are ignored."""
+        """Pick this record's fields out of ``keywords`` (a call's locals), ignoring other names."""
         return cls(**{name: keywords[name] for name in OPTION_NAMES})
 
 

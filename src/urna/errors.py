@@ -44,7 +44,8 @@ class MagicMismatch(UrnaError):
     def __init__(self, expected: bytes, got: bytes) -> None:
         self.expected, self.got = bytes(expected), bytes(got)
         ValueError.__init__(
-            self, f"magic mismatch: expected {_bytes_list(self.expected)}, got {_bytes_list(self.got)}"
+            self, f"magic mismatch: expected {_bytes_list(self.expected)}, "
+                  f"got {_bytes_list(self.got)}"
         )
 
 

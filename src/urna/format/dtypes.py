@@ -60,7 +60,7 @@ class DType(StrEnum):
         return self is not DType.INT4 or dim % INT4_BLOCK == 0
 
     def row_bytes(self, dim: int) -> int:
-        """Bytes one row of ``dim`` takes, scales included (prefix excluded); needs dim_supported."""
+        """Bytes per row of ``dim``, scales included, prefix excluded (needs dim_supported)."""
         if self is DType.FLOAT32:
             return 4 * dim
         if self is DType.FLOAT16:
@@ -70,7 +70,7 @@ class DType(StrEnum):
         return 2 * (dim // INT4_BLOCK) + dim // 2
 
     def payload_size(self, n: int, dim: int) -> int | None:
-        """Exact payload size of ``n`` rows of ``dim`` (None: unsupported dim or 64-bit overflow)."""
+        """Exact payload size of ``n`` rows of ``dim`` (None: unsupported dim or u64 overflow)."""
         if n * dim > _U64_MAX or not self.dim_supported(dim):
             return None
         size = n * self.row_bytes(dim) + (QUANTISED_PREFIX_SIZE if self.is_quantised else 0)

@@ -150,7 +150,7 @@ def encoding_legal(section_id: int, encoding: int) -> bool:
 
 
 def encoding_name(encoding: int, *, info: bool = False) -> str:
-    """The name of a wire encoding id, "unknown" when it has none (``info``: the info verb's set)."""
+    """A wire encoding id's name, "unknown" when it has none (``info``: the info verb's set)."""
     return (INFO_ENCODING_NAMES if info else ENCODING_NAMES).get(encoding, "unknown")
 
 

@@ -52,7 +52,7 @@ def assemble(manifest_json: bytes, embedding_dim: int, n_chunks: int, n_embeddin
     header = Header.new(embedding_dim, n_chunks, n_embeddings, file_size, URNA_HEADER_SIZE, count,
                         manifest_offset, len(manifest_json))
     buf[:URNA_HEADER_SIZE] = header.pack()
-    for i, (section, offset) in enumerate(zip(ordered, offsets)):
+    for i, (section, offset) in enumerate(zip(ordered, offsets, strict=True)):
         entry = SectionEntry(section.section_id, section.encoding, offset, len(section.payload),
                              h8(section.payload))
         pos = URNA_HEADER_SIZE + i * URNA_SECTION_ENTRY_SIZE

@@ -88,7 +88,8 @@ def spans_columns(body: memoryview) -> tuple[int, list[bytes], np.ndarray, np.nd
     n_uris = cur.u32()
     # Every pooled URI costs at least its 4-byte length: refuse a claim the bytes cannot hold.
     if n_uris > cur.remaining // 4:
-        raise MalformedSectionPayload(SECTION_CHUNKS_ORIGINAL_SPANS, "spans intpack: uri pool count exceeds payload")
+        raise MalformedSectionPayload(SECTION_CHUNKS_ORIGINAL_SPANS,
+                                      "spans intpack: uri pool count exceeds payload")
     pool = []
     for _ in range(n_uris):
         raw = cur.lp_bytes()
@@ -96,11 +97,13 @@ def spans_columns(body: memoryview) -> tuple[int, list[bytes], np.ndarray, np.nd
         pool.append(raw)
     cols = [unpack_u64s(cur.view(cur.u32())) for _ in range(3)]
     if any(len(col) != count for col in cols):
-        raise MalformedSectionPayload(SECTION_CHUNKS_ORIGINAL_SPANS, "spans intpack: column length mismatch")
+        raise MalformedSectionPayload(SECTION_CHUNKS_ORIGINAL_SPANS,
+                                      "spans intpack: column length mismatch")
     cur.expect_end()
     idx, starts, lens = cols
     if count and int(idx.max()) >= n_uris:
-        raise MalformedSectionPayload(SECTION_CHUNKS_ORIGINAL_SPANS, "spans intpack: uri index out of range")
+        raise MalformedSectionPayload(SECTION_CHUNKS_ORIGINAL_SPANS,
+                                      "spans intpack: uri index out of range")
     return count, pool, idx, starts, lens
 
 
@@ -109,13 +112,13 @@ def spans_from_columns(pool: list[bytes], idx: np.ndarray, starts: np.ndarray,
     """The (source_uri, byte_start, byte_end) spans a kind-1 body describes (end wraps mod 2^64)."""
     uris = [raw.decode("utf-8") for raw in pool]
     return [(uris[j], s, (s + n) & _MASK64)
-            for j, s, n in zip(idx.tolist(), starts.tolist(), lens.tolist())]
+            for j, s, n in zip(idx.tolist(), starts.tolist(), lens.tolist(), strict=False)]
 
 
 def _decode_spans(body: memoryview) -> bytes:
     count, pool, idx, starts, lens = spans_columns(body)
     parts = [_PREFIX.pack(1, count)]
-    for j, s, n in zip(idx.tolist(), starts.tolist(), lens.tolist()):
+    for j, s, n in zip(idx.tolist(), starts.tolist(), lens.tolist(), strict=False):
         uri = pool[j]
         parts.append(_U32.pack(len(uri)) + uri + _U64.pack(s) + _U64.pack((s + n) & _MASK64))
     return b"".join(parts)

@@ -163,7 +163,8 @@ def int4_view(payload: bytes | memoryview, n: int, dim: int,
               section_id: int = 0x04) -> tuple[np.ndarray, np.ndarray]:
     """Parse an int4 payload: (scales f16 (n, dim//64), packed uint8 (n, dim//2)), zero-copy."""
     if dim == 0 or dim % INT4_BLOCK:
-        raise MalformedSectionPayload(section_id, f"int4 dim={dim} must be a nonzero multiple of 64")
+        raise MalformedSectionPayload(section_id,
+                                      f"int4 dim={dim} must be a nonzero multiple of 64")
     _check_size(payload, DType.INT4, n, dim)
     _check_head(payload, section_id, INT4_SCALE_KIND, "int4")
     groups = dim // INT4_BLOCK

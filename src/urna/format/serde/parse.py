@@ -41,7 +41,7 @@ def parse_json(data: bytes | bytearray | memoryview | str) -> Any:
 
 
 def parse_exact(buf: bytes) -> Any:
-    """The byte-by-byte parse (serde's errors and positions); ``parse_json`` without the fast path."""
+    """The byte-by-byte parse with serde's errors and positions (no fast path)."""
     r = SerdeReader(buf)
     try:
         value = r.any()

@@ -317,7 +317,8 @@ class SerdeReader:
             if c == 0x2D:
                 self.i += 1
             v = self.number(c != 0x2D)
-            what = f"floating point `{format_float(v)}`" if isinstance(v, float) else f"integer `{v}`"
+            what = (f"floating point `{format_float(v)}`" if isinstance(v, float)
+                    else f"integer `{v}`")
         elif c == 0x22:
             self.i += 1
             what = "string " + rust_debug_str(self.string())
@@ -444,7 +445,7 @@ class SerdeReader:
         raise self.peek_err(EOF_OBJECT if c is None else "trailing characters")
 
     def ignore(self) -> None:
-        """serde_json ``ignore_value``: syntax only, no UTF-8 or escape-pair checks, no depth limit."""
+        """serde_json ``ignore_value``: syntax only; no UTF-8, escape-pair or depth checks."""
         stack: list[int] = []
         while True:
             c = self.ws()
@@ -487,7 +488,8 @@ class SerdeReader:
                 if c is None:
                     raise self.peek_err(EOF_LIST if frame == 0x5B else EOF_OBJECT)
                 if accept_comma:
-                    raise self.peek_err("expected `,` or `]`" if frame == 0x5B else "expected `,` or `}`")
+                    raise self.peek_err("expected `,` or `]`" if frame == 0x5B
+                                        else "expected `,` or `}`")
                 break
             if frame == 0x7B:
                 c = self.ws()

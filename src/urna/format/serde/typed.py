@@ -41,7 +41,8 @@ class TypedReader(SerdeReader):
                 self.i += 1
             v = self.number(c != 0x2D)
             if isinstance(v, float):
-                raise SerdeSyntax(f"invalid type: floating point `{format_float(v)}`, expected {name}")
+                raise SerdeSyntax(
+                    f"invalid type: floating point `{format_float(v)}`, expected {name}")
             if v < 0 or v >= (1 << (32 if name == "u32" else 64)):
                 raise SerdeSyntax(f"invalid value: integer `{v}`, expected {name}")
             return v
@@ -76,7 +77,7 @@ class TypedReader(SerdeReader):
         raise AssertionError(f"unknown kind {kind!r}")
 
     def _finish(self, err: SerdeSyntax | None, end: Any) -> None:
-        """serde_json runs end_seq/end_map even after the visitor failed; the visitor's error wins."""
+        """serde_json runs end_seq/end_map even after the visitor failed; its error wins."""
         try:
             end()
         except SerdeSyntax:
