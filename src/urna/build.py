@@ -260,7 +260,7 @@ def _index_sections(manifest: Manifest, options: BuildOptions, storage: Storage,
         else:
             out.append(EncodedSection(layout.SECTION_BM25_INDEX, layout.ENCODING_RAW, payload))
         manifest.capabilities.supports_bm25 = True
-    if want_graph:
+    if want_graph and graph is not None:  # want_graph built the HNSW graph above
         from .format.sections.graph import encode_graph
         from .index.graph import graph_edges
         from .index.hnsw import level0_neighbors

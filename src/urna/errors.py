@@ -19,7 +19,7 @@ class UrnaError(ValueError):
         return (_rebuild, (type(self), self.args, self.__dict__))
 
 
-def _rebuild(cls: type, args: tuple, fields: dict) -> UrnaError:
+def _rebuild(cls: type[UrnaError], args: tuple, fields: dict) -> UrnaError:
     err = cls.__new__(cls)
     ValueError.__init__(err, *args)
     err.__dict__.update(fields)

@@ -70,6 +70,7 @@ def decode_section(section_id: int, encoding: int, payload: bytes | memoryview) 
 def chunks_canonical_pieces(encoding: int, payload: bytes | memoryview, dictionary: bytes | None,
                             dedup_map: bytes | None) -> tuple[int, Iterable[bytes]]:
     """Length and byte pieces of the decoded 0x02 payload (a dedup expansion is never joined)."""
+    out: bytes | memoryview
     try:
         if encoding == 5:
             if dictionary is None:
@@ -80,8 +81,8 @@ def chunks_canonical_pieces(encoding: int, payload: bytes | memoryview, dictiona
     except (MalformedSectionPayload, UnsupportedSectionEncoding) as exc:
         raise _retag(exc, SECTION_CHUNKS_CANONICAL) from None
     if dedup_map is None:
-        out = out if isinstance(out, bytes) else bytes(out)
-        return len(out), (out,)
+        whole = out if isinstance(out, bytes) else bytes(out)
+        return len(whole), (whole,)
     try:
         refs = decode_map(dedup_map)
     except (MalformedSectionPayload, UnsupportedSectionEncoding) as exc:

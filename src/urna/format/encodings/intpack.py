@@ -155,7 +155,7 @@ class IntpackReader:
             bits = np.unpackbits(body, axis=1, bitorder="little")
             bits = bits.reshape(len(offs), INTPACK_BLOCK, width)
             weights = np.left_shift(np.uint64(1), np.arange(width, dtype=np.uint64))
-            fields = bits.astype(np.uint64) @ weights
+            fields: np.ndarray = bits.astype(np.uint64) @ weights
         else:
             # Each field lies within the 8 bytes starting at its first byte: gather them as a
             # little-endian u64, shift and mask (the body is padded so the gather stays inside).

@@ -19,7 +19,7 @@ _WS = b" \n\t\r"
 DIGITS = b"0123456789"
 _WS_RUN = re.compile(rb"[ \n\t\r]*")
 _DIGIT_RUN = re.compile(rb"[0-9]*")
-_ZERO_RUN = re.compile(rb"0*")
+_ZERO_RUN = re.compile(rb"0*")  # the three runs match at any index (mypy is told so below)
 MAX_DEPTH = 128  # serde_json's recursion limit: the 128th nested bracket fails
 _ESC_IN = {ord('"'): b'"', ord("\\"): b"\\", ord("/"): b"/", ord("b"): b"\b", ord("f"): b"\f",
            ord("n"): b"\n", ord("r"): b"\r", ord("t"): b"\t"}
@@ -55,13 +55,13 @@ class SerdeReader:
     def ws(self) -> int | None:
         buf, i = self.buf, self.i
         if i < len(buf) and buf[i] in _WS:
-            i = self.i = _WS_RUN.match(buf, i).end()  # long runs stay linear and fast
+            i = self.i = _WS_RUN.match(buf, i).end()  # type: ignore[union-attr]
         return buf[i] if i < len(buf) else None
 
     def skip_digits(self) -> int:
         """Step over a run of ASCII digits; returns how many there were."""
         start = self.i
-        self.i = _DIGIT_RUN.match(self.buf, start).end()
+        self.i = _DIGIT_RUN.match(self.buf, start).end()  # type: ignore[union-attr]
         return self.i - start
 
     def peek0(self) -> int:
@@ -128,7 +128,7 @@ class SerdeReader:
         after = 0
         while (d := self.peek0()) in DIGITS:
             if sig == 0 and d == 0x30:  # a run of leading zeros only moves the exponent
-                run = _ZERO_RUN.match(self.buf, self.i).end() - self.i
+                run = _ZERO_RUN.match(self.buf, self.i).end() - self.i  # type: ignore[union-attr]
                 self.i += run
                 after -= run
                 continue
@@ -166,7 +166,7 @@ class SerdeReader:
         exp = c - 0x30
         while (d := self.peek0()) in DIGITS:
             if exp == 0 and d == 0x30:
-                self.i = _ZERO_RUN.match(self.buf, self.i).end()
+                self.i = _ZERO_RUN.match(self.buf, self.i).end()  # type: ignore[union-attr]
                 continue
             self.i += 1
             digit = d - 0x30
