@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import os
 import struct
+from pathlib import Path
 
 import pytest
 
@@ -121,19 +122,19 @@ def test_write_failure_leaves_no_temp_file(tmp_path, monkeypatch):
 def test_same_inputs_same_bytes(tmp_path):
     a = urna.build(tmp_path / "a.urna", "demo", 4, "c/1", ZERO, ONE * 3, reproducible=True)
     b = urna.build(tmp_path / "b.urna", "demo", 4, "c/1", ZERO, ONE * 3, reproducible=True)
-    assert open(a, "rb").read() == open(b, "rb").read()
+    assert Path(a).read_bytes() == Path(b).read_bytes()
 
 
 def test_mrl_dim_equal_to_dim_keeps_rows_but_records_the_fields(tmp_path):
     # Reference behaviour (checked against the 0.5.1 wheel): a full-width mrl_dim is no cut,
     # so rows are stored as given (not renormalised), while mrl_dim/full_dim are written.
     chunks = [{**ONE[0], "embedding": [2.0, 0.0, 0.0, 0.0]}, {**ONE[0], "embedding": [3.0, 4.0, 0.0, 0.0]}]
-    full = UrnaView.from_bytes(open(urna.build(tmp_path / "f.urna", "m", 4, "c", ZERO, chunks,
-                                               mrl_dim=4), "rb").read())
+    full = UrnaView.from_bytes(
+        Path(urna.build(tmp_path / "f.urna", "m", 4, "c", ZERO, chunks, mrl_dim=4)).read_bytes())
     assert bytes(full.payload(4)) == struct.pack("<8f", 2, 0, 0, 0, 3, 4, 0, 0)
     assert (full.manifest.mrl_dim, full.manifest.full_dim) == (4, 4)
-    half = UrnaView.from_bytes(open(urna.build(tmp_path / "h.urna", "m", 4, "c", ZERO, chunks,
-                                               mrl_dim=2), "rb").read())
+    half = UrnaView.from_bytes(
+        Path(urna.build(tmp_path / "h.urna", "m", 4, "c", ZERO, chunks, mrl_dim=2)).read_bytes())
     assert bytes(half.payload(4)) == struct.pack("<4f", 1, 0, 0.6, 0.8)
 
 
