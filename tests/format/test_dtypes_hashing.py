@@ -9,6 +9,7 @@ from urna.format.hashing import (
     sha256_bytes,
     sha256_file,
     sha256_file_hex,
+    sha256_hex,
     sha256_pieces,
     sorted_json_sha256_ascii,
     sorted_json_sha256_utf8,
@@ -56,6 +57,7 @@ def test_hash_forms(tmp_path):
     path = tmp_path / "f"
     path.write_bytes(b"hello")
     assert sha256_bytes(b"hello") == "sha256:" + HELLO
+    assert sha256_hex(memoryview(b"hello")) == HELLO
     assert sha256_pieces([b"he", memoryview(b"ll"), b"o"]) == "sha256:" + HELLO
     assert sha256_file_hex(path) == HELLO
     assert sha256_file(path) == "sha256:" + HELLO

@@ -23,6 +23,11 @@ def sha256_digest(data: bytes | bytearray | memoryview) -> bytes:
     return hashlib.sha256(data).digest()
 
 
+def sha256_hex(data: bytes | bytearray | memoryview) -> str:
+    """Bare lowercase hex SHA-256 of ``data`` (sidecars that store no prefix)."""
+    return hashlib.sha256(data).hexdigest()
+
+
 def sha256_text(digest: bytes) -> str:
     """``sha256:`` + hex of a 32-byte digest."""
     return HASH_PREFIX + digest.hex()
