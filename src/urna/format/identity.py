@@ -18,28 +18,17 @@ _U32 = struct.Struct("<I")
 _U64 = struct.Struct("<Q")
 
 
-def _chunk_id_preimage(domain: bytes, canonical_text: str, source_uri: str, byte_start: int,
-                       byte_end: int, chunker_version: str) -> Iterator[bytes]:
-    yield domain
-    for text in (canonical_text, source_uri):
-        data = text.encode("utf-8")
-        yield _U32.pack(len(data))
-        yield data
-    yield _U64.pack(byte_start)
-    yield _U64.pack(byte_end)
-    data = chunker_version.encode("utf-8")
-    yield _U32.pack(len(data))
-    yield data
-
-
 def chunk_id(canonical_text: str, source_uri: str, byte_start: int, byte_end: int,
              chunker_version: str, *, domain: bytes = CHUNK_ID_DOMAIN) -> str:
     """The chunk's identity: ``sha256:`` + hex SHA-256 of its domain-separated preimage.
 
     Example: ``chunk_id("hello", "doc.txt", 0, 5, "v1")`` -> ``"sha256:105aadc3..."``.
     """
-    return sha256_pieces(_chunk_id_preimage(domain, canonical_text, source_uri, byte_start,
-                                            byte_end, chunker_version))
+    text, uri, chunker = (v.encode("utf-8") for v in (canonical_text, source_uri, chunker_version))
+    # One join and one hash call: the preimage is small, and builds hash one per chunk.
+    return sha256_bytes(b"".join((domain, _U32.pack(len(text)), text, _U32.pack(len(uri)), uri,
+                                  _U64.pack(byte_start), _U64.pack(byte_end),
+                                  _U32.pack(len(chunker)), chunker)))
 
 
 def _content_preimage(decoded_section: Callable[[int], bytes | tuple[int, Iterable[bytes]]],
