@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import os
 import struct
+from pathlib import Path
 
 import pytest
 
@@ -121,19 +122,19 @@ def test_write_failure_leaves_no_temp_file(tmp_path, monkeypatch):
 def test_same_inputs_same_bytes(tmp_path):
     a = urna.build(tmp_path / "a.urna", "demo", 4, "c/1", ZERO, ONE * 3, reproducible=True)
     b = urna.build(tmp_path / "b.urna", "demo", 4, "c/1", ZERO, ONE * 3, reproducible=True)
-    assert open(a, "rb").read() == open(b, "rb").read()
+    assert Path(a).read_bytes() == Path(b).read_bytes()
 
 
 def test_mrl_dim_equal_to_dim_keeps_rows_but_records_the_fields(tmp_path):
     # Reference behaviour (checked against the 0.5.1 wheel): a full-width mrl_dim is no cut,
     # so rows are stored as given (not renormalised), while mrl_dim/full_dim are written.
     chunks = [{**ONE[0], "embedding": [2.0, 0.0, 0.0, 0.0]}, {**ONE[0], "embedding": [3.0, 4.0, 0.0, 0.0]}]
-    full = UrnaView.from_bytes(open(urna.build(tmp_path / "f.urna", "m", 4, "c", ZERO, chunks,
-                                               mrl_dim=4), "rb").read())
+    full = UrnaView.from_bytes(
+        Path(urna.build(tmp_path / "f.urna", "m", 4, "c", ZERO, chunks, mrl_dim=4)).read_bytes())
     assert bytes(full.payload(4)) == struct.pack("<8f", 2, 0, 0, 0, 3, 4, 0, 0)
     assert (full.manifest.mrl_dim, full.manifest.full_dim) == (4, 4)
-    half = UrnaView.from_bytes(open(urna.build(tmp_path / "h.urna", "m", 4, "c", ZERO, chunks,
-                                               mrl_dim=2), "rb").read())
+    half = UrnaView.from_bytes(
+        Path(urna.build(tmp_path / "h.urna", "m", 4, "c", ZERO, chunks, mrl_dim=2)).read_bytes())
     assert bytes(half.payload(4)) == struct.pack("<4f", 1, 0, 0.6, 0.8)
 
 
@@ -142,3 +143,59 @@ def test_built_file_gets_normal_permissions(tmp_path):
     os.umask(mask)
     path = urna.build(tmp_path / "m.urna", "demo", 4, "c/1", ZERO, ONE)
     assert os.stat(path).st_mode & 0o777 == 0o666 & ~mask  # not mkstemp's 0600
+
+
+def test_build_keywords_are_the_options_record():
+    """build()'s keyword options and BuildOptions agree on names, order and defaults."""
+    import inspect
+    from dataclasses import fields
+
+    from urna.build_options import BuildOptions
+
+    params = list(inspect.signature(urna.build).parameters.values())[6:]
+    assert all(p.kind is inspect.Parameter.KEYWORD_ONLY for p in params)
+    assert [(p.name, p.default) for p in params] == [(f.name, f.default) for f in fields(BuildOptions)]
+    assert [p.name for p in params][:3] == ["title", "version", "created"]
+    assert inspect.signature(urna.build).parameters["preset"].default == "exact"
+    assert inspect.signature(urna.build).parameters["hnsw_m"].default == 16
+
+
+def test_unknown_keyword_is_a_type_error(tmp_path):
+    out = tmp_path / "x.urna"
+    with pytest.raises(TypeError, match="titel"):
+        urna.build(out, "m", 4, "c/1", ZERO, ONE, titel="typo")
+    assert not out.exists()
+
+
+def test_options_record_is_frozen():
+    import dataclasses
+
+    from urna.build_options import BuildOptions
+
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        BuildOptions().preset = "tiny"  # type: ignore[misc]
+
+
+def test_build_leaves_the_callers_inputs_unchanged(tmp_path):
+    import copy
+
+    import numpy as np
+
+    rows = np.eye(64, dtype=np.float64)[:3]
+    chunks = [{"canonical_text": f"t{i}", "source_uri": "d.txt", "byte_start": i, "byte_end": i + 1,
+               "embedding": rows[i]} for i in range(3)]
+    spaces = [{"name": "img", "model_hash": ZERO, "vectors": [[1.0, 0.0]] * 3, "dtype": "int8"}]
+    blob_refs = [{"content_hash": ZERO, "original_uri": "a.png", "byte_len": 1, "inlined": False}]
+    spans = [{"blob_ref_index": None, "byte_start": 0, "byte_end": 0}] * 3
+    authors, provenance = ["a"], {"k": ["v"]}
+    inputs = (chunks, spaces, blob_refs, spans, authors, provenance)
+    before = copy.deepcopy(inputs)
+    urna.build(tmp_path / "x.urna", "m", 64, "c/1", ZERO, chunks, preset="nano", mrl_dim=64,
+               spaces=spaces, blob_refs=blob_refs, chunk_blob_spans=spans, authors=authors,
+               provenance=provenance, with_graph=True)
+    after_rows = [c["embedding"] for c in chunks]
+    assert all((a == b).all() for a, b in zip(after_rows, [c["embedding"] for c in before[0]],
+                                              strict=True))
+    assert [{k: v for k, v in c.items() if k != "embedding"} for c in chunks] == [
+        {k: v for k, v in c.items() if k != "embedding"} for c in before[0]]
+    assert inputs[1:] == before[1:]

@@ -7,13 +7,14 @@ builder, the forge's caches and sidecars, shard catalogs) goes through here.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import tempfile
 from pathlib import Path
 
 
 def _file_mode(target: Path) -> int:
-    """The mode the written file gets: the existing file's, else the umask's default (0666 & ~umask)."""
+    """The written file's mode: the existing file's, else the umask's default (0666 & ~umask)."""
     try:
         return os.stat(target).st_mode & 0o7777
     except OSError:
@@ -43,10 +44,8 @@ def write_atomic(path: str | os.PathLike, data: bytes) -> None:
             os.fsync(fh.fileno())
         os.replace(tmp, target)
     except BaseException:
-        try:
+        with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
-        except FileNotFoundError:
-            pass
         raise
     try:
         dir_fd = os.open(folder, os.O_RDONLY)

@@ -13,12 +13,12 @@ import json
 import math
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from ._atomic import write_atomic
+from .build_options import DEFAULTS, BuildOptions, Storage, TextEncoding, resolve_storage
 from .errors import (
     BuildError,
     DimensionMismatch,
@@ -33,46 +33,7 @@ from .format.manifest import CapabilitiesExt, Manifest
 from .format.sections import canonical
 from .format.writer import EncodedSection, assemble
 
-PRESETS = {
-    # preset: (text encoding, dtype, HNSW, BM25)
-    "exact": ("raw", "float32", False, False),
-    "compressed": ("zstd", "float16", False, False),
-    "tiny": ("zstd", "int8", True, False),
-    "nano": ("zstd", "int4", True, False),
-    "hybrid": ("zstd", "float32", True, True),
-}
-TEXT_ENCODINGS = ("raw", "zstd")
-DTYPES = ("float32", "float16", "int8", "int4")
 CHUNK_KEYS = ("canonical_text", "source_uri", "byte_start", "byte_end", "embedding")
-SPACE_DTYPE_CODES = {"float32": 0, "float16": 1, "int8": 2, "int4": 3}
-
-
-@dataclass(frozen=True)
-class BuildOptions:
-    """The resolved encoding and index choices of one build."""
-
-    text_encoding: str
-    dtype: str
-    with_hnsw: bool
-    with_bm25: bool
-
-
-def resolve_options(preset: str, text_encoding: str | None, dtype: str | None,
-                    with_hnsw: bool | None, with_bm25: bool | None) -> BuildOptions:
-    """Apply per-knob overrides to a preset, refusing unknown values as the reference does."""
-    if preset not in PRESETS:
-        raise BuildError(f"unknown preset: {preset} (expected exact|compressed|tiny|nano|hybrid)")
-    text, dt, hnsw, bm25 = PRESETS[preset]
-    if text_encoding is not None:
-        if text_encoding not in TEXT_ENCODINGS:
-            raise BuildError(f"unknown text_encoding: {text_encoding} (expected raw|zstd)")
-        text = text_encoding
-    if dtype is not None:
-        if dtype not in DTYPES:
-            raise BuildError(f"unknown dtype: {dtype} (expected float32|float16|int8|int4)")
-        dt = dtype
-    return BuildOptions(text, dt, hnsw if with_hnsw is None else bool(with_hnsw),
-                        bm25 if with_bm25 is None else bool(with_bm25))
 
 
 def _take_chunks(chunks: Sequence[dict]) -> tuple[list[str], list[tuple[str, int, int]], list]:
@@ -88,7 +49,8 @@ def _take_chunks(chunks: Sequence[dict]) -> tuple[list[str], list[tuple[str, int
         spans.append((str(chunk["source_uri"]), start, end))
         # Python floats become f32 by round-to-nearest, as the binding extracts them.
         with np.errstate(over="ignore"):
-            rows.append(np.asarray(chunk["embedding"], dtype=np.float64).astype(np.float32).reshape(-1))
+            rows.append(np.asarray(chunk["embedding"], dtype=np.float64)
+                        .astype(np.float32).reshape(-1))
     return texts, spans, rows
 
 
@@ -128,11 +90,12 @@ def _ext(manifest: Manifest) -> CapabilitiesExt:
     return manifest.capabilities_ext
 
 
-def _check_chunks(manifest: Manifest, rows: list[np.ndarray], spans: list[tuple[str, int, int]]) -> None:
+def _check_chunks(manifest: Manifest, rows: list[np.ndarray],
+                  spans: list[tuple[str, int, int]]) -> None:
     """Writer steps 3-4: chunk count, then per chunk dimension, finiteness and span order."""
     if len(rows) != manifest.n_chunks:
         raise ManifestInvalid(f"n_chunks={manifest.n_chunks} but builder has {len(rows)} chunks")
-    for row, (_, start, end) in zip(rows, spans):
+    for row, (_, start, end) in zip(rows, spans, strict=True):
         if row.shape[0] != manifest.embedding_dim:
             raise DimensionMismatch(manifest.embedding_dim, int(row.shape[0]))
         if not np.isfinite(row).all():
@@ -143,15 +106,21 @@ def _check_chunks(manifest: Manifest, rows: list[np.ndarray], spans: list[tuple[
 
 def build(output_path: str | os.PathLike, embedding_model: str, embedding_dim: int,
           chunker_version: str, model_hash: str, chunks: Sequence[dict], *,
-          title: str | None = None, version: str | None = None, created: str | None = None,
-          description: str | None = None, authors: list[str] | None = None,
-          license: str | None = None, provenance: dict | None = None, reproducible: bool = False,
-          preset: str = "exact", text_encoding: str | None = None, dtype: str | None = None,
-          mrl_dim: int | None = None, with_hnsw: bool | None = None, with_bm25: bool | None = None,
-          with_graph: bool = False, graph_top_m: int = 8, blob_refs: list[dict] | None = None,
-          blob_data_paths: list[str | None] | None = None,
-          chunk_blob_spans: list[dict] | None = None, spaces: list[dict] | None = None,
-          hnsw_m: int = 16, hnsw_ef_construction: int = 400, hnsw_seed: int = 42) -> str:
+          title: str | None = DEFAULTS.title, version: str | None = DEFAULTS.version,
+          created: str | None = DEFAULTS.created, description: str | None = DEFAULTS.description,
+          authors: list[str] | None = DEFAULTS.authors, license: str | None = DEFAULTS.license,
+          provenance: dict | None = DEFAULTS.provenance,
+          reproducible: bool = DEFAULTS.reproducible, preset: str = DEFAULTS.preset,
+          text_encoding: str | None = DEFAULTS.text_encoding, dtype: str | None = DEFAULTS.dtype,
+          mrl_dim: int | None = DEFAULTS.mrl_dim, with_hnsw: bool | None = DEFAULTS.with_hnsw,
+          with_bm25: bool | None = DEFAULTS.with_bm25, with_graph: bool = DEFAULTS.with_graph,
+          graph_top_m: int = DEFAULTS.graph_top_m,
+          blob_refs: list[dict] | None = DEFAULTS.blob_refs,
+          blob_data_paths: list[str | None] | None = DEFAULTS.blob_data_paths,
+          chunk_blob_spans: list[dict] | None = DEFAULTS.chunk_blob_spans,
+          spaces: list[dict] | None = DEFAULTS.spaces, hnsw_m: int = DEFAULTS.hnsw_m,
+          hnsw_ef_construction: int = DEFAULTS.hnsw_ef_construction,
+          hnsw_seed: int = DEFAULTS.hnsw_seed) -> str:
     """Build a .urna file from already-embedded chunks; returns the output path.
 
     ``chunks`` are dicts with canonical_text, source_uri, byte_start, byte_end and embedding
@@ -161,64 +130,72 @@ def build(output_path: str | os.PathLike, embedding_model: str, embedding_dim: i
                    [{"canonical_text": "hi", "source_uri": "doc.txt", "byte_start": 0,
                      "byte_end": 2, "embedding": [1.0, 0.0, 0.0, 0.0]}])
     """
-    data = build_bytes(
-        embedding_model, embedding_dim, chunker_version, model_hash, chunks, title=title,
-        version=version, created=created, description=description, authors=authors,
-        license=license, provenance=provenance, reproducible=reproducible, preset=preset,
-        text_encoding=text_encoding, dtype=dtype, mrl_dim=mrl_dim, with_hnsw=with_hnsw,
-        with_bm25=with_bm25, with_graph=with_graph, graph_top_m=graph_top_m, blob_refs=blob_refs,
-        blob_data_paths=blob_data_paths, chunk_blob_spans=chunk_blob_spans, spaces=spaces,
-        hnsw_m=hnsw_m, hnsw_ef_construction=hnsw_ef_construction, hnsw_seed=hnsw_seed)
+    # The keywords above are exactly BuildOptions' fields (a test pins names, order, defaults).
+    options = BuildOptions.from_keywords(locals())
+    data = build_bytes(embedding_model, embedding_dim, chunker_version, model_hash, chunks, options)
     write_atomic(output_path, data)
     return str(output_path)
 
 
 def build_bytes(embedding_model: str, embedding_dim: int, chunker_version: str, model_hash: str,
-                chunks: Sequence[dict], **kw: Any) -> bytes:
+                chunks: Sequence[dict], options: BuildOptions = DEFAULTS) -> bytes:
     """Everything ``build`` does except writing: returns the file's bytes."""
-    opts = resolve_options(kw.get("preset", "exact"), kw.get("text_encoding"), kw.get("dtype"),
-                           kw.get("with_hnsw"), kw.get("with_bm25"))
+    storage = resolve_storage(options)
     texts, spans, rows = _take_chunks(chunks)
-    mrl_dim = kw.get("mrl_dim")
+    mrl_dim = options.mrl_dim
     dim = int(embedding_dim)
     if mrl_dim is not None:
         if not 0 < mrl_dim <= dim:
-            raise BuildError(f"mrl_dim must satisfy 0 < mrl_dim <= embedding_dim ({dim}), got {mrl_dim}")
+            raise BuildError(f"mrl_dim must satisfy 0 < mrl_dim <= embedding_dim ({dim}), "
+                             f"got {mrl_dim}")
         if mrl_dim < dim:  # the reference leaves rows untouched when mrl_dim == dim
             rows = mrl_truncate(rows, mrl_dim)
     effective_dim = mrl_dim if mrl_dim is not None else dim
-    if opts.dtype == "int4" and effective_dim % 64:
-        raise BuildError(f"int4 requires (effective) embedding_dim divisible by 64, got {effective_dim}")
-    if kw.get("blob_data_paths") is not None and kw.get("blob_refs") is None:
-        raise BuildError("blob_data_paths requires blob_refs (the 0x17 table parallels the 0x14 order)")
+    if not storage.dtype.dim_supported(effective_dim):
+        raise BuildError(
+            f"int4 requires (effective) embedding_dim divisible by 64, got {effective_dim}")
+    if options.blob_data_paths is not None and options.blob_refs is None:
+        raise BuildError(
+            "blob_data_paths requires blob_refs (the 0x17 table parallels the 0x14 order)")
 
     manifest = Manifest.new(embedding_model, effective_dim, len(rows), chunker_version, model_hash)
-    for key in ("title", "version", "created", "description", "license"):
-        setattr(manifest, key, kw.get(key))
-    if kw.get("authors") is not None:
-        manifest.authors = [str(a) for a in kw["authors"]]
+    manifest.title, manifest.version = options.title, options.version
+    manifest.created, manifest.description = options.created, options.description
+    manifest.license = options.license
+    if options.authors is not None:
+        manifest.authors = [str(a) for a in options.authors]
     if mrl_dim is not None:
         manifest.mrl_dim, manifest.full_dim = mrl_dim, dim
-    manifest.dtype = opts.dtype
-    provenance_json = _provenance_json(kw.get("provenance"))
-
-    optional: list[EncodedSection] = []
-    if kw.get("reproducible"):
+    manifest.dtype = storage.dtype.value
+    provenance_json = _provenance_json(options.provenance)
+    if options.reproducible:
         manifest.created = layout.REPRODUCIBLE_CREATED
     # Validate before the index setters run: they only write valid values (hnsw/exact,
     # capability flags), so the outcome is the same and the indexes see checked rows.
     manifest.validate()
     _check_chunks(manifest, rows, spans)
     matrix = np.stack(rows).astype(np.float32) if rows else np.zeros((0, effective_dim), np.float32)
-    _attach_indexes(manifest, opts, matrix, texts, kw, optional)
-    _attach_media(manifest, kw, len(rows), optional)
-    ids = [chunk_id(t, s[0], s[1], s[2], chunker_version) for t, s in zip(texts, spans)]
-    sections = _canonical_sections(manifest, opts, texts, spans, ids, matrix, provenance_json)
+    optional = _optional_sections(manifest, options, storage, matrix, texts)
+    ids = [chunk_id(t, s[0], s[1], s[2], chunker_version)
+           for t, s in zip(texts, spans, strict=True)]
+    sections = _canonical_sections(manifest, storage, texts, spans, ids, matrix, provenance_json)
     return assemble(manifest.to_json_bytes(), manifest.embedding_dim, manifest.n_chunks,
                     len(rows), sections + optional)
 
 
-def _canonical_sections(manifest: Manifest, opts: BuildOptions, texts: list[str],
+def _optional_sections(manifest: Manifest, options: BuildOptions, storage: Storage,
+                       matrix: np.ndarray, texts: list[str]) -> list[EncodedSection]:
+    """Every optional section the options ask for, with the manifest flags each one sets.
+
+    A new optional section is one more call here (the writer sorts sections by id).
+    """
+    out: list[EncodedSection] = []
+    out += _index_sections(manifest, options, storage, matrix, texts)
+    out += _media_sections(manifest, options, len(texts))
+    return out
+
+
+def _canonical_sections(manifest: Manifest, storage: Storage, texts: list[str],
                         spans: list[tuple[str, int, int]], ids: list[str], matrix: np.ndarray,
                         provenance_json: bytes) -> list[EncodedSection]:
     from .format import encodings
@@ -227,79 +204,93 @@ def _canonical_sections(manifest: Manifest, opts: BuildOptions, texts: list[str]
     raw_texts = canonical.encode_texts(texts)
     raw_spans = canonical.encode_spans(spans)
     raw_prov = canonical.encode_provenance(provenance_json)
-    raw_contract = canonical.encode_contract({k: getattr(manifest, k) for k in canonical.CONTRACT_KEYS})
-    emb_encoding, emb_payload = encodings.encode_embeddings(matrix, opts.dtype)
+    raw_contract = canonical.encode_contract(
+        {k: getattr(manifest, k) for k in canonical.CONTRACT_KEYS})
+    emb_encoding, emb_payload = encodings.encode_embeddings(matrix, storage.dtype)
     out = [EncodedSection(layout.SECTION_EMBEDDINGS, emb_encoding, emb_payload)]
-    if opts.text_encoding == "raw":
-        out += [EncodedSection(layout.SECTION_CHUNK_IDS, 0, raw_ids),
-                EncodedSection(layout.SECTION_CHUNKS_CANONICAL, 0, raw_texts),
-                EncodedSection(layout.SECTION_CHUNKS_ORIGINAL_SPANS, 0, raw_spans),
-                EncodedSection(layout.SECTION_PROVENANCE, 0, raw_prov),
-                EncodedSection(layout.SECTION_SEARCH_CONTRACT, 0, raw_contract)]
+    if storage.text_encoding is TextEncoding.RAW:
+        raw = layout.ENCODING_RAW
+        out += [EncodedSection(layout.SECTION_CHUNK_IDS, raw, raw_ids),
+                EncodedSection(layout.SECTION_CHUNKS_CANONICAL, raw, raw_texts),
+                EncodedSection(layout.SECTION_CHUNKS_ORIGINAL_SPANS, raw, raw_spans),
+                EncodedSection(layout.SECTION_PROVENANCE, raw, raw_prov),
+                EncodedSection(layout.SECTION_SEARCH_CONTRACT, raw, raw_contract)]
         return out
     enc, payload = encodings.choose_chunk_ids(raw_ids, ids)
     out.append(EncodedSection(layout.SECTION_CHUNK_IDS, enc, payload))
     enc, payload, aux = encodings.choose_chunks_canonical(texts)
     out.append(EncodedSection(layout.SECTION_CHUNKS_CANONICAL, enc, payload))
-    out += [EncodedSection(sid, 0, body) for sid, body in aux]
+    out += [EncodedSection(sid, layout.ENCODING_RAW, body) for sid, body in aux]
     enc, payload = encodings.choose_spans(raw_spans, spans)
     out.append(EncodedSection(layout.SECTION_CHUNKS_ORIGINAL_SPANS, enc, payload))
-    out.append(EncodedSection(layout.SECTION_PROVENANCE, 1, encodings.zstd_compress(raw_prov)))
-    out.append(EncodedSection(layout.SECTION_SEARCH_CONTRACT, 1, encodings.zstd_compress(raw_contract)))
+    out.append(_zstd_section(layout.SECTION_PROVENANCE, raw_prov))
+    out.append(_zstd_section(layout.SECTION_SEARCH_CONTRACT, raw_contract))
     return out
 
 
-def _attach_indexes(manifest: Manifest, opts: BuildOptions, vectors: np.ndarray,
-                    texts: list[str], kw: dict, out: list[EncodedSection]) -> None:
+def _zstd_section(section_id: int, raw: bytes) -> EncodedSection:
+    from .format import encodings
+
+    return EncodedSection(section_id, layout.ENCODING_ZSTD, encodings.zstd_compress(raw))
+
+
+def _index_sections(manifest: Manifest, options: BuildOptions, storage: Storage,
+                    vectors: np.ndarray, texts: list[str]) -> list[EncodedSection]:
     """HNSW, BM25 and graph payloads, with the manifest changes their setters make."""
-    want_graph = bool(kw.get("with_graph")) and len(vectors) >= 2
+    out: list[EncodedSection] = []
+    want_graph = bool(options.with_graph) and len(vectors) >= 2
     graph = None
-    if opts.with_hnsw or want_graph:
+    if storage.with_hnsw or want_graph:
         from .format.sections.hnsw import encode_hnsw
         from .index.hnsw import build_hnsw
 
-        graph = build_hnsw(vectors, int(kw.get("hnsw_m", 16)), int(kw.get("hnsw_ef_construction", 400)),
-                           int(kw.get("hnsw_seed", 42)))
-        if opts.with_hnsw:
-            out.append(EncodedSection(layout.SECTION_HNSW_INDEX, 0, encode_hnsw(graph)))
+        graph = build_hnsw(vectors, int(options.hnsw_m), int(options.hnsw_ef_construction),
+                           int(options.hnsw_seed))
+        if storage.with_hnsw:
+            out.append(EncodedSection(layout.SECTION_HNSW_INDEX, layout.ENCODING_RAW,
+                                      encode_hnsw(graph)))
             manifest.index_type, manifest.rerank_policy = "hnsw", "exact"
             manifest.capabilities.supports_ann = True
-    if opts.with_bm25:
-        from .format import encodings
+    if storage.with_bm25:
         from .index.bm25 import Bm25Index
 
         payload = Bm25Index.build(texts).to_bytes()
-        if opts.text_encoding == "zstd":
-            out.append(EncodedSection(layout.SECTION_BM25_INDEX, 1, encodings.zstd_compress(payload)))
+        if storage.text_encoding is TextEncoding.ZSTD:
+            out.append(_zstd_section(layout.SECTION_BM25_INDEX, payload))
         else:
-            out.append(EncodedSection(layout.SECTION_BM25_INDEX, 0, payload))
+            out.append(EncodedSection(layout.SECTION_BM25_INDEX, layout.ENCODING_RAW, payload))
         manifest.capabilities.supports_bm25 = True
-    if want_graph:
+    if want_graph and graph is not None:  # want_graph built the HNSW graph above
         from .format.sections.graph import encode_graph
         from .index.graph import graph_edges
         from .index.hnsw import level0_neighbors
 
         level0 = [level0_neighbors(graph, i) for i in range(len(vectors))]
-        edges = graph_edges(len(vectors), level0, int(kw.get("graph_top_m", 8)))
-        out.append(EncodedSection(layout.SECTION_GRAPH_ADJACENCY, 0, encode_graph(len(vectors), edges)))
+        edges = graph_edges(len(vectors), level0, int(options.graph_top_m))
+        out.append(EncodedSection(layout.SECTION_GRAPH_ADJACENCY, layout.ENCODING_RAW,
+                                  encode_graph(len(vectors), edges)))
         _ext(manifest).graph_present = True
+    return out
 
 
-def _attach_media(manifest: Manifest, kw: dict, n_chunks: int, out: list[EncodedSection]) -> None:
+def _media_sections(manifest: Manifest, options: BuildOptions,
+                    n_chunks: int) -> list[EncodedSection]:
     """Blob refs/overlay/data (0x14/0x16/0x17) and named spaces (0x15 + bands)."""
-    if kw.get("blob_refs") is not None:
+    out: list[EncodedSection] = []
+    if options.blob_refs is not None:
         from .build_media import blob_sections
 
-        out += blob_sections(kw["blob_refs"], kw.get("blob_data_paths"), kw.get("chunk_blob_spans"),
-                             n_chunks)
+        out += blob_sections(options.blob_refs, options.blob_data_paths,
+                             options.chunk_blob_spans, n_chunks)
         _ext(manifest).blobs_present = True
-    elif kw.get("chunk_blob_spans") is not None:
+    elif options.chunk_blob_spans is not None:
         from .build_media import overlay_section
 
-        out.append(overlay_section(kw["chunk_blob_spans"], n_chunks))
+        out.append(overlay_section(options.chunk_blob_spans, n_chunks))
         _ext(manifest).blobs_present = True
-    if kw.get("spaces"):
+    if options.spaces:
         from .build_media import space_sections
 
-        out += space_sections(kw["spaces"], n_chunks)
+        out += space_sections(options.spaces, n_chunks)
         _ext(manifest).supports_multimodal = True
+    return out

@@ -11,17 +11,15 @@ from pathlib import Path
 
 import numpy as np
 
-from .errors import BuildError
+from .errors import BuildError, InvalidEmbeddingValue
 from .format import layout
+from .format.dtypes import DType
+from .format.hashing import HASH_PREFIX
 from .format.writer import EncodedSection
-
-BLOB_REF_NONE = 0xFFFFFFFF
-MAX_SPACES = 15
-SPACE_DTYPE_CODES = {"float32": 0, "float16": 1, "int8": 2, "int4": 3}
 
 
 def _digest(value: str) -> bytes:
-    text = value[len("sha256:"):] if value.startswith("sha256:") else value
+    text = value.removeprefix(HASH_PREFIX)
     try:
         raw = bytes.fromhex(text)
     except ValueError as exc:
@@ -43,13 +41,15 @@ def blob_sections(blob_refs: Sequence[dict], blob_data_paths: Sequence[str | Non
                 raise BuildError(f"blob_refs[{i}] missing {key}")
         refs.append(BlobRef(_digest(str(ref["content_hash"])), str(ref["original_uri"]),
                             int(ref["byte_len"]), bool(ref["inlined"])))
-    out = [EncodedSection(layout.SECTION_BLOB_REFS, 0, encode_blob_refs(refs))]
+    out = [EncodedSection(layout.SECTION_BLOB_REFS, layout.ENCODING_RAW, encode_blob_refs(refs))]
     if blob_data_paths is not None:
         if len(blob_data_paths) != len(refs):
-            raise BuildError(f"blob_data_paths has {len(blob_data_paths)} entries but blob_refs has "
+            raise BuildError(f"blob_data_paths has {len(blob_data_paths)} entries but "
+                             f"blob_refs has "
                              f"{len(refs)} (the 0x17 table parallels the 0x14 order)")
         blobs = [None if p is None else Path(p).read_bytes() for p in blob_data_paths]
-        out.append(EncodedSection(layout.SECTION_BLOB_DATA, 0, encode_blob_data(blobs)))
+        out.append(EncodedSection(layout.SECTION_BLOB_DATA, layout.ENCODING_RAW,
+                                  encode_blob_data(blobs)))
     if chunk_blob_spans is not None:
         out.append(overlay_section(chunk_blob_spans, n_chunks))
     return out
@@ -57,7 +57,7 @@ def blob_sections(blob_refs: Sequence[dict], blob_data_paths: Sequence[str | Non
 
 def overlay_section(chunk_blob_spans: Sequence[dict], n_chunks: int) -> EncodedSection:
     """0x16: one (blob_ref_index | NONE, byte_start, byte_end) entry per chunk."""
-    from .format.sections.blobs import encode_overlay
+    from .format.sections.blobs import BLOB_REF_NONE, encode_overlay
 
     if len(chunk_blob_spans) != n_chunks:
         raise BuildError(f"chunk_blob_spans has {len(chunk_blob_spans)} entries but there are "
@@ -67,7 +67,8 @@ def overlay_section(chunk_blob_spans: Sequence[dict], n_chunks: int) -> EncodedS
         index = span.get("blob_ref_index")
         entries.append((BLOB_REF_NONE if index is None else int(index), int(span["byte_start"]),
                         int(span["byte_end"])))
-    return EncodedSection(layout.SECTION_BLOB_SPAN_OVERLAY, 0, encode_overlay(entries))
+    return EncodedSection(layout.SECTION_BLOB_SPAN_OVERLAY, layout.ENCODING_RAW,
+                          encode_overlay(entries))
 
 
 def space_sections(spaces: Sequence[dict], n_chunks: int) -> list[EncodedSection]:
@@ -75,25 +76,27 @@ def space_sections(spaces: Sequence[dict], n_chunks: int) -> list[EncodedSection
     from .format.encodings import encode_embeddings
     from .format.sections.space_table import SpaceEntry, encode_space_table
 
-    if len(spaces) > MAX_SPACES:
-        raise BuildError(f"at most {MAX_SPACES} spaces, got {len(spaces)}")
+    if len(spaces) > layout.MAX_SPACES:
+        raise BuildError(f"at most {layout.MAX_SPACES} spaces, got {len(spaces)}")
     entries, bands = [], []
     for i, space in enumerate(spaces, start=1):
         for key in ("name", "model_hash", "vectors"):
             if key not in space:
                 raise BuildError(f"spaces[{i - 1}] missing {key}")
-        dtype = space.get("dtype", "float32")
-        if dtype not in SPACE_DTYPE_CODES:
-            raise BuildError(f"unknown dtype: {dtype} (expected float32|float16|int8|int4)")
+        name = space.get("dtype", DType.FLOAT32.value)
+        dtype = DType.parse(name)
+        if dtype is None:
+            raise BuildError(f"unknown dtype: {name} (expected float32|float16|int8|int4)")
         with np.errstate(over="ignore"):
             vectors = np.asarray(space["vectors"], dtype=np.float64).astype(np.float32)
         if vectors.ndim != 2 or vectors.shape[0] != n_chunks:
             raise BuildError(f"space {space['name']} needs one vector per chunk ({n_chunks})")
         if not np.isfinite(vectors).all():
-            from .errors import InvalidEmbeddingValue
             raise InvalidEmbeddingValue()
         encoding, payload = encode_embeddings(vectors, dtype)
         entries.append(SpaceEntry(i, str(space["name"]), int(vectors.shape[1]),
-                                  SPACE_DTYPE_CODES[dtype], str(space["model_hash"]), n_chunks))
+                                  dtype.space_code, str(space["model_hash"]), n_chunks))
         bands.append(EncodedSection(layout.SECTION_SPACE_EMBEDDINGS_BASE + i, encoding, payload))
-    return [EncodedSection(layout.SECTION_SPACE_TABLE, 0, encode_space_table(entries))] + bands
+    table = EncodedSection(layout.SECTION_SPACE_TABLE, layout.ENCODING_RAW,
+                           encode_space_table(entries))
+    return [table, *bands]

@@ -19,7 +19,7 @@ class UrnaError(ValueError):
         return (_rebuild, (type(self), self.args, self.__dict__))
 
 
-def _rebuild(cls: type, args: tuple, fields: dict) -> UrnaError:
+def _rebuild(cls: type[UrnaError], args: tuple, fields: dict) -> UrnaError:
     err = cls.__new__(cls)
     ValueError.__init__(err, *args)
     err.__dict__.update(fields)
@@ -44,7 +44,8 @@ class MagicMismatch(UrnaError):
     def __init__(self, expected: bytes, got: bytes) -> None:
         self.expected, self.got = bytes(expected), bytes(got)
         ValueError.__init__(
-            self, f"magic mismatch: expected {_bytes_list(self.expected)}, got {_bytes_list(self.got)}"
+            self, f"magic mismatch: expected {_bytes_list(self.expected)}, "
+                  f"got {_bytes_list(self.got)}"
         )
 
 
@@ -458,6 +459,19 @@ class InvalidFilterJson(FilterError):
 
     def __init__(self, detail: str) -> None:
         FilterError.__init__(self, f"filter: invalid JSON: {detail}")
+
+
+class SerdeSyntax(Exception):  # noqa: N818 - an internal signal, never raised to callers
+    """Internal to ``format/serde``: a serde_json error whose position is not yet worded.
+
+    ``at`` is the byte index serde's ``line/column`` is computed from (None: the reader's
+    current index). The parser turns it into :class:`Json`; it never escapes ``format/``.
+    """
+
+    def __init__(self, msg: str, at: int | None = None) -> None:
+        super().__init__(msg)
+        self.msg = msg
+        self.at = at
 
 
 __all__ = [name for name, obj in list(globals().items())

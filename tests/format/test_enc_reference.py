@@ -166,7 +166,7 @@ def test_own_corpora_match_the_reference_build(name):
     texts = OWN_CORPORA[name]()
     want = REFERENCE_OWN_CORPORA[name]
     spans = [(f"doc{i % 3}.txt", i * 10, i * 10 + len(t.encode())) for i, t in enumerate(texts)]
-    ids = [chunk_id(t, *s, "demo/1") for t, s in zip(texts, spans)]
+    ids = [chunk_id(t, *s, "demo/1") for t, s in zip(texts, spans, strict=False)]
     encoding, payload, aux = enc.choose_chunks_canonical(texts)
     got = {0x02: _digest(encoding, payload)}
     got.update({sid: _digest(0, body) for sid, body in aux})

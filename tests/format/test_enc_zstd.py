@@ -7,6 +7,7 @@ zstd-encoded 0x05 section.
 
 from __future__ import annotations
 
+import contextlib
 import struct
 
 import pytest
@@ -109,10 +110,8 @@ def test_corruption_raises_only_typed_errors(data, draw):
     pos = draw.draw(st.integers(0, len(frame) - 1))
     frame[pos] ^= draw.draw(st.integers(1, 255))
     cut = draw.draw(st.integers(0, len(frame)))
-    try:
+    with contextlib.suppress(MalformedSectionPayload):
         zstd_decompress(bytes(frame[:cut]))
-    except MalformedSectionPayload:
-        pass
 
 
 def test_encode_smallest_keeps_the_earliest_on_ties():

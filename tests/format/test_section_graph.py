@@ -16,6 +16,7 @@ Paths and what they raise:
 
 from __future__ import annotations
 
+import contextlib
 import json
 import struct
 from pathlib import Path
@@ -282,10 +283,10 @@ def test_both_sort_paths_give_the_canonical_order():
 
     rng = np.random.default_rng(7)
     src, typ, dst = (rng.integers(0, 50, 500), rng.integers(0, 256, 500), rng.integers(0, 50, 500))
-    expected = sorted(zip(src.tolist(), typ.tolist(), dst.tolist()))
+    expected = sorted(zip(src.tolist(), typ.tolist(), dst.tolist(), strict=False))
     for n_nodes in (50, (1 << 24) + 1):
         got = _canonical_order(src, typ, dst, n_nodes)
-        assert list(zip(*(a.tolist() for a in got))) == expected
+        assert list(zip(*(a.tolist() for a in got), strict=False)) == expected
 
 
 def test_edges_may_be_given_as_an_array():
@@ -305,7 +306,5 @@ def test_corrupted_payloads_fail_only_with_typed_errors(data):
         at = data.draw(st.integers(0, len(payload) - 1))
         payload[at] = data.draw(st.integers(0, 255))
     cut = data.draw(st.integers(0, len(payload)))
-    try:
+    with contextlib.suppress(UrnaError):
         decode_graph(bytes(payload[:cut]), 5)
-    except UrnaError:
-        pass

@@ -43,7 +43,7 @@ def locate_citation(citation: str, content_hash: str, chunk_ids: list[str]) -> t
 
 
 def resolve_citation(view: UrnaView, citation: str) -> ResolvedCitation:
-    """Resolve ``citation`` in ``view``; raises CitationError on a wrong corpus or a missing chunk."""
+    """Resolve ``citation`` in ``view``; CitationError on a wrong corpus or a missing chunk."""
     actual = view.content_hash()
     n = view.header.n_chunks
     wanted, ordinal = locate_citation(citation, actual,

@@ -7,16 +7,15 @@ is ``sha256sum`` of the whole file. A citation is ``urna://<content_hash>/<chunk
 
 from __future__ import annotations
 
-import hashlib
 import struct
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 
 from ..errors import CitationError
+from .hashing import HASH_PREFIX, sha256_bytes, sha256_pieces
 from .layout import CANONICAL_SECTIONS, CHUNK_ID_DOMAIN, CITATION_SCHEME
 
 _U32 = struct.Struct("<I")
 _U64 = struct.Struct("<Q")
-HASH_PREFIX = "sha256:"
 
 
 def chunk_id(canonical_text: str, source_uri: str, byte_start: int, byte_end: int,
@@ -25,17 +24,22 @@ def chunk_id(canonical_text: str, source_uri: str, byte_start: int, byte_end: in
 
     Example: ``chunk_id("hello", "doc.txt", 0, 5, "v1")`` -> ``"sha256:105aadc3..."``.
     """
-    h = hashlib.sha256(domain)
-    for text in (canonical_text, source_uri):
-        data = text.encode("utf-8")
-        h.update(_U32.pack(len(data)))
-        h.update(data)
-    h.update(_U64.pack(byte_start))
-    h.update(_U64.pack(byte_end))
-    data = chunker_version.encode("utf-8")
-    h.update(_U32.pack(len(data)))
-    h.update(data)
-    return HASH_PREFIX + h.hexdigest()
+    text, uri, chunker = (v.encode("utf-8") for v in (canonical_text, source_uri, chunker_version))
+    # One join and one hash call: the preimage is small, and builds hash one per chunk.
+    return sha256_bytes(b"".join((domain, _U32.pack(len(text)), text, _U32.pack(len(uri)), uri,
+                                  _U64.pack(byte_start), _U64.pack(byte_end),
+                                  _U32.pack(len(chunker)), chunker)))
+
+
+def _content_preimage(decoded_section: Callable[[int], bytes | tuple[int, Iterable[bytes]]],
+                      ) -> Iterator[bytes]:
+    for section_id, name in CANONICAL_SECTIONS:
+        data = decoded_section(section_id)
+        length, pieces = data if isinstance(data, tuple) else (len(data), (data,))
+        yield _U32.pack(len(name))
+        yield name.encode("ascii")
+        yield _U64.pack(length)
+        yield from pieces
 
 
 def content_hash(decoded_section: Callable[[int], bytes | tuple[int, Iterable[bytes]]]) -> str:
@@ -44,21 +48,12 @@ def content_hash(decoded_section: Callable[[int], bytes | tuple[int, Iterable[by
     ``decoded_section(id)`` gives the bytes, or ``(length, pieces)`` for a section that is hashed
     as it is produced (a dedup expansion) rather than held whole.
     """
-    h = hashlib.sha256()
-    for section_id, name in CANONICAL_SECTIONS:
-        data = decoded_section(section_id)
-        length, pieces = data if isinstance(data, tuple) else (len(data), (data,))
-        h.update(_U32.pack(len(name)))
-        h.update(name.encode("ascii"))
-        h.update(_U64.pack(length))
-        for piece in pieces:
-            h.update(piece)
-    return HASH_PREFIX + h.hexdigest()
+    return sha256_pieces(_content_preimage(decoded_section))
 
 
 def file_hash(data: bytes | memoryview) -> str:
     """``sha256:`` + hex SHA-256 of the entire file, footer included (= sha256sum)."""
-    return HASH_PREFIX + hashlib.sha256(data).hexdigest()
+    return sha256_bytes(data)
 
 
 def format_citation(content_hash_value: str, chunk_id_value: str) -> str:

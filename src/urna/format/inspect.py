@@ -10,13 +10,15 @@ from __future__ import annotations
 
 from typing import Any
 
+from .dtypes import SPACE_DTYPES
+from .hashing import sha256_text
 from .layout import (
     SECTION_BLOB_REFS,
     SECTION_SPACE_EMBEDDINGS_BASE,
     SECTION_SPACE_TABLE,
     section_name,
 )
-from .reader import SPACE_DTYPES, UrnaView
+from .reader import UrnaView
 
 
 def flag(view: UrnaView, name: str) -> bool:
@@ -31,7 +33,7 @@ def blob_table(view: UrnaView) -> list[dict[str, Any]] | None:
 
     if not flag(view, "blobs_present") or view.entry(SECTION_BLOB_REFS) is None:
         return None
-    return [{"content_hash": "sha256:" + ref.content_hash.hex(), "original_uri": ref.original_uri,
+    return [{"content_hash": sha256_text(ref.content_hash), "original_uri": ref.original_uri,
              "byte_len": ref.byte_len, "inlined": bool(ref.inlined)}
             for ref in decode_blob_refs(view.decoded(SECTION_BLOB_REFS))]
 

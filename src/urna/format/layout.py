@@ -20,9 +20,10 @@ This module does no I/O; tests poke fields through the helpers here.
 
 from __future__ import annotations
 
-import hashlib
 import struct
 from dataclasses import dataclass
+
+from .hashing import sha256_digest
 
 URNA_MAGIC = b"URNA"
 LEGACY_MAGIC = b"NEST"
@@ -46,6 +47,7 @@ U32_MAX = (1 << 32) - 1
 
 # Wire encoding ids (01-container §1.2).
 ENCODING_RAW = 0
+ENCODING_FLOAT32 = ENCODING_RAW  # a float32 slab is stored as is
 ENCODING_ZSTD = 1
 ENCODING_FLOAT16 = 2
 ENCODING_INT8 = 3
@@ -60,6 +62,8 @@ TEXT_ENCODINGS = frozenset({0, 1, 4, 5, 9, 10})
 VECTOR_ENCODINGS = frozenset({0, 2, 3, 7})
 ENCODING_NAMES = {0: "raw", 1: "zstd", 2: "float16", 3: "int8", 4: "intpack", 5: "zstd_dict",
                   7: "int4", 9: "fsst", 10: "txt_streams"}
+# The names the reference's ``info`` prints: the later text encodings (5, 9, 10) show "unknown".
+INFO_ENCODING_NAMES = {k: ENCODING_NAMES[k] for k in (0, 1, 2, 3, 4, 7)}
 
 # Section ids (01-container §1.3).
 SECTION_CHUNK_IDS = 0x01
@@ -82,6 +86,7 @@ SECTION_METADATA = 0x18  # urna-py extension: per-chunk metadata; the reference 
 SECTION_SPACE_EMBEDDINGS_BASE = 0x20
 SECTION_SPACE_EMBEDDINGS_FP_BASE = 0x30
 SPACE_BAND_LEN = 0x10
+MAX_SPACES = SPACE_BAND_LEN - 1  # space indices 1..15; index 0 is the 0x04 embeddings
 
 CANONICAL_SECTIONS: tuple[tuple[int, str], ...] = (
     (SECTION_CHUNK_IDS, "chunk_ids"),
@@ -131,7 +136,7 @@ def align_up(n: int, alignment: int = SECTION_ALIGNMENT) -> int:
 
 def h8(data: bytes | memoryview) -> bytes:
     """First 8 bytes of SHA-256: the checksum used by the header and the section table."""
-    return hashlib.sha256(data).digest()[:8]
+    return sha256_digest(data)[:8]
 
 
 def is_vector_section(section_id: int) -> bool:
@@ -143,6 +148,11 @@ def encoding_legal(section_id: int, encoding: int) -> bool:
     """Whether ``encoding`` belongs to the class of ``section_id`` (reader step 7)."""
     allowed = VECTOR_ENCODINGS if is_vector_section(section_id) else TEXT_ENCODINGS
     return encoding in allowed
+
+
+def encoding_name(encoding: int, *, info: bool = False) -> str:
+    """A wire encoding id's name, "unknown" when it has none (``info``: the info verb's set)."""
+    return (INFO_ENCODING_NAMES if info else ENCODING_NAMES).get(encoding, "unknown")
 
 
 def section_name(section_id: int) -> str | None:

@@ -25,10 +25,12 @@ from ..errors import (
     UnsupportedSchemaVersion,
     UnsupportedScoreType,
 )
+from .dtypes import DTYPE_NAMES, DType
+from .hashing import HASH_PREFIX
 from .json_text import BOOL, STR, STR_SEQ, U32, U64, Opt, Struct, deserialize, dumps_compact
 from .layout import URNA_FORMAT_VERSION, URNA_SCHEMA_VERSION
 
-ALLOWED_DTYPES = ("float32", "float16", "int8", "int4")
+ALLOWED_DTYPES = DTYPE_NAMES
 ALLOWED_SCORE_TYPES = ("cosine", "hybrid_rrf")
 ALLOWED_INDEX_TYPES = ("exact", "hnsw", "hybrid")
 ALLOWED_RERANK_POLICIES = ("none", "exact")
@@ -89,7 +91,7 @@ class Manifest:
     embedding_model: str = ""
     embedding_dim: int = 0
     n_chunks: int = 0
-    dtype: str = "float32"
+    dtype: str = DType.FLOAT32.value
     metric: str = "ip"
     score_type: str = "cosine"
     normalize: str = "l2"
@@ -208,14 +210,14 @@ class Manifest:
         if m != self.embedding_dim:
             raise ManifestInvalid(f"mrl_dim ({m}) must equal embedding_dim ({self.embedding_dim}); "
                                   "the runtime strides by embedding_dim")
-        if self.dtype == "int4" and m % 64 != 0:
+        if DType.parse(self.dtype) is DType.INT4 and not DType.INT4.dim_supported(m):
             raise ManifestInvalid(f"int4 requires mrl_dim divisible by 64, got {m}")
 
 
 def _check_model_hash(s: str) -> None:
-    if not s.startswith("sha256:"):
+    if not s.startswith(HASH_PREFIX):
         raise InvalidModelHash(f"expected 'sha256:<hex>' prefix, got '{s}'")
-    rest = s[len("sha256:"):]
+    rest = s[len(HASH_PREFIX):]
     # Rust compares the UTF-8 byte length; with non-hex characters it fails either way.
     if len(rest) != 64 or not set(rest) <= _HEX:
         raise InvalidModelHash(f"expected 64 hex chars after 'sha256:', got '{rest}'")

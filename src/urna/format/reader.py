@@ -37,6 +37,7 @@ from ..errors import (
     UnsupportedVersion,
 )
 from . import encodings
+from .dtypes import DTYPE_ENCODINGS, SPACE_DTYPES
 from .identity import content_hash as _content_hash
 from .identity import file_hash as _file_hash
 from .layout import (
@@ -69,8 +70,6 @@ from .layout import (
 from .manifest import Manifest
 from .sections.canonical import CONTRACT_KEYS, decode_contract
 
-DTYPE_ENCODINGS = {"float32": 0, "float16": 2, "int8": 3, "int4": 7}
-SPACE_DTYPES = {0: "float32", 1: "float16", 2: "int8", 3: "int4"}
 _CONTRACT_ERRORS = {
     "metric": UnsupportedMetric, "score_type": UnsupportedScoreType,
     "normalize": UnsupportedNormalize, "index_type": UnsupportedIndexType,

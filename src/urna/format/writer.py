@@ -8,9 +8,9 @@ and sealed with per-section checksums, the header checksum and the footer digest
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass
 
+from .hashing import sha256_digest
 from .layout import (
     URNA_FOOTER_SIZE,
     URNA_HEADER_SIZE,
@@ -52,13 +52,13 @@ def assemble(manifest_json: bytes, embedding_dim: int, n_chunks: int, n_embeddin
     header = Header.new(embedding_dim, n_chunks, n_embeddings, file_size, URNA_HEADER_SIZE, count,
                         manifest_offset, len(manifest_json))
     buf[:URNA_HEADER_SIZE] = header.pack()
-    for i, (section, offset) in enumerate(zip(ordered, offsets)):
+    for i, (section, offset) in enumerate(zip(ordered, offsets, strict=True)):
         entry = SectionEntry(section.section_id, section.encoding, offset, len(section.payload),
                              h8(section.payload))
         pos = URNA_HEADER_SIZE + i * URNA_SECTION_ENTRY_SIZE
         buf[pos:pos + URNA_SECTION_ENTRY_SIZE] = entry.pack()
         buf[offset:offset + len(section.payload)] = section.payload
     buf[manifest_offset:manifest_offset + len(manifest_json)] = manifest_json
-    digest = hashlib.sha256(memoryview(buf)[:data_end]).digest()
+    digest = sha256_digest(memoryview(buf)[:data_end])
     buf[data_end:] = Footer(URNA_FOOTER_SIZE, digest).pack()
     return bytes(buf)

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from ...errors import MalformedSectionPayload, UnsupportedSectionEncoding
+from ..layout import SECTION_CHUNKS_CANONICAL, SECTION_DEDUP_MAP, VECTOR_ENCODINGS
 from .chooser import (
     choose_chunk_ids,
     choose_chunks_canonical,
@@ -36,9 +37,7 @@ from .vectors import (
 from .zstd import zstd_compress, zstd_decompress
 from .zstd_dict import decode_zstd_dict
 
-_SECTION_CANONICAL = 0x02
-_SECTION_DEDUP_MAP = 0x0B
-_IDENTITY = frozenset({0, 2, 3, 7})
+_IDENTITY = VECTOR_ENCODINGS  # raw and the fixed-stride vector layouts are stored as is
 _DECODERS = {1: zstd_decompress, 4: decode_repack, 9: decode_fsst, 10: decode_txt_streams}
 
 
@@ -71,6 +70,7 @@ def decode_section(section_id: int, encoding: int, payload: bytes | memoryview) 
 def chunks_canonical_pieces(encoding: int, payload: bytes | memoryview, dictionary: bytes | None,
                             dedup_map: bytes | None) -> tuple[int, Iterable[bytes]]:
     """Length and byte pieces of the decoded 0x02 payload (a dedup expansion is never joined)."""
+    out: bytes | memoryview
     try:
         if encoding == 5:
             if dictionary is None:
@@ -79,14 +79,14 @@ def chunks_canonical_pieces(encoding: int, payload: bytes | memoryview, dictiona
         else:
             out = _decode_plain(encoding, payload)
     except (MalformedSectionPayload, UnsupportedSectionEncoding) as exc:
-        raise _retag(exc, _SECTION_CANONICAL) from None
+        raise _retag(exc, SECTION_CHUNKS_CANONICAL) from None
     if dedup_map is None:
-        out = out if isinstance(out, bytes) else bytes(out)
-        return len(out), (out,)
+        whole = out if isinstance(out, bytes) else bytes(out)
+        return len(whole), (whole,)
     try:
         refs = decode_map(dedup_map)
     except (MalformedSectionPayload, UnsupportedSectionEncoding) as exc:
-        raise _retag(exc, _SECTION_DEDUP_MAP) from None
+        raise _retag(exc, SECTION_DEDUP_MAP) from None
     return expansion(out, refs)
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from ...errors import InvalidInput, UnsupportedSectionEncoding
+from ..layout import SECTION_DEDUP_MAP, SECTION_DICTIONARY
 from ..sections.canonical import encode_texts
 from .dedup import dedup, encode_map
 from .fsst import encode_fsst
@@ -24,8 +25,6 @@ ENCODING_INTPACK = 4
 ENCODING_ZSTD_DICT = 5
 ENCODING_FSST = 9
 ENCODING_TXT_STREAMS = 10
-SECTION_DICTIONARY = 0x0A
-SECTION_DEDUP_MAP = 0x0B
 
 
 def choose_chunk_ids(raw_payload: bytes, chunk_ids: list[str]) -> tuple[int, bytes]:
@@ -51,11 +50,13 @@ def _candidates(texts: list[str]) -> Iterator[tuple[int, bytes, list[tuple[int, 
     yield ENCODING_TXT_STREAMS, encode_txt_streams(texts), []
     dictionary = train_dict(texts)
     if dictionary is not None:
-        yield ENCODING_ZSTD_DICT, encode_zstd_dict(texts, dictionary), [(SECTION_DICTIONARY, dictionary)]
+        yield (ENCODING_ZSTD_DICT, encode_zstd_dict(texts, dictionary),
+               [(SECTION_DICTIONARY, dictionary)])
     yield ENCODING_FSST, encode_fsst(texts), []
     pool, refs = dedup(texts)
     if len(pool) < len(texts):
-        yield ENCODING_ZSTD, zstd_compress(encode_texts(pool)), [(SECTION_DEDUP_MAP, encode_map(refs))]
+        yield (ENCODING_ZSTD, zstd_compress(encode_texts(pool)),
+               [(SECTION_DEDUP_MAP, encode_map(refs))])
 
 
 def choose_chunks_canonical(texts: list[str]) -> tuple[int, bytes, list[tuple[int, bytes]]]:
@@ -71,7 +72,7 @@ def choose_chunks_canonical(texts: list[str]) -> tuple[int, bytes, list[tuple[in
 
 
 def encode_smallest(candidates: list[int], payload: bytes) -> tuple[int, bytes]:
-    """Strictly smallest of raw (0) / zstd (1) encodings of ``payload``, earliest on a tie (§1.3)."""
+    """Strictly smallest of the raw (0) / zstd (1) encodings, earliest on a tie (§1.3)."""
     best: tuple[int, bytes] | None = None
     for encoding in candidates:
         if encoding == ENCODING_RAW:

@@ -13,6 +13,7 @@ from collections.abc import Iterator
 import numpy as np
 
 from ...errors import MalformedSectionPayload
+from ..layout import SECTION_CHUNKS_CANONICAL, SECTION_DEDUP_MAP
 from ..sections.canonical import decode_string_bodies
 from ._canonical import byte_view
 from .intpack import IntpackReader, pack_u64s
@@ -20,8 +21,6 @@ from .intpack import IntpackReader, pack_u64s
 _U32 = struct.Struct("<I")
 
 DEDUP_MAP_V1 = 0
-SECTION_DEDUP_MAP = 0x0B
-_SECTION_CANONICAL = 0x02
 
 
 def dedup(texts: list[str]) -> tuple[list[str], list[int]]:
@@ -54,19 +53,22 @@ def decode_map(payload: bytes | memoryview) -> list[int]:
     return refs
 
 
-def expansion(pool_payload: bytes | memoryview, back_refs: list[int]) -> tuple[int, Iterator[bytes]]:
+def expansion(pool_payload: bytes | memoryview,
+              back_refs: list[int]) -> tuple[int, Iterator[bytes]]:
     """Length and byte pieces of the re-expanded payload, checked up front, built lazily.
 
     A few KB of map can point hundreds of thousands of chunks at one pool text; hashing the
     pieces as they come keeps memory bounded by the pool, not by the expansion.
     """
     if len(pool_payload) < 12:
-        raise MalformedSectionPayload(_SECTION_CANONICAL, "chunks_canonical: truncated count prefix")
+        raise MalformedSectionPayload(SECTION_CHUNKS_CANONICAL,
+                                      "chunks_canonical: truncated count prefix")
     count = int.from_bytes(bytes(pool_payload[4:12]), "little")
-    pool = decode_string_bodies(pool_payload, count, _SECTION_CANONICAL)
+    pool = decode_string_bodies(pool_payload, count, SECTION_CHUNKS_CANONICAL)
     refs = np.asarray(back_refs, dtype=np.int64)
     if refs.size and int(refs.max()) >= len(pool):
-        raise MalformedSectionPayload(SECTION_DEDUP_MAP, "dedup_map: back-ref out of unique-pool range")
+        raise MalformedSectionPayload(SECTION_DEDUP_MAP,
+                                      "dedup_map: back-ref out of unique-pool range")
     records = [_U32.pack(len(body)) + body for body in pool]
     sizes = np.asarray([len(r) for r in records], dtype=np.int64)
     total = 12 + (int(sizes[refs].sum()) if refs.size else 0)

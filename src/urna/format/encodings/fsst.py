@@ -49,7 +49,8 @@ def build_table(corpus: bytes) -> list[bytes]:
         values, counts = np.unique(packed[:n - length + 1] & mask, return_counts=True)
         gains = counts.astype(np.int64) * (length - 1)
         order = np.lexsort((values, -gains))[:N_CODES]
-        ranked.extend(zip((-gains[order]).tolist(), values[order].tolist(), [length] * len(order)))
+        ranked.extend(zip((-gains[order]).tolist(), values[order].tolist(),
+                          [length] * len(order), strict=True))
     ranked.sort()
     return [v.to_bytes(8, "big")[:length] for _, v, length in ranked[:N_CODES]]
 

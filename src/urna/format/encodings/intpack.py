@@ -152,8 +152,10 @@ class IntpackReader:
             return np.repeat(mins[:, None], INTPACK_BLOCK, axis=1)
         if width > 56:  # a field may straddle 9 bytes: take the exact bit path
             body = raw[offs[:, None] + 9 + np.arange(16 * width)]
-            bits = np.unpackbits(body, axis=1, bitorder="little").reshape(len(offs), INTPACK_BLOCK, width)
-            fields = bits.astype(np.uint64) @ np.left_shift(np.uint64(1), np.arange(width, dtype=np.uint64))
+            bits = np.unpackbits(body, axis=1, bitorder="little")
+            bits = bits.reshape(len(offs), INTPACK_BLOCK, width)
+            weights = np.left_shift(np.uint64(1), np.arange(width, dtype=np.uint64))
+            fields: np.ndarray = bits.astype(np.uint64) @ weights
         else:
             # Each field lies within the 8 bytes starting at its first byte: gather them as a
             # little-endian u64, shift and mask (the body is padded so the gather stays inside).

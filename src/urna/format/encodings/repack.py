@@ -15,13 +15,12 @@ import numpy as np
 
 from ...errors import MalformedSectionPayload
 from ..cursor import Cursor, decode_utf8
+from ..layout import SECTION_CHUNK_IDS, SECTION_CHUNKS_ORIGINAL_SPANS
 from ._canonical import byte_view
 from .intpack import pack_u64s, unpack_u64s
 
 KIND_CHUNK_IDS = 0
 KIND_SPANS = 1
-_SECTION_CHUNK_IDS = 0x01
-_SECTION_SPANS = 0x03
 _U32 = struct.Struct("<I")
 _U64 = struct.Struct("<Q")
 _PREFIX = struct.Struct("<IQ")
@@ -45,11 +44,11 @@ def encode_chunk_ids(chunk_ids: list[str]) -> bytes:
 
 def _decode_chunk_ids(body: memoryview) -> bytes:
     if len(body) < 4:
-        raise MalformedSectionPayload(_SECTION_CHUNK_IDS, "chunk_ids intpack: truncated count")
+        raise MalformedSectionPayload(SECTION_CHUNK_IDS, "chunk_ids intpack: truncated count")
     count = _U32.unpack_from(body, 0)[0]
     digests = body[4:]
     if len(digests) != 32 * count:
-        raise MalformedSectionPayload(_SECTION_CHUNK_IDS,
+        raise MalformedSectionPayload(SECTION_CHUNK_IDS,
                                       "chunk_ids intpack: digest body size mismatch")
     parts = [_PREFIX.pack(1, count)]
     raw = bytes(digests)
@@ -84,24 +83,27 @@ def spans_columns(body: memoryview) -> tuple[int, list[bytes], np.ndarray, np.nd
     Returns (count, uri pool, uri index, byte_start, length) columns; the rebuild cannot fail
     after this, so a caller may compare ``count`` before paying for the raw form.
     """
-    cur = Cursor(body, _SECTION_SPANS)
+    cur = Cursor(body, SECTION_CHUNKS_ORIGINAL_SPANS)
     count = cur.u32()
     n_uris = cur.u32()
     # Every pooled URI costs at least its 4-byte length: refuse a claim the bytes cannot hold.
     if n_uris > cur.remaining // 4:
-        raise MalformedSectionPayload(_SECTION_SPANS, "spans intpack: uri pool count exceeds payload")
+        raise MalformedSectionPayload(SECTION_CHUNKS_ORIGINAL_SPANS,
+                                      "spans intpack: uri pool count exceeds payload")
     pool = []
     for _ in range(n_uris):
         raw = cur.lp_bytes()
-        decode_utf8(raw, _SECTION_SPANS)
+        decode_utf8(raw, SECTION_CHUNKS_ORIGINAL_SPANS)
         pool.append(raw)
     cols = [unpack_u64s(cur.view(cur.u32())) for _ in range(3)]
     if any(len(col) != count for col in cols):
-        raise MalformedSectionPayload(_SECTION_SPANS, "spans intpack: column length mismatch")
+        raise MalformedSectionPayload(SECTION_CHUNKS_ORIGINAL_SPANS,
+                                      "spans intpack: column length mismatch")
     cur.expect_end()
     idx, starts, lens = cols
     if count and int(idx.max()) >= n_uris:
-        raise MalformedSectionPayload(_SECTION_SPANS, "spans intpack: uri index out of range")
+        raise MalformedSectionPayload(SECTION_CHUNKS_ORIGINAL_SPANS,
+                                      "spans intpack: uri index out of range")
     return count, pool, idx, starts, lens
 
 
@@ -110,13 +112,13 @@ def spans_from_columns(pool: list[bytes], idx: np.ndarray, starts: np.ndarray,
     """The (source_uri, byte_start, byte_end) spans a kind-1 body describes (end wraps mod 2^64)."""
     uris = [raw.decode("utf-8") for raw in pool]
     return [(uris[j], s, (s + n) & _MASK64)
-            for j, s, n in zip(idx.tolist(), starts.tolist(), lens.tolist())]
+            for j, s, n in zip(idx.tolist(), starts.tolist(), lens.tolist(), strict=False)]
 
 
 def _decode_spans(body: memoryview) -> bytes:
     count, pool, idx, starts, lens = spans_columns(body)
     parts = [_PREFIX.pack(1, count)]
-    for j, s, n in zip(idx.tolist(), starts.tolist(), lens.tolist()):
+    for j, s, n in zip(idx.tolist(), starts.tolist(), lens.tolist(), strict=False):
         uri = pool[j]
         parts.append(_U32.pack(len(uri)) + uri + _U64.pack(s) + _U64.pack((s + n) & _MASK64))
     return b"".join(parts)

@@ -15,6 +15,7 @@ from itertools import pairwise
 
 from ...errors import MalformedSectionPayload
 from ..cursor import decode_utf8
+from ..layout import SECTION_CHUNKS_CANONICAL
 from ._canonical import build_canonical, byte_view
 from .intpack import IntpackReader, pack_u64s, packed_len
 from .zstd import decompress_with, new_dctx, zstd_compress
@@ -23,13 +24,12 @@ KIND_TXT_STREAMS = 0
 KIND_ZSTD_DICT = 1
 KIND_FSST = 2
 PREFIXES = {KIND_TXT_STREAMS: "txt_streams", KIND_ZSTD_DICT: "zstd_dict", KIND_FSST: "fsst"}
-_SECTION = 0x02
 _U64 = struct.Struct("<Q")
 
 
 def malformed(reason: str) -> MalformedSectionPayload:
     """A chunks_canonical payload error (the dispatcher re-tags it to the real section)."""
-    return MalformedSectionPayload(_SECTION, reason)
+    return MalformedSectionPayload(SECTION_CHUNKS_CANONICAL, reason)
 
 
 def write_container(kind: int, frames: list[bytes], between: bytes = b"") -> bytes:
@@ -101,7 +101,7 @@ def _decode_frame(dctx: object, frame: memoryview) -> bytes:
         body = decompress_with(dctx, frame)
     except MalformedSectionPayload as exc:
         raise _retag(exc) from None
-    decode_utf8(body, _SECTION, "txt_streams: ")
+    decode_utf8(body, SECTION_CHUNKS_CANONICAL, "txt_streams: ")
     return body
 
 

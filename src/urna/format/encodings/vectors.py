@@ -29,38 +29,21 @@ from ...errors import (
     UnsupportedSectionEncoding,
     UnsupportedSectionVersion,
 )
+from ..dtypes import INT4_BLOCK, QUANTISED_PREFIX_SIZE, DType
+from ..layout import ENCODING_FLOAT16, ENCODING_FLOAT32, ENCODING_INT4, ENCODING_INT8
 
-ENCODING_FLOAT32 = 0
-ENCODING_FLOAT16 = 2
-ENCODING_INT8 = 3
-ENCODING_INT4 = 7
-DTYPE_ENCODINGS = {"float32": ENCODING_FLOAT32, "float16": ENCODING_FLOAT16,
-                   "int8": ENCODING_INT8, "int4": ENCODING_INT4}
-INT4_BLOCK = 64
 PAYLOAD_VERSION = 1
 INT8_SCALE_KIND = 0
 INT4_SCALE_KIND = 1
-PREFIX_SIZE = 8
+PREFIX_SIZE = QUANTISED_PREFIX_SIZE
 _U64_MAX = (1 << 64) - 1
 _HEAD = struct.Struct("<II")
 
 
 def expected_embeddings_size(dtype: str, n: int, dim: int) -> int | None:
     """Exact slab size for ``n`` vectors of ``dim`` (None: unknown dtype, int4 dim, or overflow)."""
-    cells = n * dim
-    if cells > _U64_MAX:
-        return None
-    if dtype == "float32":
-        size = 4 * cells
-    elif dtype == "float16":
-        size = 2 * cells
-    elif dtype == "int8":
-        size = 4 * n + cells + PREFIX_SIZE
-    elif dtype == "int4" and dim % INT4_BLOCK == 0:
-        size = 2 * n * (dim // INT4_BLOCK) + cells // 2 + PREFIX_SIZE
-    else:
-        return None
-    return size if size <= _U64_MAX else None
+    parsed = DType.parse(dtype)
+    return None if parsed is None else parsed.payload_size(n, dim)
 
 
 def _round_half_away(x: np.ndarray) -> np.ndarray:
@@ -123,19 +106,22 @@ def encode_int4(matrix: np.ndarray) -> bytes:
 
 def encode_embeddings(matrix: np.ndarray, dtype: str) -> tuple[int, bytes]:
     """(wire encoding, payload) of ``matrix`` (n x dim, f32 values) stored as ``dtype``."""
-    if dtype == "float32":
-        return ENCODING_FLOAT32, _as_matrix(matrix).astype("<f4").tobytes()
-    if dtype == "float16":
-        return ENCODING_FLOAT16, encode_float16(matrix)
-    if dtype == "int8":
-        return ENCODING_INT8, encode_int8(matrix)
-    if dtype == "int4":
-        return ENCODING_INT4, encode_int4(matrix)
-    raise UnsupportedDType(dtype)
+    parsed = DType.parse(dtype)
+    if parsed is DType.FLOAT32:
+        payload = _as_matrix(matrix).astype("<f4").tobytes()
+    elif parsed is DType.FLOAT16:
+        payload = encode_float16(matrix)
+    elif parsed is DType.INT8:
+        payload = encode_int8(matrix)
+    elif parsed is DType.INT4:
+        payload = encode_int4(matrix)
+    else:
+        raise UnsupportedDType(dtype)
+    return parsed.encoding, payload
 
 
-def _check_size(payload: bytes | memoryview, dtype: str, n: int, dim: int) -> int:
-    want = expected_embeddings_size(dtype, n, dim)
+def _check_size(payload: bytes | memoryview, dtype: DType, n: int, dim: int) -> int:
+    want = dtype.payload_size(n, dim)
     if want is None:
         want = _U64_MAX  # the reference reports usize::MAX when the size is unknown
     if len(payload) != want:
@@ -153,20 +139,20 @@ def _check_head(payload: bytes | memoryview, section_id: int, kind: int, name: s
 
 def f16_view(payload: bytes | memoryview, n: int, dim: int) -> np.ndarray:
     """Zero-copy (n, dim) float16 view of a float16 slab."""
-    _check_size(payload, "float16", n, dim)
+    _check_size(payload, DType.FLOAT16, n, dim)
     return np.frombuffer(payload, dtype="<f2", count=n * dim).reshape(n, dim)
 
 
 def f32_view(payload: bytes | memoryview, n: int, dim: int) -> np.ndarray:
     """Zero-copy (n, dim) float32 view of a float32 slab."""
-    _check_size(payload, "float32", n, dim)
+    _check_size(payload, DType.FLOAT32, n, dim)
     return np.frombuffer(payload, dtype="<f4", count=n * dim).reshape(n, dim)
 
 
 def int8_view(payload: bytes | memoryview, n: int, dim: int,
               section_id: int = 0x04) -> tuple[np.ndarray, np.ndarray]:
     """Parse an int8 payload: (scales f32 (n,), codes int8 (n, dim)), zero-copy."""
-    _check_size(payload, "int8", n, dim)
+    _check_size(payload, DType.INT8, n, dim)
     _check_head(payload, section_id, INT8_SCALE_KIND, "int8")
     scales = np.frombuffer(payload, dtype="<f4", count=n, offset=PREFIX_SIZE)
     codes = np.frombuffer(payload, dtype=np.int8, count=n * dim, offset=PREFIX_SIZE + 4 * n)
@@ -177,8 +163,9 @@ def int4_view(payload: bytes | memoryview, n: int, dim: int,
               section_id: int = 0x04) -> tuple[np.ndarray, np.ndarray]:
     """Parse an int4 payload: (scales f16 (n, dim//64), packed uint8 (n, dim//2)), zero-copy."""
     if dim == 0 or dim % INT4_BLOCK:
-        raise MalformedSectionPayload(section_id, f"int4 dim={dim} must be a nonzero multiple of 64")
-    _check_size(payload, "int4", n, dim)
+        raise MalformedSectionPayload(section_id,
+                                      f"int4 dim={dim} must be a nonzero multiple of 64")
+    _check_size(payload, DType.INT4, n, dim)
     _check_head(payload, section_id, INT4_SCALE_KIND, "int4")
     groups = dim // INT4_BLOCK
     scales = np.frombuffer(payload, dtype="<f2", count=n * groups, offset=PREFIX_SIZE)

@@ -110,7 +110,7 @@ def zstd_compress(data: bytes | memoryview) -> bytes:
 
 
 def decompress_into(dctx: Any, payload: bytes | memoryview, capacity: int) -> bytes:
-    """One ``ZSTD_decompressDCtx`` into ``capacity`` bytes; returns bytes or raises ``ZstdFailure``."""
+    """One ``ZSTD_decompressDCtx`` into ``capacity`` bytes; bytes, or raises ``ZstdFailure``."""
     try:
         dst = _alloc("char[]", max(capacity, 1))
     except MemoryError:

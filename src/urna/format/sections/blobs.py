@@ -23,6 +23,7 @@ from dataclasses import dataclass
 
 from ...errors import InvalidInput, MalformedSectionPayload, UnsupportedSectionVersion
 from ..cursor import Cursor
+from ..hashing import sha256_text
 from ..layout import SECTION_BLOB_DATA, SECTION_BLOB_REFS, SECTION_BLOB_SPAN_OVERLAY
 
 BLOB_PAYLOAD_VERSION = 1
@@ -49,7 +50,7 @@ class BlobRef:
     @property
     def content_hash_hex(self) -> str:
         """The hash as ``sha256:<64 hex>``, the form inspect and the API report."""
-        return "sha256:" + self.content_hash.hex()
+        return sha256_text(self.content_hash)
 
 
 class _Reader(Cursor):
@@ -101,7 +102,8 @@ def decode_blob_refs(payload: bytes | memoryview) -> list[BlobRef]:
         digest = rd.take(32)
         k = rd.unpack(_U32)[0]
         if k > rd.remaining:
-            raise MalformedSectionPayload(SECTION_BLOB_REFS, "blob_refs: uri length exceeds payload")
+            raise MalformedSectionPayload(SECTION_BLOB_REFS,
+                                          "blob_refs: uri length exceeds payload")
         try:
             uri = rd.take(k).decode("utf-8")
         except UnicodeDecodeError as exc:
@@ -182,7 +184,8 @@ def decode_blob_data(payload: bytes | memoryview) -> tuple[list[tuple[int, int]]
     for i, (offset, length) in enumerate(_DATA_ENTRY.iter_unpack(buf[_HEAD.size:data_start])):
         end = offset + length
         if end >= 1 << 64:
-            raise MalformedSectionPayload(SECTION_BLOB_DATA, f"blob_data: entry {i} offset overflow")
+            raise MalformedSectionPayload(SECTION_BLOB_DATA,
+                                          f"blob_data: entry {i} offset overflow")
         if end > data_len:
             raise MalformedSectionPayload(
                 SECTION_BLOB_DATA, f"blob_data: entry {i} spans past payload ({end} > {data_len})")

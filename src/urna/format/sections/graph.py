@@ -69,7 +69,8 @@ class Csr:
     def edges(self) -> list[tuple[int, int, int]]:
         """Every edge as ``(src, edge_type, dst)`` in stored order."""
         src = np.repeat(np.arange(self.n_nodes, dtype=np.int64), np.diff(self.offsets))
-        return list(zip(src.tolist(), self.edge_types.tolist(), self.neighbors.tolist()))
+        return list(zip(src.tolist(), self.edge_types.tolist(), self.neighbors.tolist(),
+                        strict=False))
 
 
 def _lp_intpack(values: np.ndarray) -> bytes:
@@ -84,11 +85,13 @@ def _edge_array(edges: Iterable[tuple[int, int, int]] | np.ndarray) -> np.ndarra
     try:
         arr = np.asarray(edges, dtype=np.int64)
     except OverflowError as exc:
-        raise InvalidInput("graph edge value does not fit the wire types (u32 ids, u8 type)") from exc
+        raise InvalidInput(
+            "graph edge value does not fit the wire types (u32 ids, u8 type)") from exc
     if arr.size == 0:
         return np.zeros((0, 3), dtype=np.int64)
     if arr.ndim != 2 or arr.shape[1] != 3:
-        raise InvalidInput(f"graph edges must be (src, edge_type, dst) triples, got shape {arr.shape}")
+        raise InvalidInput(
+            f"graph edges must be (src, edge_type, dst) triples, got shape {arr.shape}")
     return arr
 
 
@@ -130,7 +133,8 @@ def encode_graph(n_nodes: int, edges: Iterable[tuple[int, int, int]] | np.ndarra
     if past.any():
         i = int(np.argmax(past))
         raise MalformedSectionPayload(
-            SECTION_GRAPH_ADJACENCY, f"edge ({int(src[i])},{int(dst[i])}) out of range for n_nodes {n_nodes}"
+            SECTION_GRAPH_ADJACENCY,
+            f"edge ({int(src[i])},{int(dst[i])}) out of range for n_nodes {n_nodes}"
         )
     src, typ, dst = _canonical_order(src, typ, dst, n_nodes)
     m = len(src)

@@ -17,16 +17,12 @@ from dataclasses import dataclass
 
 from ...errors import InvalidInput, MalformedSectionPayload, UnsupportedSectionVersion
 from ..cursor import Cursor
+from ..dtypes import SPACE_DTYPES
+from ..hashing import HASH_PREFIX
 from ..layout import SECTION_SPACE_EMBEDDINGS_BASE, SECTION_SPACE_TABLE, SPACE_BAND_LEN
 
 SPACE_TABLE_PAYLOAD_VERSION = 1
-SPACE_DTYPE_F32 = 0
-SPACE_DTYPE_F16 = 1
-SPACE_DTYPE_I8 = 2
-SPACE_DTYPE_I4 = 3
-SPACE_DTYPE_NAMES = {SPACE_DTYPE_F32: "float32", SPACE_DTYPE_F16: "float16",
-                     SPACE_DTYPE_I8: "int8", SPACE_DTYPE_I4: "int4"}
-SPACE_DTYPE_CODES = {name: code for code, name in SPACE_DTYPE_NAMES.items()}
+_MAX_DTYPE_CODE = max(SPACE_DTYPES)
 # u8 index + u32 name len + u32 dim + u8 dtype + u32 hash len + u64 n_vectors
 _MIN_ENTRY_SIZE = 22
 _HEAD = struct.Struct("<IQ")
@@ -54,7 +50,7 @@ class SpaceEntry:
     @property
     def dtype(self) -> str:
         """The manifest-style dtype name of the band ("unknown" for a bad code)."""
-        return SPACE_DTYPE_NAMES.get(self.dtype_code, "unknown")
+        return SPACE_DTYPES.get(self.dtype_code, "unknown")
 
     @property
     def band_section_id(self) -> int:
@@ -66,11 +62,11 @@ def _check_entry(e: SpaceEntry) -> None:
     if e.space_index == 0 or e.space_index >= SPACE_BAND_LEN:
         raise _malformed(
             f"space_table: space_index {e.space_index} outside 1..{SPACE_BAND_LEN - 1}")
-    if e.dtype_code > SPACE_DTYPE_I4:
+    if e.dtype_code > _MAX_DTYPE_CODE:
         raise _malformed(f"space_table: unknown dtype code {e.dtype_code}")
     if not e.name:
         raise _malformed("space_table: empty space name")
-    if not e.model_hash.startswith("sha256:"):
+    if not e.model_hash.startswith(HASH_PREFIX):
         raise _malformed("space_table: model_hash must be sha256:<hex>")
 
 
