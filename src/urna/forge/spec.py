@@ -11,6 +11,7 @@ files, chunked) with the keys ``chunker``, ``max_chars``, ``overlap``, ``on_erro
 
 from __future__ import annotations
 
+import copy
 import json
 import os
 import re
@@ -18,18 +19,11 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from urna.errors import SpecError, UrnaError
+from urna.errors import RegistryError, SpecError
 
 __all__ = ["SpecError", "RegistryError", "CorpusSpec", "ModelSpec", "SourceSpec", "load_spec",
-           "parse_spec", "validate", "expand", "cache_root"]
-
-
-class RegistryError(UrnaError):
-    """A ``[[models]] preset`` this build cannot provide (the forge exits 4 on it)."""
-
-    def __init__(self, detail: str) -> None:
-        self.detail = detail
-        ValueError.__init__(self, detail)
+           "parse_spec", "validate", "expand", "cache_root",
+           "user_cache_dir", "copy_with"]
 
 
 TABLES = ("build", "corpus", "embedding", "media", "models", "output", "source")
@@ -375,8 +369,23 @@ def validate(spec: CorpusSpec) -> None:
 
 def cache_root(spec: CorpusSpec, override: str | None = None) -> Path:
     """The embed-cache root: flag > ``output.cache_dir`` > URNA_CACHE_DIR > XDG cache."""
-    chosen = override or spec.output.cache_dir or os.environ.get("URNA_CACHE_DIR")
+    chosen = override or spec.output.cache_dir
+    return Path(chosen).expanduser() if chosen else user_cache_dir()
+
+
+def user_cache_dir() -> Path:
+    """The user's urna cache: URNA_CACHE_DIR, else ``$XDG_CACHE_HOME/urna`` (~/.cache/urna)."""
+    chosen = os.environ.get("URNA_CACHE_DIR")
     if chosen:
         return Path(chosen).expanduser()
     xdg = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
     return Path(xdg) / "urna"
+
+
+def copy_with(spec: CorpusSpec, *, out_dir: str | None = None) -> CorpusSpec:
+    """A deep copy of ``spec`` (with ``output.dir`` replaced when given): builds never edit
+    the caller's spec."""
+    out = copy.deepcopy(spec)
+    if out_dir:
+        out.output.dir = out_dir
+    return out
