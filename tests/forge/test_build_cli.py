@@ -15,8 +15,8 @@ from pathlib import Path
 
 import click
 from click.testing import CliRunner
-from helpers.specs import write_jsonl_spec
 
+from helpers.specs import write_jsonl_spec
 from urna.cli import UrnaGroup
 from urna.cli.forge_cmds import COMMANDS
 from urna.forge import pipeline

@@ -8,8 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from urna.errors import SpecError
-from urna.errors import IngestError
+from urna.errors import IngestError, SpecError
 from urna.forge.sources import load_rows
 from urna.forge.sources.rows import render_template
 from urna.forge.spec import load_spec, parse_spec, validate

@@ -6,8 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from urna.errors import SpecError, UrnaError
-from urna.errors import RegistryError
+from urna.errors import RegistryError, SpecError, UrnaError
 from urna.forge.spec import load_spec, validate
 
 BASE = """

@@ -28,7 +28,7 @@ class _Exit(click.ClickException):
 
     def __init__(self, prefix: str, message: str, code: int) -> None:
         super().__init__(message)
-        self.prefix, self.exit_code = prefix, code
+        self.prefix, self.exit_code = prefix, code  # type: ignore[misc]  # click's class default
 
     def show(self, file: Any = None) -> None:
         click.echo(f"{self.prefix}: {self.message}", err=True)
@@ -154,6 +154,10 @@ def _query_options(fn: Any) -> Any:
     return click.argument("file", type=click.Path(exists=True, dir_okay=False))(fn)
 
 
+def _recall(route: str) -> str:
+    return "1" if route == "exact" else "(not computed; rerank guarantees real cosine)"
+
+
 def _hit_dict(h: Any) -> dict[str, Any]:
     keys = ("chunk_id", "score", "score_type", "source_uri", "offset_start", "offset_end",
             "citation_id", "text", "file_hash", "content_hash", "rerank_source")
@@ -187,7 +191,7 @@ def ask_cmd(file: str, text: str, k: int, candidates: int | None, model_path: st
                 f"candidates:    exact={c['exact']} ann={c['ann']} bm25={c['bm25']} "
                 f"graph={c['graph']} fusion={res.fusion}",
                 f"rerank_source: {res.rerank_source}",
-                f"recall:        {'1' if res.route == 'exact' else '(not computed; rerank guarantees real cosine)'}",
+                f"recall:        {_recall(res.route)}",
                 ""]
     if not res.hits:
         out.append("no hits.")
@@ -250,7 +254,7 @@ def search_text_cmd(file: str, text: str, k: int, candidates: int | None,
         return
     c = res.candidates
     lines = [f"index_type:   {res.route}",
-             f"recall:       {'1' if res.route == 'exact' else '(not computed; rerank guarantees real cosine)'}",
+             f"recall:       {_recall(res.route)}",
              f"truncated:    {'true' if k < n else 'false'}",
              f"k_requested:  {k}", f"k_returned:   {len(res.hits)}",
              f"candidates:   exact={c['exact']} ann={c['ann']} bm25={c['bm25']} "

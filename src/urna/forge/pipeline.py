@@ -115,7 +115,8 @@ def embed_stage(ctx: BuildContext, ms: ModelSpec, *, rebuild_only: bool = False)
                                  "recipe": rec, "embedding_model": emb.embedding_model,
                                  "embedding_dim": dim}
     if stats["embedded_rows"]:
-        ctx.model_meta[ms.preset]["items_per_s"] = round(stats["embedded_rows"] / max(elapsed, 1e-9), 2)
+        rate = stats["embedded_rows"] / max(elapsed, 1e-9)
+        ctx.model_meta[ms.preset]["items_per_s"] = round(rate, 2)
 
 
 def output_names(spec: CorpusSpec) -> list[tuple[str, str | None]]:
@@ -149,12 +150,14 @@ def _prepare_dirs(ctx: BuildContext) -> None:
             for stale in stale_writes(ctx.out_dir, name):
                 stale.unlink(missing_ok=True)
     except OSError as e:
-        raise SpecError(f"output.dir: {ctx.out_dir} is not a usable directory ({e.strerror})") from e
+        raise SpecError(f"output.dir: {ctx.out_dir} is not a usable directory "
+                        f"({e.strerror})") from e
     try:
         ctx.cache_dir.mkdir(parents=True, exist_ok=True)
     except OSError as e:
         raise SpecError(f"output.cache_dir: cache root {ctx.cache_dir} is not a usable directory "
-                        f"({e.strerror}); set [output] cache_dir, --cache-dir or URNA_CACHE_DIR") from e
+                        f"({e.strerror}); set [output] cache_dir, --cache-dir or "
+                        "URNA_CACHE_DIR") from e
 
 
 def build(spec: CorpusSpec, *, sample: int | None = None, out_dir: str | None = None,

@@ -7,7 +7,8 @@ chunk id equals the single-file build's. Each shard is a standalone ``.urna`` wr
 atomically by an engine (``engines.local`` in process, the default; ``engines.ray`` only when
 asked for) through ``engines.shard_task.emit_shard``; a sidecar
 ``.forge-state/shards/<file>.json`` records the hash of the shard's inputs and the file's hash
-once it is complete, so a rerun skips every shard already built from the same inputs. ``<name>.catalog.json`` ties them together.
+once it is complete, so a rerun skips every shard already built from the same inputs.
+``<name>.catalog.json`` ties them together.
 """
 
 from __future__ import annotations

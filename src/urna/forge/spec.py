@@ -361,7 +361,8 @@ def validate(spec: CorpusSpec) -> None:
     need(b.mrl_dim >= 0, "build.mrl_dim: must be >= 0 (0 = off)")
     o = spec.output
     need(o.mode in ("single", "per-model", "both"), "output.mode: single|per-model|both")
-    need(o.provenance in ("minimal", "standard", "full"), "output.provenance: minimal|standard|full")
+    need(o.provenance in ("minimal", "standard", "full"),
+         "output.provenance: minimal|standard|full")
     need(not o.embed_media, "output.embed_media requires a [media] section (there is nothing "
          "to inline)")
     need(bool(o.dir), "output.dir: must not be empty")

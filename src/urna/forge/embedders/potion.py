@@ -90,7 +90,7 @@ class PotionEmbedder:
         return int(_load_potion(str(self.model_dir))[1].shape[1])
 
     def fingerprint(self) -> dict[str, Any]:
-        """The inference-relevant facts whose hash is the model_hash (§5.2), cached per file state."""
+        """The facts whose hash is the model_hash (§5.2), kept per state of the files."""
         return cached_fingerprint("potion", [self.model_dir / n for n in POTION_FILES],
                                   self._compute_fingerprint)
 

@@ -69,7 +69,8 @@ def _compute_fingerprint(md: Path, model_id: str | None) -> dict[str, Any]:
         "model_id": str(model_id or cfg.get("_name_or_path") or md.name),
         "files_hash": files_hash(md, ST_FILES),
         "tokenizer_hash": ("sha256:" + sha256_file(tok)) if tok.is_file() else None,
-        "pooling_config_hash": ("sha256:" + sha256_file(pool_path)) if pool_path.is_file() else None,
+        "pooling_config_hash": (("sha256:" + sha256_file(pool_path)) if pool_path.is_file()
+                                else None),
         "embedding_dim": dim,
         "normalize_embeddings": bool(
             st_cfg.get("normalize_embeddings", pool.get("pooling_mode_mean_tokens", True))

@@ -1,7 +1,8 @@
 """The Ray engine of a sharded build (``urna build --shards N --engine ray``).
 
-The rows of the shards still to build flow through Ray Data (Arrow blocks): ``map_batches`` over a pool of
-embedding actors, each of which loads every ``[[models]]`` embedder once in its constructor.
+The rows of the shards still to build flow through Ray Data (Arrow blocks): ``map_batches``
+over a pool of embedding actors, each of which loads every ``[[models]]`` embedder once in its
+constructor.
 The embedded blocks stay in the object store: one small task per block splits it by shard
 (``num_returns`` = shards), and each shard is then built by exactly one task from its pieces
 into a standalone ``.urna`` (``shard_task.emit_shard``: temp file, atomic rename, then the sidecar
@@ -138,7 +139,7 @@ def run_ray(spec: CorpusSpec, plan: ShardPlan, pending: list[ShardTask], *,
     try:
         ray.data.DataContext.get_current().enable_progress_bars = False
         n_actors = workers or max(1, int(ray.cluster_resources().get("CPU", 1)))
-        ds = ray.data.from_arrow(_blocks(pending, n_actors))
+        ds: Any = ray.data.from_arrow(_blocks(pending, n_actors))
         ds = ds.map_batches(EmbedActor, fn_constructor_kwargs={"spec": spec},
                             batch_size=EMBED_BATCH, batch_format="numpy",
                             compute=ray.data.ActorPoolStrategy(size=n_actors), num_cpus=1)
@@ -147,7 +148,7 @@ def run_ray(spec: CorpusSpec, plan: ShardPlan, pending: list[ShardTask], *,
                          [ShardTask(t.index, t.file, [], t.input_hash, t.inputs_key)
                           for t in pending], plan.model_meta)
         indices = [t.index for t in pending]
-        split = ray.remote(split_block).options(num_returns=len(indices), num_cpus=0.5)
+        split: Any = ray.remote(split_block).options(num_returns=len(indices), num_cpus=0.5)
         build = ray.remote(build_shard).options(num_cpus=1, max_retries=max_retries)
         try:
             pieces = []
