@@ -16,9 +16,12 @@ from typing import Any
 import numpy as np
 
 from urna._atomic import write_atomic
+from urna.build import build_bytes
+from urna.forge.kernels import announce_compile
 from urna.forge.progress import Progress
 from urna.forge.sources.item import Row
 from urna.forge.spec import CorpusSpec
+from urna.format.identity import file_hash
 
 
 def spaces_of(spec: CorpusSpec, vectors: Mapping[str, np.ndarray],
@@ -44,10 +47,6 @@ def emit_file(spec: CorpusSpec, path: Path, rows: Sequence[Row],
     The default model's vectors are the core embeddings; ``spaces`` (see ``spaces_of``) are
     written as named spaces.
     """
-    from urna.build import build_bytes
-    from urna.forge.kernels import announce_compile
-    from urna.format.identity import file_hash
-
     progress = progress or Progress(False)
     dm = spec.default_model()
     text = vectors[dm.preset]

@@ -5,7 +5,6 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any
 
 
 class Progress:
@@ -13,7 +12,6 @@ class Progress:
 
     def __init__(self, enabled: bool | None = None) -> None:
         self.enabled = sys.stderr.isatty() if enabled is None else enabled
-        self._bar: Any = None
 
     @contextmanager
     def stage(self, name: str, total: int | None = 1) -> Iterator[Callable[[int], None]]:

@@ -384,8 +384,7 @@ def user_cache_dir() -> Path:
 
 
 def copy_with(spec: CorpusSpec, *, out_dir: str | None = None) -> CorpusSpec:
-    """A deep copy of ``spec`` (with ``output.dir`` replaced when given): builds never edit
-    the caller's spec."""
+    """A deep copy of ``spec``, ``output.dir`` replaced when given (builds never edit theirs)."""
     out = copy.deepcopy(spec)
     if out_dir:
         out.output.dir = out_dir
