@@ -11,7 +11,7 @@ import json
 from pathlib import Path
 
 import urna
-from urna.forge.embed import potion_embedder
+from urna.forge.embedders import potion_embedder
 
 HERE = Path(__file__).resolve().parent
 QUESTION = "can I use this with no internet, everything on my own machine"

@@ -474,5 +474,28 @@ class SerdeSyntax(Exception):  # noqa: N818 - an internal signal, never raised t
         self.at = at
 
 
+# forge
+
+
+class ForgeError(UrnaError):
+    """A build step failed for a reason other than the spec (no rows, a missing cache...)."""
+
+
+class IngestError(UrnaError):
+    """A source file cannot be read (bad JSON line, unreadable file, SQL error)."""
+
+
+class EmbedderError(UrnaError):
+    """An embedder cannot be loaded (missing table, LFS pointer, missing package)."""
+
+
+class RegistryError(UrnaError):
+    """A ``[[models]] preset`` this build cannot provide (the forge exits 4 on it)."""
+
+    def __init__(self, detail: str) -> None:
+        self.detail = detail
+        ValueError.__init__(self, detail)
+
+
 __all__ = [name for name, obj in list(globals().items())
            if isinstance(obj, type) and issubclass(obj, UrnaError) and not name.startswith("_")]

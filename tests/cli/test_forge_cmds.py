@@ -10,6 +10,7 @@ import pytest
 from click.testing import CliRunner
 
 import urna
+from urna.cli import UrnaGroup
 from urna.cli.forge_cmds import COMMANDS
 from urna.forge.embed import FloorEmbedder, PotionEmbedder
 
@@ -21,7 +22,7 @@ RETRIEVE_KEYS = {"chunk_id", "score", "score_type", "source_uri", "offset_start"
                  "citation_id", "text", "file_hash", "content_hash", "rerank_source"}
 
 
-@click.group()
+@click.group(cls=UrnaGroup)  # the real CLI's error boundary
 def cli() -> None:
     """Test group holding the forge verbs."""
 

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from urna.forge.chunk import ChunkSpec, chunk, chunk_paragraphs, chunk_text
+from urna.forge.sources.chunk import ChunkSpec, chunk, chunk_paragraphs, chunk_text
 
 texts = st.text(alphabet=st.characters(codec="utf-8"), max_size=400)
 

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from urna.forge.documents import discover, load_document_rows
-from urna.forge.ingest import IngestError
+from urna.errors import IngestError
+from urna.forge.sources.documents import discover, load_document_rows
 from urna.forge.spec import parse_spec, validate
 
 

@@ -9,17 +9,16 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from urna.forge.embed import (
-    FLOOR_MODEL,
-    POTION_DIR,
-    POTION_MODEL,
-    EmbedderError,
+from urna.errors import EmbedderError
+from urna.forge.embedders import (
     FloorEmbedder,
     PotionEmbedder,
     create_embedder,
     embedder_for_model,
 )
-from urna.forge.embed_st import st_fingerprint
+from urna.forge.embedders.floor import FLOOR_MODEL
+from urna.forge.embedders.potion import POTION_DIR, POTION_MODEL
+from urna.forge.embedders.sentence_transformer import st_fingerprint
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 REF = json.loads((DATA / "ref-0.5.1" / "quickstart.chunks.json").read_text())

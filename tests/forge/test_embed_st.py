@@ -12,8 +12,8 @@ import pytest
 
 import urna
 from urna.errors import ModelHashMismatch
-from urna.forge.embed import embedder_for_model
-from urna.forge.embed_st import SentenceTransformerEmbedder
+from urna.forge.embedders import embedder_for_model
+from urna.forge.embedders.sentence_transformer import SentenceTransformerEmbedder
 from urna.forge.query import retrieve_text
 
 

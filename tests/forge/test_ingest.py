@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from urna.errors import SpecError
-from urna.forge.ingest import IngestError, load_rows, render_template
+from urna.errors import IngestError, SpecError
+from urna.forge.sources import load_rows
+from urna.forge.sources.rows import render_template
 from urna.forge.spec import load_spec, parse_spec, validate
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -41,7 +42,7 @@ def _spec(source: dict, template: str = "", name: str = "demo"):
 
 
 def test_quickstart_rows_give_the_reference_chunk_ids(monkeypatch: pytest.MonkeyPatch) -> None:
-    from urna.forge.ingest import corpus_input_hash
+    from urna.forge.sources import corpus_input_hash
 
     monkeypatch.chdir(ROOT)
     spec = load_spec("examples/quickstart/corpus.toml")

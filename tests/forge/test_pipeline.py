@@ -16,8 +16,9 @@ import pytest
 from click.testing import CliRunner
 
 from helpers.specs import write_jsonl_spec
+from urna.cli import UrnaGroup
 from urna.cli.forge_cmds import COMMANDS
-from urna.forge.embed import PotionEmbedder
+from urna.forge.embedders import PotionEmbedder
 from urna.format.reader import UrnaView
 from urna.format.sections import canonical
 
@@ -27,7 +28,7 @@ REF_META = json.loads((ROOT / "tests/data/ref-0.5.1/quickstart.chunks.json").rea
 ROW7_ID = "sha256:b5dfeb09a643f6f0afde3f361316dde3ea503ff86c525d297e6ba79b5781a4be"
 
 
-@click.group()
+@click.group(cls=UrnaGroup)  # the real CLI's error boundary
 def cli() -> None:
     """Test group holding the forge verbs."""
 
@@ -70,7 +71,7 @@ def test_quickstart_spec_build_equals_the_reference_bytes(quickstart_build) -> N
     assert manifest["models"]["potion"]["model_hash"] == REF_META["model_hash"]
     lock = json.loads((out / "quickstart.build.lock.json").read_text())
     assert lock["lock_schema_version"] == 1 and "cache_dir" not in lock["spec"]["output"]
-    assert list((out / ".tmp").iterdir()) == []
+    assert list(out.glob(".*.tmp")) == []  # no write left half-done
 
 
 def test_top_hit_for_how_do_citations_work_is_row_7(quickstart_build) -> None:
@@ -107,7 +108,7 @@ _CHILD = r"""
 import sys, time
 from pathlib import Path
 import urna.forge.pipeline as pl
-from urna.forge.embed import PotionEmbedder
+from urna.forge.embedders import PotionEmbedder
 progress = Path(sys.argv[2])
 real = PotionEmbedder.embed
 def slow(self, texts):
@@ -161,7 +162,7 @@ def test_failed_emit_leaves_the_previous_file_untouched(tmp_path: Path) -> None:
     assert res.exit_code == 1
     assert "unknown preset: bogus" in res.stderr and "Traceback" not in res.output
     assert (tmp_path / "out" / "big.urna").read_bytes() == before
-    assert list((tmp_path / "out" / ".tmp").iterdir()) == []
+    assert list((tmp_path / "out").glob(".*.tmp")) == []  # no write left half-done
 
 
 def test_sample_builds_a_smaller_file(tmp_path: Path) -> None:
@@ -224,13 +225,13 @@ def test_progress_is_silent_in_a_pipe_and_draws_on_a_terminal(capsys: pytest.Cap
 _CHILD_EMIT = r"""
 import sys, time
 from pathlib import Path
-build_mod = sys.modules.get("urna.build") or __import__("importlib").import_module("urna.build")
-def stalled(path, data):
-    part = Path(str(path) + ".half")
+import urna.forge.emit as emit_mod
+def stalled(path, data):  # where write_atomic keeps a write in progress
+    part = Path(path).parent / f".{Path(path).name}.killed.tmp"
     part.write_bytes(data[: len(data) // 2])
     Path(sys.argv[2]).write_text("writing")
     time.sleep(120)
-build_mod.write_atomic = stalled
+emit_mod.write_atomic = stalled
 import urna.forge.pipeline as pl
 from urna.forge.spec import load_spec
 pl.build(load_spec(sys.argv[1]))
@@ -255,9 +256,9 @@ def test_build_killed_while_writing_keeps_the_old_file(tmp_path: Path) -> None:
     child.wait(timeout=30)
     assert final.read_bytes() == before  # the old file, whole
     assert [p.name for p in (tmp_path / "out").rglob("*.urna")] == ["big.urna"]
-    assert _run(["build", "--spec", str(spec_path)]).exit_code == 0  # rerun cleans .tmp/
+    assert _run(["build", "--spec", str(spec_path)]).exit_code == 0  # rerun cleans up
     assert final.read_bytes() != before
-    assert list((tmp_path / "out" / ".tmp").iterdir()) == []
+    assert list((tmp_path / "out").glob(".big.urna.*.tmp")) == []
 
 
 def test_rebuild_only_compares_the_lock(tmp_path: Path) -> None:
@@ -314,7 +315,7 @@ def test_a_second_text_model_becomes_a_named_space(tmp_path: Path) -> None:
 
 def test_duplicate_texts_are_embedded_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from urna.forge import pipeline
-    from urna.forge.embed import FloorEmbedder
+    from urna.forge.embedders import FloorEmbedder
     from urna.forge.spec import load_spec
 
     seen: list[str] = []

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from urna.errors import DimensionMismatch, InvalidInput, ModelHashMismatch
-from urna.forge.embed import PLACEHOLDER_HASH, FloorEmbedder, PotionEmbedder
+from urna.forge.embedders import PLACEHOLDER_HASH, FloorEmbedder, PotionEmbedder
 from urna.forge.query import default_candidates, embed_query
 
 POTION = PotionEmbedder()

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from urna.errors import SpecError, UrnaError
-from urna.forge.spec import RegistryError, load_spec, validate
+from urna.errors import RegistryError, SpecError, UrnaError
+from urna.forge.spec import load_spec, validate
 
 BASE = """
 [corpus]

@@ -12,12 +12,13 @@ import click
 import pytest
 from click.testing import CliRunner
 
+from urna.cli import UrnaGroup
 from urna.cli.forge_cmds import COMMANDS
 
 from .conftest import QUICKSTART
 
 
-@click.group()
+@click.group(cls=UrnaGroup)  # the real CLI's error boundary
 def cli() -> None:
     """Test group holding the forge verbs."""
 

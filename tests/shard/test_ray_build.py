@@ -14,7 +14,7 @@ import pytest
 import ray  # the test extra installs urna[ray]; these tests never skip
 
 import urna
-from urna.forge.pipeline import ForgeError
+from urna.errors import ForgeError
 from urna.forge.shard import build_sharded, shard_file_name
 from urna.forge.spec import load_spec
 from urna.runtime.catalog import open_catalog

@@ -42,7 +42,7 @@ def test_shard_of_is_sha256_prefix_mod_n() -> None:
 @given(keys=st.lists(st.text(max_size=20), unique=True, max_size=40),
        n=st.integers(min_value=1, max_value=9))
 def test_assignment_depends_on_key_only(keys: list[str], n: int) -> None:
-    from urna.forge.ingest import Row
+    from urna.forge.sources import Row
 
     rows = [Row(i, k, "", k, "u", i, i + 1, "") for i, k in enumerate(keys)]
     shards = assign(rows, n)
@@ -204,9 +204,9 @@ def test_urna_and_the_local_engine_never_import_ray(qs_catalog: Path) -> None:
 def test_a_rerun_clears_its_own_partial_shards_only(tmp_path: Path) -> None:
     spec_path = write_synthetic(tmp_path, n=50)
     build_sharded(load_spec(spec_path), n_shards=2, engine="local")
-    tmp = tmp_path / "out" / ".tmp"
-    ours = tmp / "synth-00001-of-00002.urna.partial"  # left by a killed worker
-    theirs = tmp / "other-00001-of-00002.urna.partial"  # another corpus building here
+    out = tmp_path / "out"  # write_atomic keeps a write in progress as .<file>.<random>.tmp
+    ours = out / ".synth-00001-of-00002.urna.killed.tmp"  # left by a killed worker
+    theirs = out / ".other-00001-of-00002.urna.killed.tmp"  # another corpus building here
     ours.write_bytes(b"half a file")
     theirs.write_bytes(b"half a file")
     res = build_sharded(load_spec(spec_path), n_shards=2, engine="local")

@@ -1,9 +1,11 @@
 """The agent verbs: ``build``, ``ask``, ``retrieve``, ``search-text`` and ``doctor``.
 
 Thin click commands over ``urna.forge``; the main group imports ``COMMANDS``. Exit status:
-0 success; 1 the file or input failed a check (``Error: <text>`` on stderr); 2 usage, and
-for ``build`` a spec error (``spec error: <text>``); 4 a ``[[models]]`` preset this build
-cannot provide (``registry error: <text>``). ``doctor`` exits with its first failure code.
+0 success; 1 the file or input failed a check (``Error: <Class>: <text>`` on stderr, from the
+one boundary in ``urna.cli.UrnaGroup``; a source that cannot be read is ``Error: <text>``,
+the text naming the file); 2 usage, and for ``build`` a spec error (``spec error: <text>``);
+4 a ``[[models]]`` preset this build cannot provide (``registry error: <text>``). ``doctor``
+exits with its first failure code.
 ``ask``, ``retrieve`` and ``search-text`` take a ``<name>.catalog.json`` (a sharded build)
 wherever they take a ``.urna`` file.
 """
@@ -12,11 +14,13 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any, NoReturn
 
 import click
 
-from urna.errors import UrnaError
+from urna.errors import IngestError, RegistryError, SpecError
 
 
 class _Exit(click.ClickException):
@@ -24,25 +28,38 @@ class _Exit(click.ClickException):
 
     def __init__(self, prefix: str, message: str, code: int) -> None:
         super().__init__(message)
-        self.prefix, self.exit_code = prefix, code
+        self.prefix, self.exit_code = prefix, code  # type: ignore[misc]  # click's class default
 
     def show(self, file: Any = None) -> None:
         click.echo(f"{self.prefix}: {self.message}", err=True)
 
 
-def _fail(e: BaseException, code: int = 1, prefix: str = "Error") -> NoReturn:
-    if isinstance(e, UrnaError) and prefix == "Error":
-        raise _Exit(prefix, f"{type(e).__name__}: {e}", code) from None
+def _fail(e: BaseException, code: int, prefix: str) -> NoReturn:
     raise _Exit(prefix, str(e), code) from None
 
 
+@contextmanager
+def _build_errors() -> Iterator[None]:
+    """The build verb's pinned exits; every other error goes to ``UrnaGroup``'s boundary."""
+    try:
+        yield
+    except RegistryError as e:
+        _fail(e, 4, "registry error")
+    except SpecError as e:
+        _fail(e, 2, "spec error")
+    except IngestError as e:  # the message names the source; no class name before it
+        _fail(e, 1, "Error")
+
+
 def _open(path: str) -> Any:
+    from urna.forge.kernels import announce, file_kernels
+    from urna.forge.progress import Progress
+    from urna.forge.query import manifest_of
     from urna.runtime.searcher import open_searcher
 
-    try:
-        return open_searcher(path)
-    except (UrnaError, OSError) as e:
-        _fail(e)
+    f = open_searcher(path)
+    announce(file_kernels(manifest_of(f)), Progress())  # a first query compiles them
+    return f
 
 
 # ------------------------------------------------------------------------------ build
@@ -55,8 +72,11 @@ def _open(path: str) -> Any:
               help="Keep N evenly spaced rows (a quick trial build).")
 @click.option("--out-dir", default=None, help="Override [output] dir.")
 @click.option("--cache-dir", default=None, help="Embed-cache root (else URNA_CACHE_DIR, XDG).")
-@click.option("--dry-run", is_flag=True, help="Validate and print the plan; load nothing.")
-@click.option("--json", "as_json", is_flag=True, help="With --dry-run: the plan as JSON.")
+@click.option("--dry-run", is_flag=True,
+              help="Validate, check every source is readable and print the plan; load nothing.")
+@click.option("--json", "as_json", is_flag=True,
+              help="The result (or the --dry-run plan) as JSON; the default for the result "
+                   "when stdout is not a terminal.")
 @click.option("--models", "models", default=None,
               help="Comma list of [[models]] presets to build (a subset; keeps the lock).")
 @click.option("--rebuild-only", is_flag=True,
@@ -68,27 +88,29 @@ def _open(path: str) -> Any:
               help="Build N standalone shard files plus <name>.catalog.json (rows assigned "
                    "by a hash of their key; a rerun skips finished shards).")
 @click.option("--engine", type=click.Choice(["local", "ray"]), default=None,
-              help="With --shards: run in process, or on Ray (default: ray when installed).")
+              help="With --shards: run in process (the default), or on Ray.")
 @click.option("--address", default=None,
-              help="With --engine ray: the cluster to join (else a local Ray starts).")
+              help="With --shards: the Ray cluster to join (implies --engine ray).")
 def build_cmd(spec_path: str, sample: int | None, out_dir: str | None, cache_dir: str | None,
               dry_run: bool, as_json: bool, models: str | None, rebuild_only: bool,
               strict_env: bool, stop_on_error: bool, shards: int | None, engine: str | None,
               address: str | None) -> None:
-    """[agent] Build .urna file(s) from a declarative spec; prints the result JSON.
+    """[agent] Build .urna file(s) from a declarative spec.
 
-    Example: urna build --spec examples/quickstart/corpus.toml --shards 4 --engine local
+    On a terminal: progress bars on stderr and a short summary; the result JSON with --json
+    or when stdout is a pipe. Example: urna build --spec examples/quickstart/corpus.toml
     """
     if shards is None and (engine or address):
         raise click.UsageError("--engine and --address need --shards")
     if shards is not None and (rebuild_only or models):
         raise click.UsageError("--shards cannot be combined with --rebuild-only or --models")
-    from urna.forge import pipeline
-    from urna.forge.ingest import IngestError
+    if address and engine == "local":
+        raise click.UsageError("--address joins a Ray cluster: it needs --engine ray")
     from urna.forge.plan import format_plan, plan
-    from urna.forge.spec import RegistryError, SpecError, load_spec
+    from urna.forge.spec import load_spec
 
-    try:
+    report = lambda m: click.echo(m, err=True)  # noqa: E731
+    with _build_errors():
         spec = load_spec(spec_path)
         if stop_on_error:
             spec.source.on_error = "stop"
@@ -97,23 +119,25 @@ def build_cmd(spec_path: str, sample: int | None, out_dir: str | None, cache_dir
             click.echo(json.dumps(p, indent=1, sort_keys=True) if as_json else format_plan(p))
             return
         if shards is not None:
-            from urna.forge.shard import build_sharded, default_engine
+            from urna.forge.shard import build_sharded
 
-            result = build_sharded(spec, n_shards=shards, engine=engine or default_engine(),
+            result = build_sharded(spec, n_shards=shards,
+                                   engine=engine or ("ray" if address else "local"),
                                    address=address, sample=sample, out_dir=out_dir,
-                                   cache_dir=cache_dir, report=lambda m: click.echo(m, err=True))
+                                   cache_dir=cache_dir, report=report)
         else:
-            result = pipeline.build(spec, sample=sample, out_dir=out_dir, cache_dir=cache_dir,
-                                    rebuild_only=rebuild_only, strict_env=strict_env,
-                                    models=[m for m in models.split(",") if m] if models
-                                    else None, report=lambda m: click.echo(m, err=True))
-    except RegistryError as e:
-        _fail(e, 4, "registry error")
-    except SpecError as e:
-        _fail(e, 2, "spec error")
-    except (IngestError, pipeline.ForgeError, UrnaError, OSError) as e:
-        _fail(e)
-    click.echo(json.dumps(result, indent=1, sort_keys=True))
+            from urna.forge.pipeline import build
+
+            result = build(spec, sample=sample, out_dir=out_dir, cache_dir=cache_dir,
+                           rebuild_only=rebuild_only, strict_env=strict_env,
+                           models=[m for m in models.split(",") if m] if models else None,
+                           report=report)
+    if as_json or not sys.stdout.isatty():
+        click.echo(json.dumps(result, indent=1, sort_keys=True))
+    else:
+        from urna.forge.summary import format_result
+
+        click.echo(format_result(result))
 
 
 # ------------------------------------------------------------------- ask / retrieve
@@ -127,6 +151,10 @@ def _query_options(fn: Any) -> Any:
     fn = click.option("-k", "k", type=click.IntRange(min=1), default=10, show_default=True)(fn)
     fn = click.argument("text")(fn)
     return click.argument("file", type=click.Path(exists=True, dir_okay=False))(fn)
+
+
+def _recall(route: str) -> str:
+    return "1" if route == "exact" else "(not computed; rerank guarantees real cosine)"
 
 
 def _hit_dict(h: Any) -> dict[str, Any]:
@@ -146,14 +174,10 @@ def ask_cmd(file: str, text: str, k: int, candidates: int | None, model_path: st
 
     Example: urna ask quickstart.urna "can I use this offline" -k 1
     """
-    from urna.forge.embed import EmbedderError
     from urna.forge.query import ask
 
     with _open(file) as f:
-        try:
-            res = ask(f, text, k, candidates=candidates, model_path=model_path)
-        except (UrnaError, EmbedderError) as e:
-            _fail(e)
+        res = ask(f, text, k, candidates=candidates, model_path=model_path)
     budget = res.candidate_budget or {}
     if as_json:
         click.echo(json.dumps({"route": res.route, "candidates": budget,
@@ -167,7 +191,7 @@ def ask_cmd(file: str, text: str, k: int, candidates: int | None, model_path: st
                 f"candidates:    exact={c['exact']} ann={c['ann']} bm25={c['bm25']} "
                 f"graph={c['graph']} fusion={res.explain.fusion_mode}",
                 f"rerank_source: {res.disclosure}",
-                f"recall:        {'1' if res.route == 'exact' else '(not computed; rerank guarantees real cosine)'}",
+                f"recall:        {_recall(res.route)}",
                 ""]
     if not res.hits:
         out.append("no hits.")
@@ -186,14 +210,10 @@ def retrieve_cmd(file: str, text: str, k: int, candidates: int | None, model_pat
 
     Example: urna retrieve quickstart.urna "how do citations work" -k 2 --format jsonl
     """
-    from urna.forge.embed import EmbedderError
     from urna.forge.query import ask
 
     with _open(file) as f:
-        try:
-            res = ask(f, text, k, candidates=candidates, model_path=model_path)
-        except (UrnaError, EmbedderError) as e:
-            _fail(e)
+        res = ask(f, text, k, candidates=candidates, model_path=model_path)
     hits = [_hit_dict(h) for h in res.hits]
     if fmt == "json":
         click.echo(json.dumps(hits, indent=2))
@@ -213,18 +233,14 @@ def search_text_cmd(file: str, text: str, k: int, candidates: int | None,
 
     Example: urna search-text quickstart.urna "how do citations work" -k 3
     """
-    from urna.forge.embed import EmbedderError
     from urna.forge.query import manifest_of, search_text
 
     with _open(file) as f:
         model = manifest_of(f).get("embedding_model", "?")
         click.echo(f"[urna] embedding query with {model} in-process"
                    + (f" (--model-path {model_path})" if model_path else ""), err=True)
-        try:
-            res = search_text(f, text, k, candidates=candidates, model_path=model_path,
-                              skip_placeholder=skip_model_hash_check)
-        except (UrnaError, EmbedderError) as e:
-            _fail(e)
+        res = search_text(f, text, k, candidates=candidates, model_path=model_path,
+                          skip_placeholder=skip_model_hash_check)
     if as_json:
         keys = ("chunk_id", "score", "score_type", "source_uri", "offset_start", "offset_end",
                 "embedding_model", "index_type", "reranked", "file_hash", "content_hash",
@@ -237,7 +253,7 @@ def search_text_cmd(file: str, text: str, k: int, candidates: int | None,
         return
     c = res.candidate_budget or {}
     lines = [f"index_type:   {res.route}",
-             f"recall:       {'1' if res.route == 'exact' else '(not computed; rerank guarantees real cosine)'}",
+             f"recall:       {_recall(res.route)}",
              f"truncated:    {'true' if res.truncated else 'false'}",
              f"k_requested:  {k}", f"k_returned:   {len(res.hits)}",
              f"candidates:   exact={c['exact']} ann={c['ann']} bm25={c['bm25']} "

@@ -1,9 +1,15 @@
 """urna.forge: build .urna files from sources and ask them questions, offline.
 
-Layers (imports point down): ``spec`` (corpus.toml) -> ``ingest`` / ``documents`` (rows and
-files -> chunks, with ``chunk``) -> ``embed`` (potion, floor, sentence-transformers) ->
-``pipeline`` (cache, emit, sidecars) -> ``urna.build``; ``query`` embeds a question with a
-file's own model, gates it and routes it through the runtime.
+Layers (imports point down, function-level imports included)::
+
+    shard (sharded orchestrator) -> engines/ (local, ray; shard_task)
+    pipeline (single build)      -> emit, sidecars, progress, kernels
+    emit -> embedders/ (registry, potion, floor, sentence_transformer, fingerprints, cache,
+            models) -> sources/ (item, rows: jsonl/csv/sqlite, documents, chunk)
+         -> spec, canonical -> urna.build / urna.errors
+
+``plan`` is the ``--dry-run``; ``query`` embeds a question with a file's own model, gates it
+and routes it through the runtime; ``doctor`` checks the install.
 
 Names are loaded on first use so ``import urna.forge`` stays cheap::
 
@@ -21,13 +27,16 @@ _NAMES = {
     "validate_spec": ("spec", "validate"),
     "SpecError": ("spec", "SpecError"),
     "build_spec": ("pipeline", "build"),
-    "potion_embedder": ("embed", "potion_embedder"),
-    "PotionEmbedder": ("embed", "PotionEmbedder"),
-    "FloorEmbedder": ("embed", "FloorEmbedder"),
-    "SentenceTransformerEmbedder": ("embed_st", "SentenceTransformerEmbedder"),
-    "ChunkSpec": ("chunk", "ChunkSpec"),
-    "chunk_text": ("chunk", "chunk_text"),
-    "chunk_paragraphs": ("chunk", "chunk_paragraphs"),
+    "build_sharded": ("shard", "build_sharded"),
+    "emit_file": ("emit", "emit_file"),
+    "potion_embedder": ("embedders", "potion_embedder"),
+    "PotionEmbedder": ("embedders", "PotionEmbedder"),
+    "FloorEmbedder": ("embedders", "FloorEmbedder"),
+    "SentenceTransformerEmbedder": ("embedders.sentence_transformer",
+                                    "SentenceTransformerEmbedder"),
+    "ChunkSpec": ("sources.chunk", "ChunkSpec"),
+    "chunk_text": ("sources.chunk", "chunk_text"),
+    "chunk_paragraphs": ("sources.chunk", "chunk_paragraphs"),
     "ask": ("query", "ask"),
     "retrieve_text": ("query", "retrieve_text"),
     "search_text": ("query", "search_text"),

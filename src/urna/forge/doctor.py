@@ -11,7 +11,8 @@ import re
 from importlib import metadata
 from typing import Any
 
-from urna.forge.embed import POTION_DIR, EmbedderError, PotionEmbedder, check_potion_dir
+from urna.errors import EmbedderError
+from urna.forge.embedders.potion import POTION_DIR, PotionEmbedder, check_potion_dir
 
 
 def _version(pkg: str) -> str | None:

@@ -1,19 +1,24 @@
-"""``urna build --dry-run``: the validated plan of a build, with nothing loaded (§3.6)."""
+"""``urna build --dry-run``: the validated plan of a build, with nothing loaded (§3.6).
+
+Nothing is embedded or written, but every source must exist and be readable: a dry run
+that passes means the real build will not fail on a missing file.
+"""
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
 
-from urna.forge.spec import CorpusSpec, cache_root, validate
+from urna.forge.sources import check_sources
+from urna.forge.spec import CorpusSpec, cache_root, copy_with, validate
 
 
 def plan(spec: CorpusSpec, *, out_dir: str | None = None,
          cache_dir: str | None = None) -> dict[str, Any]:
-    """The ``--dry-run`` plan: validated spec, models, outputs; loads nothing."""
+    """The ``--dry-run`` plan: validated spec, readable sources, models, outputs; loads nothing."""
     validate(spec)
-    if out_dir:
-        spec.output.dir = out_dir
+    check_sources(spec)
+    spec = copy_with(spec, out_dir=out_dir)
     names = []
     if spec.output.mode in ("single", "both"):
         names.append(f"{spec.name}.urna")

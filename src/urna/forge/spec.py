@@ -11,6 +11,7 @@ files, chunked) with the keys ``chunker``, ``max_chars``, ``overlap``, ``on_erro
 
 from __future__ import annotations
 
+import copy
 import json
 import os
 import re
@@ -18,18 +19,11 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from urna.errors import SpecError, UrnaError
+from urna.errors import RegistryError, SpecError
 
 __all__ = ["SpecError", "RegistryError", "CorpusSpec", "ModelSpec", "SourceSpec", "load_spec",
-           "parse_spec", "validate", "expand", "cache_root"]
-
-
-class RegistryError(UrnaError):
-    """A ``[[models]] preset`` this build cannot provide (the forge exits 4 on it)."""
-
-    def __init__(self, detail: str) -> None:
-        self.detail = detail
-        ValueError.__init__(self, detail)
+           "parse_spec", "validate", "expand", "cache_root",
+           "user_cache_dir", "copy_with"]
 
 
 TABLES = ("build", "corpus", "embedding", "media", "models", "output", "source")
@@ -367,7 +361,8 @@ def validate(spec: CorpusSpec) -> None:
     need(b.mrl_dim >= 0, "build.mrl_dim: must be >= 0 (0 = off)")
     o = spec.output
     need(o.mode in ("single", "per-model", "both"), "output.mode: single|per-model|both")
-    need(o.provenance in ("minimal", "standard", "full"), "output.provenance: minimal|standard|full")
+    need(o.provenance in ("minimal", "standard", "full"),
+         "output.provenance: minimal|standard|full")
     need(not o.embed_media, "output.embed_media requires a [media] section (there is nothing "
          "to inline)")
     need(bool(o.dir), "output.dir: must not be empty")
@@ -375,8 +370,22 @@ def validate(spec: CorpusSpec) -> None:
 
 def cache_root(spec: CorpusSpec, override: str | None = None) -> Path:
     """The embed-cache root: flag > ``output.cache_dir`` > URNA_CACHE_DIR > XDG cache."""
-    chosen = override or spec.output.cache_dir or os.environ.get("URNA_CACHE_DIR")
+    chosen = override or spec.output.cache_dir
+    return Path(chosen).expanduser() if chosen else user_cache_dir()
+
+
+def user_cache_dir() -> Path:
+    """The user's urna cache: URNA_CACHE_DIR, else ``$XDG_CACHE_HOME/urna`` (~/.cache/urna)."""
+    chosen = os.environ.get("URNA_CACHE_DIR")
     if chosen:
         return Path(chosen).expanduser()
     xdg = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
     return Path(xdg) / "urna"
+
+
+def copy_with(spec: CorpusSpec, *, out_dir: str | None = None) -> CorpusSpec:
+    """A deep copy of ``spec``, ``output.dir`` replaced when given (builds never edit theirs)."""
+    out = copy.deepcopy(spec)
+    if out_dir:
+        out.output.dir = out_dir
+    return out

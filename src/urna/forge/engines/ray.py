@@ -1,10 +1,11 @@
 """The Ray engine of a sharded build (``urna build --shards N --engine ray``).
 
-The rows of the shards still to build flow through Ray Data (Arrow blocks): ``map_batches`` over a pool of
-embedding actors, each of which loads every ``[[models]]`` embedder once in its constructor.
+The rows of the shards still to build flow through Ray Data (Arrow blocks): ``map_batches``
+over a pool of embedding actors, each of which loads every ``[[models]]`` embedder once in its
+constructor.
 The embedded blocks stay in the object store: one small task per block splits it by shard
 (``num_returns`` = shards), and each shard is then built by exactly one task from its pieces
-into a standalone ``.urna`` (``shard.emit_shard``: temp file, atomic rename, then the sidecar
+into a standalone ``.urna`` (``shard_task.emit_shard``: temp file, atomic rename, then the sidecar
 that lets a rerun skip it). Data never funnels through the driver. Output goes to
 ``output.dir``, which on a multi-node cluster must be a filesystem every node shares.
 Importing this module imports Ray; ``import urna`` never does.
@@ -19,9 +20,10 @@ from typing import Any
 
 import numpy as np
 
-from urna.forge.ingest import Row, corpus_input_hash
-from urna.forge.pipeline import PART_ROWS, ForgeError
-from urna.forge.shard import ShardPlan, ShardTask, embed_rows, emit_shard, model_meta_for
+from urna.errors import ForgeError
+from urna.forge.embedders.models import EMBED_BATCH, embed_all, load_models
+from urna.forge.engines.shard_task import ShardPlan, ShardTask, emit_shard
+from urna.forge.sources.item import Row, corpus_input_hash
 from urna.forge.spec import CorpusSpec
 
 Batch = dict[str, np.ndarray]
@@ -31,11 +33,12 @@ class EmbedActor:
     """A Ray Data actor: loads the embedders once, then embeds one batch per call."""
 
     def __init__(self, spec: CorpusSpec) -> None:
-        _, self.embedders = model_meta_for(spec)
+        _, self.embedders = load_models(spec)
 
     def __call__(self, batch: Batch) -> Batch:
         """Add one ``vec:<preset>`` column per model to the batch."""
-        vectors = embed_rows(self.embedders, [str(t) for t in batch["text"]], len(batch["text"]))
+        vectors = embed_all(self.embedders, [str(t) for t in batch["text"]],
+                            max(1, len(batch["text"])))
         out = dict(batch)
         for preset, mat in vectors.items():
             out[f"vec:{preset}"] = mat
@@ -84,13 +87,13 @@ def build_shard(spec: CorpusSpec, plan: ShardPlan, index: int, kill_shard: int |
 def _blocks(pending: list[ShardTask], n_actors: int) -> list[Any]:
     """The pending rows as Arrow tables, one Ray Data block each.
 
-    Blocks hold at most ``8 * PART_ROWS`` rows and there are at least four per actor when
+    Blocks hold at most ``8 * EMBED_BATCH`` rows and there are at least four per actor when
     the rows allow it, so every actor gets work.
     """
     import pyarrow as pa
 
     flat = [(t.index, r) for t in pending for r in t.rows]
-    rows_per_block = max(1, min(8 * PART_ROWS, -(-len(flat) // (4 * n_actors))))
+    rows_per_block = max(1, min(8 * EMBED_BATCH, -(-len(flat) // (4 * n_actors))))
     out = []
     for lo in range(0, len(flat), rows_per_block):
         part = flat[lo:lo + rows_per_block]
@@ -136,16 +139,16 @@ def run_ray(spec: CorpusSpec, plan: ShardPlan, pending: list[ShardTask], *,
     try:
         ray.data.DataContext.get_current().enable_progress_bars = False
         n_actors = workers or max(1, int(ray.cluster_resources().get("CPU", 1)))
-        ds = ray.data.from_arrow(_blocks(pending, n_actors))
+        ds: Any = ray.data.from_arrow(_blocks(pending, n_actors))
         ds = ds.map_batches(EmbedActor, fn_constructor_kwargs={"spec": spec},
-                            batch_size=PART_ROWS, batch_format="numpy",
+                            batch_size=EMBED_BATCH, batch_format="numpy",
                             compute=ray.data.ActorPoolStrategy(size=n_actors), num_cpus=1)
         # the plan each task receives carries no rows: those travel as the pieces
         slim = ShardPlan(plan.name, plan.n_shards, plan.out_dir,
                          [ShardTask(t.index, t.file, [], t.input_hash, t.inputs_key)
                           for t in pending], plan.model_meta)
         indices = [t.index for t in pending]
-        split = ray.remote(split_block).options(num_returns=len(indices), num_cpus=0.5)
+        split: Any = ray.remote(split_block).options(num_returns=len(indices), num_cpus=0.5)
         build = ray.remote(build_shard).options(num_cpus=1, max_retries=max_retries)
         try:
             pieces = []

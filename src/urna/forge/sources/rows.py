@@ -1,4 +1,4 @@
-"""Row sources (jsonl, csv, sqlite) and the rows -> chunks rules of 04-surface §3.4.
+"""Table sources (jsonl, csv, sqlite) and the rows -> chunks rules of 04-surface §3.4.
 
 One row is one chunk: rows are derived, checked for a unique ``order_by`` key, sorted by
 the string form of that key, optionally sampled, then rendered through the text template.
@@ -9,61 +9,18 @@ as the reference forge stores it.
 from __future__ import annotations
 
 import csv
-import hashlib
 import json
 import re
 import sqlite3
 import string
 import sys
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from urna.forge.spec import CorpusSpec, SpecError
-
-
-class IngestError(ValueError):
-    """A source file cannot be read (bad JSON line, unreadable file, SQL error)."""
-
-
-@dataclass(frozen=True)
-class Row:
-    """One item ready to embed: its text, its span and its input hash."""
-
-    ordinal: int
-    key: str
-    label: str
-    canonical_text: str
-    source_uri: str
-    byte_start: int
-    byte_end: int
-    input_hash: str
-
-    def as_chunk(self) -> dict[str, Any]:
-        """The ``urna.build`` chunk dict without the embedding."""
-        return {"canonical_text": self.canonical_text, "source_uri": self.source_uri,
-                "byte_start": self.byte_start, "byte_end": self.byte_end}
-
-
-def item_input_hash(text: str, label: str, chunker_version: str,
-                    image_sha256: str | None = None) -> str:
-    """``sha256:`` over text digest, image hash, label and chunker (§3.4 step 5)."""
-    h = hashlib.sha256()
-    h.update(b"text:" + hashlib.sha256(text.encode("utf-8")).digest())
-    h.update(b"image:" + (image_sha256 or "none").encode("utf-8"))
-    h.update(b"label:" + label.encode("utf-8"))
-    h.update(b"chunker:" + chunker_version.encode("utf-8"))
-    return "sha256:" + h.hexdigest()
-
-
-def corpus_input_hash(rows: list[Row]) -> str:
-    """``sha256:`` of the concatenated item hashes, in row order."""
-    h = hashlib.sha256()
-    for r in rows:
-        h.update(r.input_hash.encode("ascii"))
-    return "sha256:" + h.hexdigest()
-
+from urna.errors import IngestError, SpecError
+from urna.forge.sources.item import Row, item_input_hash
+from urna.forge.spec import CorpusSpec
 
 # ------------------------------------------------------------------------ loading
 
@@ -280,13 +237,3 @@ def rows_to_items(spec: CorpusSpec, records: list[dict[str, Any]], *,
         out.append(Row(ordinal, key, label, text, source_uri, ordinal, ordinal + 1,
                        item_input_hash(text, label, spec.chunker_version)))
     return out
-
-
-def load_rows(spec: CorpusSpec, *, sample: int | None = None,
-              report: Callable[[str], None] | None = None) -> list[Row]:
-    """All items of a spec's source, whatever its kind."""
-    if spec.source.kind == "documents":
-        from urna.forge.documents import load_document_rows
-
-        return load_document_rows(spec, sample=sample, report=report)
-    return rows_to_items(spec, load_records(spec), sample=sample)

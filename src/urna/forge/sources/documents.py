@@ -18,8 +18,9 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from urna.forge.chunk import ChunkSpec, chunk
-from urna.forge.ingest import IngestError, Row, item_input_hash
+from urna.errors import IngestError
+from urna.forge.sources.chunk import ChunkSpec, chunk
+from urna.forge.sources.item import Row, item_input_hash
 from urna.forge.spec import CorpusSpec
 
 TEXT_SUFFIXES = (".md", ".markdown", ".txt")

@@ -1,4 +1,4 @@
-"""The forge's on-disk state: atomic writes and the content-addressed embed cache (§3.5).
+"""The content-addressed embed cache (§3.5).
 
 An entry is ``<root>/embed/<preset>/<triad>.npz`` plus a ``.sha256`` sidecar, keyed by the
 hash of (model_hash, embedding_recipe_hash, corpus_input_hash, arrays). While a corpus is
@@ -10,25 +10,14 @@ from __future__ import annotations
 
 import hashlib
 import io
-import json
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from urna._atomic import write_atomic
-from urna.forge.ingest import Row
-
-
-def canonical_hash(obj: Any) -> str:
-    """``sha256:`` of the sorted-key compact JSON of ``obj``."""
-    raw = json.dumps(obj, sort_keys=True, separators=(",", ":"))
-    return "sha256:" + hashlib.sha256(raw.encode("utf-8")).hexdigest()
-
-
-def write_json(path: Path, obj: Any) -> None:
-    """Atomically write sorted-key, one-space-indented JSON."""
-    write_atomic(path, (json.dumps(obj, sort_keys=True, indent=1) + "\n").encode("utf-8"))
+from urna.forge.canonical import canonical_hash
 
 
 class EmbedCache:
@@ -66,11 +55,11 @@ class EmbedCache:
         write_atomic(self.path, data)
         write_atomic(self.sidecar, (hashlib.sha256(data).hexdigest() + "\n").encode())
 
-    def part_path(self, model_hash: str, recipe_hash: str, rows: list[Row]) -> Path:
-        """Where the vectors of one batch of rows are kept while a corpus embeds."""
+    def part_path(self, model_hash: str, recipe_hash: str, input_hashes: Iterable[str]) -> Path:
+        """Where the vectors of one batch of rows (by their input hashes) are kept meanwhile."""
         h = hashlib.sha256(f"{model_hash}\0{recipe_hash}\0".encode())
-        for r in rows:
-            h.update(r.input_hash.encode("ascii"))
+        for input_hash in input_hashes:
+            h.update(input_hash.encode("ascii"))
         return self.parts / f"{h.hexdigest()}.npy"
 
 

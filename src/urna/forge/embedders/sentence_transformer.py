@@ -3,7 +3,8 @@
 The model_hash is the reference's snapshot fingerprint: the inference-relevant files folded
 as ``name NUL sha256 NUL`` plus a few config facts, hashed as sorted compact JSON, so a
 corpus built by the reference with the same snapshot passes our gate and vice versa.
-``sentence-transformers`` itself is imported only when the first text is embedded.
+``sentence-transformers`` itself is imported only when the first text is embedded, and the
+fingerprint is reused while the snapshot's files are unchanged (``fingerprints``).
 """
 
 from __future__ import annotations
@@ -15,13 +16,9 @@ from typing import Any
 
 import numpy as np
 
-from urna.forge.embed import (
-    EmbedderError,
-    files_hash,
-    fingerprint_hash,
-    l2_normalize_rows,
-    sha256_file,
-)
+from urna.errors import EmbedderError
+from urna.forge.embedders.base import files_hash, fingerprint_hash, l2_normalize_rows, sha256_file
+from urna.forge.embedders.fingerprints import cached_fingerprint
 
 # sentence-transformers files that change inference, in the reference's fold order.
 ST_FILES: tuple[str, ...] = (
@@ -51,6 +48,11 @@ def st_fingerprint(model_dir: str | Path, model_id: str | None = None) -> dict[s
     md = Path(model_dir).resolve()
     if not md.is_dir():
         raise EmbedderError(f"model directory not found: {md}")
+    return cached_fingerprint(f"st:{model_id}", [md / name for name in ST_FILES],
+                              lambda: _compute_fingerprint(md, model_id))
+
+
+def _compute_fingerprint(md: Path, model_id: str | None) -> dict[str, Any]:
     cfg = _read_json(md / "config.json")
     st_cfg = _read_json(md / "config_sentence_transformers.json")
     pool = _read_json(md / "1_Pooling/config.json")
@@ -67,7 +69,8 @@ def st_fingerprint(model_dir: str | Path, model_id: str | None = None) -> dict[s
         "model_id": str(model_id or cfg.get("_name_or_path") or md.name),
         "files_hash": files_hash(md, ST_FILES),
         "tokenizer_hash": ("sha256:" + sha256_file(tok)) if tok.is_file() else None,
-        "pooling_config_hash": ("sha256:" + sha256_file(pool_path)) if pool_path.is_file() else None,
+        "pooling_config_hash": (("sha256:" + sha256_file(pool_path)) if pool_path.is_file()
+                                else None),
         "embedding_dim": dim,
         "normalize_embeddings": bool(
             st_cfg.get("normalize_embeddings", pool.get("pooling_mode_mean_tokens", True))

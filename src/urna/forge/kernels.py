@@ -1,0 +1,69 @@
+"""Telling the user why a first run is slow: numba compiling the graph kernels (#21 item 3).
+
+Building the HNSW index or the graph section compiles ``urna.index._hnsw_kernels`` on first
+use (about ten seconds); numba then keeps the machine code in its cache and later runs load
+it in well under a second. numba already compiles only the functions a verb calls, so the
+build compiles the graph builder and ``ask`` the graph search. Whether a kernel is cached is
+read from numba's own cache index for that function; if that cannot be read, nothing is said
+(a missing line is better than a false one).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from urna.forge.progress import Progress
+from urna.forge.spec import CorpusSpec
+
+MESSAGE = "[urna] compiling search kernels, first run only (numba caches them for later runs)"
+_announced = False
+
+
+def is_cached(dispatcher: Any) -> bool:
+    """True unless numba's cache index for ``dispatcher`` is readably empty or stale."""
+    try:
+        return bool(dispatcher._cache._cache_file._load_index())
+    except Exception:  # not a numba dispatcher, no cache, or another numba version
+        return True
+
+
+def build_kernels(spec: CorpusSpec) -> list[Any]:
+    """The compiled kernels building ``spec``'s file calls (none without HNSW or graph)."""
+    from urna.build import PRESETS
+
+    hnsw = PRESETS.get(spec.build.preset, (None, None, False, False))[2]
+    if not (hnsw or spec.build.with_graph):
+        return []
+    from urna.index import _hnsw_dist, _hnsw_kernels
+
+    if not _hnsw_dist.HAVE_NUMBA:
+        return []
+    return [_hnsw_kernels.build_graph]
+
+
+def search_kernels() -> list[Any]:
+    """The compiled kernels a graph or HNSW search calls."""
+    from urna.index import _hnsw_dist, _hnsw_kernels
+
+    return [_hnsw_kernels.search_graph] if _hnsw_dist.HAVE_NUMBA else []
+
+
+def announce(kernels: list[Any], progress: Progress) -> None:
+    """Print ``MESSAGE`` once per process when one of ``kernels`` is not compiled yet."""
+    global _announced
+    if not _announced and not all(is_cached(k) for k in kernels):
+        _announced = True
+        progress.note(MESSAGE)
+
+
+def announce_compile(spec: CorpusSpec, progress: Progress) -> None:
+    """``announce`` for the kernels a build of ``spec`` compiles."""
+    announce(build_kernels(spec), progress)
+
+
+def file_kernels(manifest: dict[str, Any]) -> list[Any]:
+    """The compiled kernels a query of a file with this manifest may call."""
+    ext = manifest.get("capabilities_ext") or {}
+    if manifest.get("index_type") == "hnsw" or (isinstance(ext, dict) and ext.get("graph_present")):
+        return search_kernels()
+    return []
