@@ -29,9 +29,10 @@ def is_cached(dispatcher: Any) -> bool:
 
 def build_kernels(spec: CorpusSpec) -> list[Any]:
     """The compiled kernels building ``spec``'s file calls (none without HNSW or graph)."""
-    from urna.build import PRESETS
+    from urna.build_options import PRESETS
 
-    hnsw = PRESETS.get(spec.build.preset, (None, None, False, False))[2]
+    storage = PRESETS.get(spec.build.preset)
+    hnsw = storage is not None and storage.with_hnsw
     if not (hnsw or spec.build.with_graph):
         return []
     from urna.index import _hnsw_dist, _hnsw_kernels
