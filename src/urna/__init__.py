@@ -58,11 +58,14 @@ def open_catalog(path: str | os.PathLike, *, engine: str = "threads",
 
 async def aopen(path: str | os.PathLike, *, executor: Executor | None = None) -> AsyncUrnaFile:
     """Open a .urna file (or ``.catalog.json``) for asyncio: searches run off the event loop."""
+    from functools import partial
+
     from .forge.query import ask
     from .runtime.aio import aopen_with
     from .runtime.searcher import open_searcher
 
-    return await aopen_with(open_searcher, path, text_query=ask, executor=executor)
+    return await aopen_with(open_searcher, path, text_query=partial(ask, reuse_embedder=True),
+                            executor=executor)
 
 
 def potion_model_path() -> str:

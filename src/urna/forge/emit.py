@@ -17,6 +17,7 @@ import numpy as np
 
 from urna._atomic import write_atomic
 from urna.build import build_bytes
+from urna.build_options import BuildOptions
 from urna.forge.kernels import announce_compile
 from urna.forge.progress import Progress
 from urna.forge.sources.item import Row
@@ -57,12 +58,13 @@ def emit_file(spec: CorpusSpec, path: Path, rows: Sequence[Row],
     with progress.stage(f"index {path.name}", None):
         data = build_bytes(
             meta["embedding_model"], int(text.shape[1]), spec.chunker_version,
-            meta["model_hash"], chunks, title=spec.title or spec.name, version=spec.version,
-            reproducible=spec.reproducible, preset=spec.build.preset,
-            dtype=spec.build.dtype or None, mrl_dim=spec.build.mrl_dim or None,
-            with_graph=spec.build.with_graph, graph_top_m=spec.build.graph_top_m,
-            spaces=spaces or None,
-            provenance={"dataset": spec.name, "corpus_input_hash": input_hash})
+            meta["model_hash"], chunks, BuildOptions(
+                title=spec.title or spec.name, version=spec.version,
+                reproducible=spec.reproducible, preset=spec.build.preset,
+                dtype=spec.build.dtype or None, mrl_dim=spec.build.mrl_dim or None,
+                with_graph=spec.build.with_graph, graph_top_m=spec.build.graph_top_m,
+                spaces=spaces or None,
+                provenance={"dataset": spec.name, "corpus_input_hash": input_hash}))
     with progress.stage(f"write {path.name}", len(data)) as advance:
         write_atomic(path, data)
         advance(len(data))

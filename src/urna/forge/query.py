@@ -59,7 +59,7 @@ def embed_query(manifest: dict[str, Any], text: str, *, model_path: str | None =
     if not text.strip():
         raise InvalidInput("empty query text")
     name = str(manifest.get("embedding_model", ""))
-    emb = embedder or query_embedder(name, model_path)
+    emb = embedder or embedder_for_model(name, model_path=model_path)
     if emb.embedding_model != name:
         raise InvalidInput(f"embedding_model mismatch: the corpus names {name!r}, the query "
                            f"embedder is {emb.embedding_model!r}")
@@ -95,10 +95,17 @@ def _embedded(searcher: Searcher, text: str, k: int, model_path: str | None,
 
 
 def ask(searcher: Searcher, text: str, k: int = 10, *, candidates: int | None = None,
-        model_path: str | None = None, embedder: Embedder | None = None
-        ) -> SearchResult[RetrieveHit]:
+        model_path: str | None = None, embedder: Embedder | None = None,
+        reuse_embedder: bool = False) -> SearchResult[RetrieveHit]:
     """Answer a text question: embed with the corpus's model, gate, then the runtime's routed
-    ``retrieve``; hits carry their stored text and citation, the result says how it was found."""
+    ``retrieve``; hits carry their stored text and citation, the result says how it was found.
+
+    ``reuse_embedder`` keeps one loaded embedder per model for the life of the process (the
+    long-running skins: MCP, adapters, async API); a one-shot CLI call loads it afresh, so a
+    model replaced on disk is always the one checked.
+    """
+    if embedder is None and reuse_embedder:
+        embedder = query_embedder(str(searcher.embedding_model), model_path)
     vec, emb = _embedded(searcher, text, k, model_path, embedder, False)
     # candidates=0 has always meant "the default", as None does
     return searcher.retrieve(vec, k, candidates=candidates or None,

@@ -27,7 +27,7 @@ __all__ = ["UrnaRetriever", "UrnaVectorStore"]
 
 
 def _documents(corpus: Any, query: str, k: int, options: dict[str, Any]) -> list[Document]:
-    hits = ask(corpus, query, k, **options)
+    hits = ask(corpus, query, k, reuse_embedder=True, **options)
     return [Document(page_content=h.text, metadata=hit_metadata(h), id=h.citation_id)
             for h in hits]
 

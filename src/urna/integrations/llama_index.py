@@ -34,7 +34,8 @@ class UrnaRetriever(BaseRetriever):
         self._corpus = open_searcher(self.path)
 
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
-        hits = ask(self._corpus, query_bundle.query_str, self.k, **self.options)
+        hits = ask(self._corpus, query_bundle.query_str, self.k, reuse_embedder=True,
+                   **self.options)
         return [NodeWithScore(node=TextNode(id_=h.citation_id, text=h.text,
                                             metadata=hit_metadata(h)), score=float(h.score))
                 for h in hits]

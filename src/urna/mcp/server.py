@@ -131,7 +131,7 @@ def build_server(corpora: OpenCorpora) -> MCPServer:
         options = {key: v for key, v in (("candidates", candidates), ("rank", rank),
                                           ("where", where)) if v is not None}
         name, f = await _off_loop(corpora.get, corpus)
-        res = await _off_loop(ask, f, text, k, **options)
+        res = await _off_loop(ask, f, text, k, reuse_embedder=True, **options)
         return SearchResult(corpus=name, route=res.route, hits=[_hit(h) for h in res.hits])
 
     @mcp.tool()
