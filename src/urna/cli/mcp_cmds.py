@@ -42,15 +42,10 @@ def mcp_cmd(files: tuple[str, ...], use_http: bool, host: str, port: int, expose
     except ImportError as e:
         raise click.ClickException(
             f"urna mcp needs the mcp extra: pip install 'urna[mcp]' ({e})") from None
-    from urna.serve.app import is_loopback
+    from urna.cli.exposure import check_bind
 
-    if use_http and not is_loopback(host):
-        if not expose:
-            raise click.UsageError(
-                f"--host {host} is not loopback; pass --expose to serve on another interface")
-        if not token:
-            raise click.UsageError(f"--host {host} is exposed: give a bearer token with "
-                                   "--token or URNA_TOKEN")
+    if use_http:
+        check_bind(host, expose, token)
     corpora = OpenCorpora(list(files))  # every file opened and verified before serving
     try:
         for f in corpora.by_name.values():

@@ -43,17 +43,13 @@ def serve_cmd(files: tuple[str, ...], host: str, port: int, expose: bool, max_bo
     Example: urna serve examples/quickstart/out/quickstart.urna --port 8077
     """
     try:
-        from urna.serve.app import is_loopback, run
+        from urna.serve.app import run
     except ImportError as e:
         raise click.ClickException(
             f"urna serve needs the serve extra: pip install 'urna[serve]' ({e})") from None
-    if not is_loopback(host):
-        if not expose:
-            raise click.UsageError(
-                f"--host {host} is not loopback; pass --expose to serve on another interface")
-        if not token:
-            raise click.UsageError(f"--host {host} is exposed: give a bearer token with "
-                                   "--token or URNA_TOKEN")
+    from urna.cli.exposure import check_bind
+
+    check_bind(host, expose, token)
     try:
         from urna.serve.registry import ReloadingCorpora
 

@@ -2,18 +2,15 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 from pathlib import Path
 from typing import Any
 
 from urna._atomic import write_atomic
+from urna.format.hashing import sorted_json_sha256_ascii
 
-
-def canonical_hash(obj: Any) -> str:
-    """``sha256:`` of the sorted-key compact JSON of ``obj`` (the reference's model_hash rule)."""
-    raw = json.dumps(obj, sort_keys=True, separators=(",", ":"))
-    return "sha256:" + hashlib.sha256(raw.encode("utf-8")).hexdigest()
+# ``sha256:`` of the sorted-key compact (ASCII-escaped) JSON: the reference's model_hash rule.
+canonical_hash = sorted_json_sha256_ascii
 
 
 def write_json(path: Path, obj: Any) -> None:

@@ -22,7 +22,6 @@ from typing import Any
 
 from urna.errors import ForgeError, SpecError
 from urna.forge.canonical import canonical_hash
-from urna.forge.embedders.base import sha256_file
 from urna.forge.embedders.models import load_models
 from urna.forge.emit import stale_writes
 from urna.forge.engines import ENGINES
@@ -31,6 +30,7 @@ from urna.forge.progress import Progress
 from urna.forge.sidecars import BuildRecord, finalize
 from urna.forge.sources import Row, corpus_input_hash, load_rows
 from urna.forge.spec import CorpusSpec, copy_with, validate
+from urna.format.hashing import sha256_file
 
 __all__ = ["ENGINES", "SHARD_RULE", "ShardPlan", "ShardTask", "assign", "build_sharded",
            "finished_entry", "plan_shards", "shard_file_name", "shard_of"]
@@ -95,7 +95,7 @@ def finished_entry(plan: ShardPlan, task: ShardTask) -> dict[str, Any] | None:
         if side.get("inputs_key") != task.inputs_key:
             return None
         path = plan.out_dir / task.file
-        if not path.is_file() or "sha256:" + sha256_file(path) != entry["file_hash"]:
+        if not path.is_file() or sha256_file(path) != entry["file_hash"]:
             return None
         return dict(entry)
     except (OSError, ValueError, KeyError, TypeError):

@@ -9,12 +9,12 @@ without following symlinks, so a hostile uri or a planted link never writes outs
 
 from __future__ import annotations
 
-import hashlib
 import os
 import re
 from pathlib import Path
 
 from ..errors import BlobNotInlined, MalformedSectionPayload
+from ..format.hashing import sha256_bytes
 
 MAX_NAME_BYTES = 200
 _UNSAFE = re.compile(r"[\x00-\x1f\x7f\\/]")
@@ -45,7 +45,7 @@ def export_blobs(f, folder: str | os.PathLike) -> list[str]:
         if not ref["inlined"]:
             continue
         data = f.blob_bytes(i)
-        if "sha256:" + hashlib.sha256(data).hexdigest() != ref["content_hash"]:
+        if sha256_bytes(data) != ref["content_hash"]:
             raise MalformedSectionPayload(
                 0x17, f"blob {i} ({ref['original_uri']}) does not match its blob_refs sha256")
         name = safe_blob_name(ref["original_uri"])

@@ -18,6 +18,7 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 
 from urna.forge.canonical import canonical_hash
+from urna.format.hashing import sha256_file_hex as sha256_file  # bare hex, streamed
 
 # Offline by construction: set before tokenizers / HF libraries are imported anywhere.
 for _flag in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_DATASETS_OFFLINE"):
@@ -50,15 +51,6 @@ class Embedder(Protocol):
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         """Float32 (n, dim) unit rows."""
-
-
-def sha256_file(path: Path) -> str:
-    """Return the hex SHA-256 of a file, streamed."""
-    h = hashlib.sha256()
-    with path.open("rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def files_hash(model_dir: Path, names: Iterable[str]) -> str:

@@ -18,6 +18,7 @@ import numpy as np
 
 from urna._atomic import write_atomic
 from urna.forge.canonical import canonical_hash
+from urna.format.hashing import sha256_hex
 
 
 class EmbedCache:
@@ -37,7 +38,7 @@ class EmbedCache:
             want = self.sidecar.read_text().strip()
         except OSError:
             return None
-        if hashlib.sha256(data).hexdigest() != want:
+        if sha256_hex(data) != want:
             return None
         try:
             with np.load(io.BytesIO(data), allow_pickle=False) as z:
@@ -53,7 +54,7 @@ class EmbedCache:
         np.savez(buf, text=text.astype(np.float32))
         data = buf.getvalue()
         write_atomic(self.path, data)
-        write_atomic(self.sidecar, (hashlib.sha256(data).hexdigest() + "\n").encode())
+        write_atomic(self.sidecar, (sha256_hex(data) + "\n").encode())
 
     def part_path(self, model_hash: str, recipe_hash: str, input_hashes: Iterable[str]) -> Path:
         """Where the vectors of one batch of rows (by their input hashes) are kept meanwhile."""
