@@ -125,6 +125,8 @@ def evaluate(t: ScoreTable, fn: Callable, c: int = C) -> tuple[float, float, flo
     nd, mr, rc = [], [], []
     for qi, q in enumerate(t.queries):
         rows, cos, bm, cr, br = pool(t, qi, c)
+        if hasattr(fn, "query"):  # a per-query candidate (coverage.py) learns which query
+            fn.query = qi
         s = fn(cos, bm, cr, br)
         order = np.lexsort((rows, -cos, -s))
         seen, ranked = set(), []

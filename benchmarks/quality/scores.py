@@ -49,9 +49,9 @@ def load(set_dir: Path) -> ScoreTable:
         row_doc = np.asarray([index[u] for u in uris], dtype=np.int64)
         if cache.exists():
             z = np.load(cache, allow_pickle=False)
-            offs = z["offs"]
-            bi = [z["bids"][offs[i]:offs[i + 1]] for i in range(len(queries))]
-            bs = [z["bscores"][offs[i]:offs[i + 1]] for i in range(len(queries))]
+            offs, bids, bscores = z["offs"], z["bids"], z["bscores"]  # each read once
+            bi = [bids[offs[i]:offs[i + 1]] for i in range(len(queries))]
+            bs = [bscores[offs[i]:offs[i + 1]] for i in range(len(queries))]
             return ScoreTable(set_dir.name, row_doc, docs, queries, z["cosine"], bi, bs)
         manifest = manifest_of(f)
         qv = np.stack([embed_query(manifest, q["text"])[0] for q in queries])

@@ -7,13 +7,15 @@ away, the order is deterministic, and no lexical evidence means the cosine order
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from urna.errors import InvalidInput, UrnaError
-from urna.index.fusion import fuse, relative_gap, zscore
+from urna.index.fusion import fuse, lexical_coverage, relative_gap, zscore
 
 # rows: 0 both, 1 lexical only, 2 semantic only, 3..7 neither (background)
 COS = np.array([0.80, 0.20, 0.85, 0.30, 0.25, 0.28, 0.22, 0.26])
@@ -118,3 +120,28 @@ def test_order_is_a_permutation_independent_of_input_order(rows, rnd) -> None:
         key_a = (-a.scores[j], -a.cosine[j], a.ids[j])
         key_b = (-a.scores[j + 1], -a.cosine[j + 1], a.ids[j + 1])
         assert key_a <= key_b
+
+
+def test_lexical_coverage_by_hand() -> None:
+    df = {"control": 2, "groups": 4, "linux": 8}
+    n = 8
+    w = {t: math.log(1 + (n - d + 0.5) / (d + 0.5)) for t, d in df.items()}
+    got = lexical_coverage(["linux", "control", "groups", "control", "unseen"],
+                           {"control", "linux"}, df, n)
+    assert got == pytest.approx((w["control"] + w["linux"]) / sum(w.values()))
+    assert lexical_coverage(["unseen"], {"unseen"}, df, n) == 0.0
+    assert lexical_coverage([], set(), df, n) == 0.0
+    assert lexical_coverage(["groups"], {"groups"}, df, n) == 1.0
+
+
+def test_low_coverage_silences_a_peaked_lexical_list() -> None:
+    # BM25 strongly prefers row 1, cosine prefers row 2
+    cos = np.array([0.30, 0.20, 0.90, 0.25, 0.22])
+    lex = np.array([0.0, 12.0, 0.0, 1.0, 0.5])
+    assert int(fuse(np.arange(5), cos, lex).ids[0]) == 1
+    assert int(fuse(np.arange(5), cos, lex, coverage=1.0).ids[0]) == 1
+    quiet = fuse(np.arange(5), cos, lex, coverage=0.0)
+    assert quiet.weights[1] == 0.0
+    assert quiet.ids.tolist() == [2, 0, 3, 4, 1]  # the cosine order
+    with pytest.raises(InvalidInput):
+        fuse(np.arange(5), cos, lex, coverage=1.5)

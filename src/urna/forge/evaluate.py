@@ -31,7 +31,8 @@ import numpy as np
 
 from ..errors import InvalidInput
 from ..index import metrics
-from ..index.fusion import fuse
+from ..index.fusion import fuse, lexical_coverage
+from ..index.tokenize import tokenize
 from ..runtime.file import open_file
 from .query import default_candidates, embed_query, manifest_of
 
@@ -177,7 +178,31 @@ def ranked_keys(hits: Iterable[Any], level: str) -> list[str]:
     return out
 
 
-def _fused_hits(f: Any, vec: np.ndarray, text: str, depth: int, cand: int) -> list[Any]:
+@dataclass(frozen=True)
+class LexicalStats:
+    """Per-row term sets and document frequencies of a file's texts (BM25's tokenizer).
+
+    Part of the code to REPLACE by ``rank="fused"``: the runtime reads df from the BM25
+    section instead of re-tokenising the texts.
+    """
+
+    n_docs: int
+    df: dict[str, int]
+    row_terms: list[frozenset[str]]
+
+    @classmethod
+    def of(cls, f: Any) -> LexicalStats:
+        """Tokenise every stored text of an open file once."""
+        rows = [frozenset(tokenize(t)) for t in f.texts()]
+        df: dict[str, int] = {}
+        for terms in rows:
+            for term in terms:
+                df[term] = df.get(term, 0) + 1
+        return cls(len(rows), df, rows)
+
+
+def _fused_hits(f: Any, vec: np.ndarray, text: str, depth: int, cand: int,
+                stats: LexicalStats) -> list[Any]:
     """The fused ranking from public searches + index.fusion.
 
     REPLACE by the runtime's ``rank="fused"`` once it exists: the runtime has every
@@ -197,13 +222,17 @@ def _fused_hits(f: Any, vec: np.ndarray, text: str, depth: int, cand: int) -> li
     if f.has_bm25:
         bm25 = {h.chunk_id: h.score for h in f.search_bm25(text, BM25_LOOKUP_DEPTH)}
         lexical = np.asarray([bm25.get(c, 0.0) for c in pool])
-    ranking = fuse(rows, cosine, lexical, k=depth)
     ids = f.chunk_ids()
+    coverage = None
+    if lex_hits:
+        top = stats.row_terms[row_of[lex_hits[0].chunk_id]]
+        coverage = lexical_coverage(tokenize(text), top, stats.df, stats.n_docs)
+    ranking = fuse(rows, cosine, lexical, coverage=coverage, k=depth)
     return [by_id[ids[int(r)]] for r in ranking.ids]
 
 
 def _run_mode(f: Any, mode: str, vec: np.ndarray, text: str, depth: int, cand: int,
-              model_hash: str) -> list[Any]:
+              model_hash: str, stats: LexicalStats | None) -> list[Any]:
     if mode == "cosine":
         return list(f.search(vec, depth))
     if mode == "bm25":
@@ -211,8 +240,8 @@ def _run_mode(f: Any, mode: str, vec: np.ndarray, text: str, depth: int, cand: i
     if mode == "hybrid":
         return list(f.retrieve(vec, depth, candidates=cand, expected_model_hash=model_hash,
                                query_text=text))
-    if mode == "fused":
-        return _fused_hits(f, vec, text, depth, cand)
+    if mode == "fused" and stats is not None:
+        return _fused_hits(f, vec, text, depth, cand, stats)
     raise InvalidInput(f"unknown mode {mode!r} (valid: {', '.join(MODES)})")
 
 
@@ -241,12 +270,13 @@ def evaluate(f: Any, queries: Sequence[EvalQuery], *, k: int = 10,
         vecs.append(vec)
     report = EvalReport(k, level, len(queries),
                         sum(1 for q in queries if any(g > 0 for g in q.relevant.values())))
+    stats = LexicalStats.of(f) if "fused" in modes else None
     for mode in modes:
         per: dict[str, list[float]] = {"ndcg": [], "mrr": [], "r1": [], "rk": [], "r100": []}
         spent = 0.0
         for q, vec in zip(queries, vecs, strict=True):
             t0 = time.perf_counter()
-            hits = _run_mode(f, mode, vec, q.text, depth, cand, model_hash)
+            hits = _run_mode(f, mode, vec, q.text, depth, cand, model_hash, stats)
             spent += time.perf_counter() - t0
             ranked = ranked_keys(hits, level)
             per["ndcg"].append(metrics.ndcg_at_k(ranked, q.relevant, k))

@@ -10,6 +10,11 @@ match; both mean the same). Per query and per signal:
   candidate clearly stands out is trusted more for this query; a flat list (BM25 on a
   paraphrase, cosine on a keyword query) counts less. Scale-free, no corpus statistics.
 
+* ``coverage``: the IDF-weighted share of the query's distinct terms that BM25's top
+  candidate contains (:func:`lexical_coverage`). BM25 finding one shared word of a
+  paraphrase is weak evidence however peaked its list; BM25 matching the whole query is
+  strong. ``w_lex`` is multiplied by ``coverage ** 2`` (None: not gated).
+
 ``fused = w_cos * z_cos + w_lex * z_lex`` (``w ** power``), ordered by fused score desc, then
 cosine desc, then row id asc. Without lexical evidence (None, or no candidate matched) the
 order is the cosine order. The study behind it: README "Answer quality",
@@ -18,6 +23,8 @@ benchmarks/quality/explore.py.
 
 from __future__ import annotations
 
+import math
+from collections.abc import Container, Iterable, Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -26,6 +33,7 @@ from ..errors import InvalidInput
 
 GAP_DEPTH = 10
 POWER = 1.0
+COVERAGE_POWER = 2.0
 
 
 @dataclass(frozen=True)
@@ -48,6 +56,29 @@ def relative_gap(scores: np.ndarray, depth: int = GAP_DEPTH) -> float:
     if not top > 0.0:
         return 0.0
     return (top - float(srt[min(depth, srt.size) - 1])) / top
+
+
+def bm25_idf(df: int, n_docs: int) -> float:
+    """The BM25 inverse document frequency ``ln(1 + (n - df + 0.5) / (df + 0.5))``."""
+    return math.log(1.0 + (n_docs - df + 0.5) / (df + 0.5))
+
+
+def lexical_coverage(query_terms: Iterable[str], doc_terms: Container[str],
+                     df: Mapping[str, int], n_docs: int) -> float:
+    """IDF-weighted share of the query's distinct corpus terms found in ``doc_terms`` (0..1).
+
+    Terms the corpus lacks (``df`` 0 or absent) carry no weight; no weighted term gives 0.
+    """
+    total = found = 0.0
+    for term in set(query_terms):
+        d = int(df.get(term, 0))
+        if d <= 0:
+            continue
+        w = bm25_idf(d, n_docs)
+        total += w
+        if term in doc_terms:
+            found += w
+    return found / total if total > 0.0 else 0.0
 
 
 def zscore(scores: np.ndarray) -> np.ndarray:
@@ -89,13 +120,18 @@ def _as_pool(cand_ids: np.ndarray, cosine: np.ndarray,
 
 
 def fuse(cand_ids: np.ndarray, cosine: np.ndarray, lexical: np.ndarray | None = None, *,
-         k: int | None = None, gap_depth: int = GAP_DEPTH, power: float = POWER) -> FusedRanking:
+         coverage: float | None = None, k: int | None = None, gap_depth: int = GAP_DEPTH,
+         power: float = POWER) -> FusedRanking:
     """Order a candidate pool by gap-weighted z-score fusion of cosine and BM25 (top ``k``)."""
     if gap_depth < 1:
         raise InvalidInput("fusion: gap_depth must be >= 1")
+    if coverage is not None and not 0.0 <= coverage <= 1.0:
+        raise InvalidInput("fusion: coverage must be in [0, 1]")
     ids, cos, lex = _as_pool(cand_ids, cosine, lexical)
     w_cos = relative_gap(cos, gap_depth) ** power
     w_lex = relative_gap(lex, gap_depth) ** power if np.any(lex > 0) else 0.0
+    if coverage is not None:
+        w_lex *= coverage ** COVERAGE_POWER
     if w_cos == 0.0 and w_lex == 0.0:
         w_cos = 1.0  # neither list stands out: the cosine order
     fused = w_cos * zscore(cos) + w_lex * zscore(lex)
