@@ -1,6 +1,6 @@
 """The fusion study: every candidate fusion over the cached score tables of every set.
 
-Run ``python benchmarks/quality/explore.py [set ...]`` after ``datasets.py``; prints
+Run ``python benchmarks/quality/explore.py [set ...]`` after ``labelled_sets.py``; prints
 nDCG@10 / MRR@10 / R@10 per set and candidate. Research code: the chosen method lives in
 ``urna.index.fusion``.
 """
@@ -11,8 +11,8 @@ import sys
 from collections.abc import Callable
 
 import numpy as np
-from datasets import CACHE, SETS
-from scores import ScoreTable, load
+from labelled_sets import CACHE, SETS
+from score_tables import ScoreTable, load
 
 from urna.index import metrics
 
@@ -125,7 +125,7 @@ def evaluate(t: ScoreTable, fn: Callable, c: int = C) -> tuple[float, float, flo
     nd, mr, rc = [], [], []
     for qi, q in enumerate(t.queries):
         rows, cos, bm, cr, br = pool(t, qi, c)
-        if hasattr(fn, "query"):  # a per-query candidate (coverage.py) learns which query
+        if hasattr(fn, "query"):  # a per-query candidate (gated_fusion.py) learns which query
             fn.query = qi
         s = fn(cos, bm, cr, br)
         order = np.lexsort((rows, -cos, -s))

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import sys
 
-from datasets import CACHE, SETS, build_set
+from labelled_sets import CACHE, SETS, build_set
 
 from urna.forge.evaluate import evaluate_path
 

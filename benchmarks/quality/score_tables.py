@@ -70,7 +70,7 @@ def load(set_dir: Path) -> ScoreTable:
 
 
 if __name__ == "__main__":
-    from datasets import CACHE
+    from labelled_sets import CACHE
 
     for name in sys.argv[1:]:
         t = load(CACHE / name)

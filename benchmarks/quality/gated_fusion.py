@@ -11,9 +11,9 @@ import sys
 from collections import Counter
 
 import numpy as np
-from datasets import CACHE
 from explore import evaluate, z
-from scores import load
+from labelled_sets import CACHE
+from score_tables import load
 
 import urna
 from urna.index.fusion import lexical_coverage, relative_gap
