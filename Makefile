@@ -3,7 +3,7 @@ PY ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: install venv system-packages quickstart test bench pins fuzz fuzz-atheris clean
+.PHONY: install venv system-packages quickstart test bench quality pins fuzz fuzz-atheris clean
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -38,6 +38,11 @@ bench: venv
 	$(BIN)/python benchmarks/bench_hnsw.py
 	$(BIN)/python benchmarks/bench_bm25.py
 	$(BIN)/python benchmarks/bench_embed.py
+
+# Answer quality on real labelled sets (man pages, WordNet) built from Debian packages it
+# installs when missing; the sets live in ~/.cache/urna-quality, never in git (README).
+quality: venv
+	$(BIN)/python benchmarks/quality/run.py
 
 # The reference's two pinned HNSW digests (the 10000x384 one takes ~30 s).
 pins: venv

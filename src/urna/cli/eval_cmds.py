@@ -1,0 +1,57 @@
+"""The ``eval`` verb: answer quality of a built file on labelled queries (forge/evaluate.py)."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import click
+
+from ..forge.evaluate import MODES, RECALL_DEPTH, EvalReport, evaluate_path
+from ._output import emit_json
+
+
+def _cell(x: float) -> str:
+    return "-" if math.isnan(x) else f"{x:.3f}"
+
+
+def report_lines(report: EvalReport) -> list[str]:
+    """The human table: one row per mode."""
+    k = report.k
+    head = (f"{'mode':<8} {'nDCG@' + str(k):>8} {'MRR@' + str(k):>8} {'R@1':>6} "
+            f"{'R@' + str(k):>6} {'R@' + str(RECALL_DEPTH):>6} {'ms/query':>9}")
+    lines = [f"{report.n_judged} judged queries of {report.n_queries}, "
+             f"judged per {report.level}", head]
+    for m in report.modes:
+        lines.append(f"{m.mode:<8} {_cell(m.ndcg):>8} {_cell(m.mrr):>8} {_cell(m.recall_1):>6} "
+                     f"{_cell(m.recall_k):>6} {_cell(m.recall_100):>6} {m.ms_per_query:>9.2f}")
+    return lines
+
+
+@click.command("eval")
+@click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--queries", "queries", required=True,
+              type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help='JSONL: {"id","text","relevant":[...]} lines, or BEIR queries.jsonl.')
+@click.option("--qrels", type=click.Path(exists=True, path_type=Path), default=None,
+              help="BEIR qrels TSV (or a directory of them); corpus-id = chunk id or source_uri.")
+@click.option("-k", "k", type=click.IntRange(min=1), default=10, show_default=True,
+              help="Cut-off of nDCG, MRR and the second recall column.")
+@click.option("--mode", "--rank", "modes", type=click.Choice(MODES), multiple=True,
+              help="Ranking to measure (repeatable; default: every one the file supports).")
+@click.option("--candidates", type=click.IntRange(min=1), default=None,
+              help="Candidates per list for hybrid and fused (default max(4k, 64)).")
+@click.option("--model-path", default=None, help="Local directory of the file's embedder.")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
+def eval_cmd(file: Path, queries: Path, qrels: Path | None, k: int, modes: tuple[str, ...],
+             candidates: int | None, model_path: str | None, as_json: bool) -> None:
+    """Measure nDCG@k, MRR@k, Recall@1/k/100 and latency of each ranking on labelled queries."""
+    report = evaluate_path(file, queries, qrels, k=k, modes=modes or None,
+                           candidates=candidates, model_path=model_path)
+    if as_json:
+        emit_json(report.to_dict())
+    else:
+        click.echo("\n".join(report_lines(report)))
+
+
+COMMANDS = [eval_cmd]
