@@ -45,6 +45,7 @@ RRF_K = 60.0
 _F32 = np.float32
 # Indexes with fewer postings than this are scored by numpy: importing numba costs ~1 s.
 NUMBA_MIN_POSTINGS = 1 << 16
+_PREPARE_LOCK = threading.Lock()
 
 
 def _py_logf(x: float) -> np.float32:
@@ -214,6 +215,23 @@ class Bm25Index:
         self.n_terms = int(payload.n_terms)
         self.terms = payload.terms
         self.offsets = np.asarray(payload.post_offsets, dtype=np.int64)
+
+    # The scoring tables below are built on the first query, not at open: a file's other verbs
+    # never score BM25, and an open must not pay for it (the payload was validated already).
+    _PREPARED = frozenset(("docs", "term_index", "_contrib", "_positive", "_nonpositive",
+                           "_simple"))
+
+    def __getattr__(self, name: str):
+        if name in Bm25Index._PREPARED and "payload" in self.__dict__:
+            with _PREPARE_LOCK:  # one build when the first queries arrive together
+                if name not in self.__dict__:
+                    self._prepare()
+            return self.__dict__[name]
+        raise AttributeError(name)
+
+    def _prepare(self) -> None:
+        """Per-posting contributions and the lookup tables every query reads."""
+        payload = self.payload
         # int32 doc ids halve the index traffic of the scatter-add; n_docs is a u32, so ids past
         # 2**31 (never seen in practice) keep 64-bit ids
         wide = self.n_docs > np.iinfo(np.int32).max
