@@ -12,8 +12,10 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from concurrent.futures import Future, ThreadPoolExecutor
 
 # Below this many bytes a job runs inline: a thread hop costs more than it hides, and hashlib
 # keeps the GIL on small inputs anyway.
@@ -35,6 +37,8 @@ def worker_count() -> int:
 
 def _pool() -> ThreadPoolExecutor:
     global _POOL
+    from concurrent.futures import ThreadPoolExecutor  # only files with large sections need it
+
     if _POOL is None:
         with _POOL_LOCK:
             if _POOL is None:

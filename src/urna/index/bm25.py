@@ -21,8 +21,6 @@ decoded :class:`~urna.format.sections.bm25.Bm25Payload` and produces one.
 
 from __future__ import annotations
 
-import ctypes
-import ctypes.util
 import math
 import os
 import threading
@@ -37,7 +35,6 @@ from ..format.sections.bm25 import (
     decode_bm25,
     encode_bm25,
 )
-from .tokenize import tokenize
 
 DEFAULT_K1 = 1.5
 DEFAULT_B = 0.75
@@ -55,10 +52,19 @@ def _py_logf(x: float) -> np.float32:
     return _F32("-inf") if x == 0 else _F32("nan")
 
 
+def _libm_names():
+    import ctypes.util
+
+    yield from ("libm.so.6", "libSystem.dylib", "msvcrt")
+    yield ctypes.util.find_library("m")  # last: it may run ldconfig or a compiler
+
+
 def _load_logf():
     """The C library's ``logf`` (what Rust's ``f32::ln`` calls), or a Python fallback."""
+    import ctypes  # loaded with the first query's idf, not at import
+
     fn = None
-    for name in ("libm.so.6", "libSystem.dylib", "msvcrt", ctypes.util.find_library("m")):
+    for name in _libm_names():
         if not name:
             continue
         try:
@@ -82,6 +88,13 @@ def f32_ln(x: float) -> np.float32:
     if _logf is None:
         _logf = _load_logf()
     return _logf(float(x))
+
+
+def tokenize(text: str) -> list[str]:
+    """The reference tokenizer, imported on first use (its Unicode tables cost ~0.1 s)."""
+    from .tokenize import tokenize as reference_tokenize
+
+    return reference_tokenize(text)
 
 
 def _force_scalar() -> bool:
@@ -378,10 +391,11 @@ class Bm25Index:
     def search(self, text: str, k: int) -> list[tuple[int, float]]:
         """Top-``k`` ``(doc, score)`` pairs for ``text``: score descending, doc ascending.
 
-        Example: ``Bm25Index.build(["red fox", "blue sky"]).search("fox", 5)`` -> ``[(0, 0.69...)]``.
+        Example: ``Bm25Index.build(["red fox", "blue sky"]).search("fox", 5)``
+        -> ``[(0, 0.69...)]``.
         """
         ids, sc = self.search_arrays(text, k)
-        return [(int(i), float(s)) for i, s in zip(ids.tolist(), sc.tolist())]
+        return [(int(i), float(s)) for i, s in zip(ids.tolist(), sc.tolist(), strict=True)]
 
 
 def rrf_union(vector_ids: Sequence[int], lexical_ids: Sequence[int]) -> list[int]:
