@@ -63,7 +63,7 @@ def test_lazy_ids_match_eager(ids: list[str], data: st.DataObject) -> None:
     if lazy is not None:
         assert list(lazy) == eager
         assert [lazy[i] for i in range(-len(lazy), len(lazy))] == eager + eager
-        for i, cid in enumerate(eager):
+        for cid in eager:
             assert lazy.index(cid) == eager.index(cid)
 
 
