@@ -207,7 +207,8 @@ def _decode_v2(cur: _Reader, n_docs: int, n_terms: int):
     return doc_lens, names, counts, docs, (tfs & _U32_MASK).astype(np.uint32)
 
 
-def _scan_terms(buf: memoryview, pos: int, n_terms: int) -> tuple[list[str], list[int], int] | None:
+def _scan_terms(buf: bytes | memoryview, pos: int,
+                n_terms: int) -> tuple[list[str], list[int], int] | None:
     """Fast path of the v2 term table: (names, dfs, end) when all of it is well formed, else None.
 
     Each term takes >= 8 bytes, so a count beyond the bytes left is refused before looping.
