@@ -21,12 +21,15 @@ from ..errors import MalformedSectionPayload, SectionNotFound, UnsupportedDType
 from ..format import encodings
 from ..format.ahead import Lane
 from ..format.layout import (
+    CANONICAL_SECTIONS,
+    ENCODING_RAW,
     SECTION_BLOB_DATA,
     SECTION_BLOB_REFS,
     SECTION_BLOB_SPAN_OVERLAY,
     SECTION_BM25_INDEX,
     SECTION_CHUNK_IDS,
     SECTION_CHUNKS_ORIGINAL_SPANS,
+    SECTION_DEDUP_MAP,
     SECTION_EMBEDDINGS,
     SECTION_EMBEDDINGS_FP,
     SECTION_GRAPH_ADJACENCY,
@@ -208,6 +211,19 @@ def _content_hash_ahead(view: UrnaView) -> str | None:
         return None
 
 
+def _hash_reads_file_bytes(view: UrnaView) -> bool:
+    """True when the content hash only reads bytes present in the file: every canonical
+    section raw, no dedup map. Otherwise it waits its turn: a compressed or repacked section
+    may claim a huge expansion that an earlier check (a record count) rejects cheaply."""
+    if view.entry(SECTION_DEDUP_MAP) is not None:
+        return False
+    for section_id, _ in CANONICAL_SECTIONS:
+        entry = view.entry(section_id)
+        if entry is None or (section_id != SECTION_EMBEDDINGS and entry.encoding != ENCODING_RAW):
+            return False
+    return True
+
+
 def open_state(buf) -> OpenedFile:
     """Validate and decode a mapped file; raises the reference's typed error on failure."""
     view = UrnaView.from_bytes(buf)
@@ -218,14 +234,16 @@ def open_state(buf) -> OpenedFile:
         # workers while this thread decodes the tables; the walk's error is claimed before any
         # later step's, so a file fails with the reference's first error.
         finite = lane.start(vectors, view.validate_embeddings_values)
-        ahead = lane.start(vectors, _content_hash_ahead, view)
+        ahead = lane.start(vectors, _content_hash_ahead, view) if _hash_reads_file_bytes(view) \
+            else None
         try:
             state = _open_steps(view, dim, n)
         except BaseException:
             finite.result()
             raise
         finite.result()
-        ahead.result()
+        if ahead is not None:
+            ahead.result()
     state.file_hash = view.file_hash()
     state.content_hash = view.content_hash()  # cached by the job ahead, else raises in order
     return state
