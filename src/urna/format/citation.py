@@ -7,6 +7,7 @@ the citation's id. The text and span returned are the stored ones; nothing is re
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..errors import CitationError
@@ -30,7 +31,8 @@ class ResolvedCitation:
     byte_end: int
 
 
-def locate_citation(citation: str, content_hash: str, chunk_ids: list[str]) -> tuple[str, int]:
+def locate_citation(citation: str, content_hash: str,
+                    chunk_ids: Sequence[str]) -> tuple[str, int]:
     """(chunk_id, ordinal) a citation names in a file; CitationError on another corpus or chunk."""
     expected_hash, wanted = parse_citation(citation)
     if expected_hash != content_hash:

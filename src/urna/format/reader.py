@@ -37,6 +37,7 @@ from ..errors import (
     UnsupportedVersion,
 )
 from . import encodings
+from .ahead import Job, Lane
 from .dtypes import DTYPE_ENCODINGS, SPACE_DTYPES
 from .identity import content_hash as _content_hash
 from .identity import file_hash as _file_hash
@@ -75,6 +76,11 @@ _CONTRACT_ERRORS = {
     "normalize": UnsupportedNormalize, "index_type": UnsupportedIndexType,
     "rerank_policy": UnsupportedRerankPolicy,
 }
+
+
+def _body_digest(body: memoryview) -> hashlib._Hash:
+    """SHA-256 state after the body: the footer check's digest, later extended to file_hash."""
+    return hashlib.sha256(body)
 
 
 def checked_size(dtype: str, n: int, dim: int) -> int | None:
@@ -126,19 +132,19 @@ class UrnaView:
             raise SectionOffsetOutOfBounds(0, 0)
         if table_offset + table_len > body_end:
             raise FileTruncated()
-        entries = []
-        for i in range(count):
-            entry = SectionEntry.unpack(buf, table_offset + i * URNA_SECTION_ENTRY_SIZE)
-            cls._check_entry(buf, entry, body_end)
-            entries.append(entry)
-        m_off, m_size = header.manifest_offset, header.manifest_size
-        if m_off + m_size > U64_MAX or m_off + m_size > body_end:
-            raise FileTruncated()
-        manifest_bytes = bytes(buf[m_off:m_off + m_size])
-        manifest = Manifest.from_json_bytes(manifest_bytes)
-        manifest.validate()
-        footer = Footer.unpack(buf, body_end)
-        body_hash = hashlib.sha256(buf[:body_end])
+        with Lane() as lane:
+            # The body digest and each section checksum are independent passes over the same
+            # bytes: they start at once on worker threads and are claimed in the check order.
+            body_job = lane.start_over(_body_digest, buf, 0, body_end)
+            entries = cls._checked_entries(buf, header, body_end, lane)
+            m_off, m_size = header.manifest_offset, header.manifest_size
+            if m_off + m_size > U64_MAX or m_off + m_size > body_end:
+                raise FileTruncated()
+            manifest_bytes = bytes(buf[m_off:m_off + m_size])
+            manifest = Manifest.from_json_bytes(manifest_bytes)
+            manifest.validate()
+            footer = Footer.unpack(buf, body_end)
+            body_hash = body_job.result()
         if body_hash.digest() != footer.file_hash:
             raise FooterHashMismatch()
         if manifest.embedding_dim != header.embedding_dim:
@@ -157,7 +163,27 @@ class UrnaView:
         return view
 
     @staticmethod
-    def _check_entry(buf: memoryview, entry: SectionEntry, body_end: int) -> None:
+    def _checked_entries(buf: memoryview, header: Header, body_end: int,
+                         lane: Lane) -> list[SectionEntry]:
+        """Steps 7-11 per entry in table order; the checksums run ahead, claimed in order."""
+        entries: list[SectionEntry] = []
+        sums: list[tuple[SectionEntry, Job]] = []
+        try:
+            for i in range(header.section_table_count):
+                entry = SectionEntry.unpack(
+                    buf, header.section_table_offset + i * URNA_SECTION_ENTRY_SIZE)
+                UrnaView._check_entry_bounds(entry, body_end)
+                end = entry.offset + entry.size
+                sums.append((entry, lane.start_over(h8, buf, entry.offset, end)))
+                entries.append(entry)
+        finally:  # an earlier entry's bad checksum wins over a later entry's bad bounds
+            for entry, job in sums:
+                if job.result() != entry.checksum:
+                    raise SectionChecksumMismatch(entry.section_id)
+        return entries
+
+    @staticmethod
+    def _check_entry_bounds(entry: SectionEntry, body_end: int) -> None:
         sid = entry.section_id
         if not encoding_legal(sid, entry.encoding):
             raise UnsupportedSectionEncoding(sid, entry.encoding)
@@ -166,8 +192,6 @@ class UrnaView:
         end = entry.offset + entry.size
         if end > U64_MAX or end > body_end:
             raise SectionOffsetOutOfBounds(sid, entry.offset)
-        if h8(buf[entry.offset:end]) != entry.checksum:
-            raise SectionChecksumMismatch(sid)
 
     # -- semantic checks (steps 17-19) ------------------------------------------------------
 

@@ -21,8 +21,6 @@ decoded :class:`~urna.format.sections.bm25.Bm25Payload` and produces one.
 
 from __future__ import annotations
 
-import ctypes
-import ctypes.util
 import math
 import os
 import threading
@@ -37,7 +35,6 @@ from ..format.sections.bm25 import (
     decode_bm25,
     encode_bm25,
 )
-from .tokenize import tokenize
 
 DEFAULT_K1 = 1.5
 DEFAULT_B = 0.75
@@ -45,6 +42,7 @@ RRF_K = 60.0
 _F32 = np.float32
 # Indexes with fewer postings than this are scored by numpy: importing numba costs ~1 s.
 NUMBA_MIN_POSTINGS = 1 << 16
+_PREPARE_LOCK = threading.Lock()
 
 
 def _py_logf(x: float) -> np.float32:
@@ -54,10 +52,19 @@ def _py_logf(x: float) -> np.float32:
     return _F32("-inf") if x == 0 else _F32("nan")
 
 
+def _libm_names():
+    import ctypes.util
+
+    yield from ("libm.so.6", "libSystem.dylib", "msvcrt")
+    yield ctypes.util.find_library("m")  # last: it may run ldconfig or a compiler
+
+
 def _load_logf():
     """The C library's ``logf`` (what Rust's ``f32::ln`` calls), or a Python fallback."""
+    import ctypes  # loaded with the first query's idf, not at import
+
     fn = None
-    for name in ("libm.so.6", "libSystem.dylib", "msvcrt", ctypes.util.find_library("m")):
+    for name in _libm_names():
         if not name:
             continue
         try:
@@ -81,6 +88,13 @@ def f32_ln(x: float) -> np.float32:
     if _logf is None:
         _logf = _load_logf()
     return _logf(float(x))
+
+
+def tokenize(text: str) -> list[str]:
+    """The reference tokenizer, imported on first use (its Unicode tables cost ~0.1 s)."""
+    from .tokenize import tokenize as reference_tokenize
+
+    return reference_tokenize(text)
 
 
 def _force_scalar() -> bool:
@@ -214,6 +228,23 @@ class Bm25Index:
         self.n_terms = int(payload.n_terms)
         self.terms = payload.terms
         self.offsets = np.asarray(payload.post_offsets, dtype=np.int64)
+
+    # The scoring tables below are built on the first query, not at open: a file's other verbs
+    # never score BM25, and an open must not pay for it (the payload was validated already).
+    _PREPARED = frozenset(("docs", "term_index", "_contrib", "_positive", "_nonpositive",
+                           "_simple"))
+
+    def __getattr__(self, name: str):
+        if name in Bm25Index._PREPARED and "payload" in self.__dict__:
+            with _PREPARE_LOCK:  # one build when the first queries arrive together
+                if name not in self.__dict__:
+                    self._prepare()
+            return self.__dict__[name]
+        raise AttributeError(name)
+
+    def _prepare(self) -> None:
+        """Per-posting contributions and the lookup tables every query reads."""
+        payload = self.payload
         # int32 doc ids halve the index traffic of the scatter-add; n_docs is a u32, so ids past
         # 2**31 (never seen in practice) keep 64-bit ids
         wide = self.n_docs > np.iinfo(np.int32).max
@@ -360,10 +391,11 @@ class Bm25Index:
     def search(self, text: str, k: int) -> list[tuple[int, float]]:
         """Top-``k`` ``(doc, score)`` pairs for ``text``: score descending, doc ascending.
 
-        Example: ``Bm25Index.build(["red fox", "blue sky"]).search("fox", 5)`` -> ``[(0, 0.69...)]``.
+        Example: ``Bm25Index.build(["red fox", "blue sky"]).search("fox", 5)``
+        -> ``[(0, 0.69...)]``.
         """
         ids, sc = self.search_arrays(text, k)
-        return [(int(i), float(s)) for i, s in zip(ids.tolist(), sc.tolist())]
+        return [(int(i), float(s)) for i, s in zip(ids.tolist(), sc.tolist(), strict=True)]
 
 
 def rrf_union(vector_ids: Sequence[int], lexical_ids: Sequence[int]) -> list[int]:

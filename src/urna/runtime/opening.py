@@ -11,6 +11,7 @@ opens never fails later except in ``blob_bytes``. Vector slabs are numpy views o
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,12 +19,17 @@ import numpy as np
 
 from ..errors import MalformedSectionPayload, SectionNotFound, UnsupportedDType
 from ..format import encodings
+from ..format.ahead import Lane
 from ..format.layout import (
+    CANONICAL_SECTIONS,
+    ENCODING_RAW,
     SECTION_BLOB_DATA,
     SECTION_BLOB_REFS,
     SECTION_BLOB_SPAN_OVERLAY,
     SECTION_BM25_INDEX,
     SECTION_CHUNK_IDS,
+    SECTION_CHUNKS_ORIGINAL_SPANS,
+    SECTION_DEDUP_MAP,
     SECTION_EMBEDDINGS,
     SECTION_EMBEDDINGS_FP,
     SECTION_GRAPH_ADJACENCY,
@@ -34,6 +40,7 @@ from ..format.layout import (
 from ..format.reader import SPACE_DTYPES, UrnaView
 from ..format.sections.canonical import decode_chunk_ids
 from ..index.exact import Slab
+from .lazy_tables import lazy_chunk_ids, lazy_spans
 
 DTYPES = ("float32", "float16", "int8", "int4")
 BLOB_REF_NONE = 0xFFFFFFFF
@@ -67,8 +74,8 @@ class OpenedFile:
     stored: Slab  # 0x04: the HNSW beam walks it
     scoring: Slab  # 0x09 when present, else 0x04: every score comes from here
     scoring_dtype: str
-    chunk_ids: list[str]
-    spans: list[tuple[str, int, int]]
+    chunk_ids: Sequence[str]  # lazy_tables.LazyChunkIds or a list
+    spans: Any  # lazy_tables.LazySpans or a list of (uri, start, end)
     hnsw: Any | None
     bm25: Any | None
     graph: Any | None
@@ -121,6 +128,23 @@ def _fp_slab(view: UrnaView, n: int, dim: int) -> tuple[Slab, str] | None:
     raw = payload[:nd * width]
     arr = np.frombuffer(raw, dtype="<f4" if dtype == "float32" else "<f2").reshape(n, dim)
     return (Slab.float32(arr) if dtype == "float32" else Slab.float16(arr)), dtype
+
+
+def _chunk_ids(view: UrnaView, n: int) -> Sequence[str]:
+    """Step 7: 0x01, decoded on use when provably well formed, else eagerly (its error)."""
+    raw = view.decoded(SECTION_CHUNK_IDS)
+    lazy = lazy_chunk_ids(raw, n)
+    return lazy if lazy is not None else decode_chunk_ids(raw, n)
+
+
+def _spans(view: UrnaView, n: int) -> Any:
+    """Step 8: 0x03 as a fresh sequence (the blob overlay may replace entries)."""
+    entry = view.entry(SECTION_CHUNKS_ORIGINAL_SPANS)
+    if entry is not None and entry.encoding != 4:  # the repack keeps its own column path
+        lazy = lazy_spans(view.decoded(SECTION_CHUNKS_ORIGINAL_SPANS), n)
+        if lazy is not None:
+            return lazy
+    return view.spans(n)
 
 
 def _open_blobs(view: UrnaView, spans: list[tuple[str, int, int]]):
@@ -179,19 +203,62 @@ def _open_spaces(view: UrnaView) -> list[OpenSpace] | None:
     return out
 
 
+def _content_hash_ahead(view: UrnaView) -> str | None:
+    """The content hash computed ahead of its turn; None when it failed (redone in order)."""
+    try:
+        return view.content_hash()
+    except Exception:  # the in-order call raises it after the earlier steps had their say
+        return None
+
+
+def _hash_reads_file_bytes(view: UrnaView) -> bool:
+    """True when the content hash only reads bytes present in the file: every canonical
+    section raw, no dedup map. Otherwise it waits its turn: a compressed or repacked section
+    may claim a huge expansion that an earlier check (a record count) rejects cheaply."""
+    if view.entry(SECTION_DEDUP_MAP) is not None:
+        return False
+    for section_id, _ in CANONICAL_SECTIONS:
+        entry = view.entry(section_id)
+        if entry is None or (section_id != SECTION_EMBEDDINGS and entry.encoding != ENCODING_RAW):
+            return False
+    return True
+
+
 def open_state(buf) -> OpenedFile:
     """Validate and decode a mapped file; raises the reference's typed error on failure."""
     view = UrnaView.from_bytes(buf)
-    view.validate_embeddings_values()
-    h, m = view.header, view.manifest
-    dim, n = h.embedding_dim, h.n_embeddings
+    dim, n = view.header.embedding_dim, view.header.n_embeddings
+    vectors = view.check_embeddings_layout().size  # the first 0x04 entry (checked at parse)
+    with Lane() as lane:
+        # The NaN walk of 0x04 and the content hash (another pass over the same bytes) run on
+        # workers while this thread decodes the tables; the walk's error is claimed before any
+        # later step's, so a file fails with the reference's first error.
+        finite = lane.start(vectors, view.validate_embeddings_values)
+        ahead = lane.start(vectors, _content_hash_ahead, view) if _hash_reads_file_bytes(view) \
+            else None
+        try:
+            state = _open_steps(view, dim, n)
+        except BaseException:
+            finite.result()
+            raise
+        finite.result()
+        if ahead is not None:
+            ahead.result()
+    state.file_hash = view.file_hash()
+    state.content_hash = view.content_hash()  # cached by the job ahead, else raises in order
+    return state
+
+
+def _open_steps(view: UrnaView, dim: int, n: int) -> OpenedFile:
+    """Steps 5-13 after the NaN walk: dtype, slabs, tables and the optional indexes."""
+    m = view.manifest
     if m.dtype not in DTYPES:
         raise UnsupportedDType(m.dtype)
     stored = slab_from_payload(m.dtype, view.payload(view.entry(SECTION_EMBEDDINGS)), n, dim)
     fp = _fp_slab(view, n, dim)
     scoring, scoring_dtype = fp if fp is not None else (stored, m.dtype)
-    chunk_ids = decode_chunk_ids(view.decoded(SECTION_CHUNK_IDS), n)
-    spans = view.spans(n)  # a fresh list: the blob overlay may replace entries
+    chunk_ids = _chunk_ids(view, n)
+    spans = _spans(view, n)
     hnsw = bm25 = graph = None
     if view.entry(SECTION_HNSW_INDEX) is not None:
         from ..format.sections.hnsw import decode_hnsw
@@ -204,8 +271,6 @@ def open_state(buf) -> OpenedFile:
         graph = decode_graph(view.decoded(SECTION_GRAPH_ADJACENCY), n)
     blob_refs, blob_data = _open_blobs(view, spans)
     spaces = _open_spaces(view)
-    fhash = view.file_hash()
-    chash = view.content_hash()
     return OpenedFile(view, dim, n, m.dtype, stored, scoring, scoring_dtype, chunk_ids, spans,
                       hnsw, bm25, graph, blob_refs, blob_data, spaces, m.embedding_model,
-                      m.model_hash, m.index_type, m.score_type, fhash, chash)
+                      m.model_hash, m.index_type, m.score_type, "", "")

@@ -1,0 +1,138 @@
+"""CLI verbs, process start to answer: ``urna <verb>`` (this tree) vs the wheel's ``urna search``.
+
+Each command is a fresh process (like a user's shell or an agent's tool call), timed from
+spawn to exit; the commands take turns for ``--runs`` rounds (hyperfine-like, warm page cache,
+one warm-up each), so a busy machine slows them alike. Prints the median and min of every
+command and its ratio to the reference wheel's ``urna search FILE VECTOR -k 3``.
+
+    .venv/bin/python benchmarks/bench_cli.py                    # builds the 20,000-doc file
+    .venv/bin/python benchmarks/bench_cli.py --file F.urna --runs 5
+
+The default file: 20,000 Zipf-text documents embedded with potion-base-8M (256-d) and built
+by the reference wheel with preset ``hybrid`` (HNSW + BM25), cached in ``--dir``. ``ask`` and
+``retrieve`` embed their question with the file's model (potion, as the file says).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SRC = os.path.join(os.path.dirname(HERE), "src")
+REF_BIN = "/work/refvenv/bin"
+QUESTION = "w12x w7x w300x"
+
+_BUILD = """
+import json, sys
+import numpy as np
+import urna
+vecs = np.load(sys.argv[2])
+meta = json.load(open(sys.argv[3]))
+chunks = [{"canonical_text": d, "source_uri": f"docs/doc{i % 500}.txt", "byte_start": i,
+           "byte_end": i + len(d), "embedding": vecs[i].tolist()}
+          for i, d in enumerate(meta["docs"])]
+urna.build(sys.argv[1], "minishlab/potion-base-8M/v1", 256, "bench/1", meta["model_hash"],
+           chunks, preset="hybrid", hnsw_ef_construction=100, reproducible=True)
+"""
+
+
+def build_file(folder: str, n_docs: int) -> str:
+    """The potion-embedded hybrid file (built once by the reference wheel)."""
+    path = os.path.join(folder, f"hybrid-{n_docs}-potion.urna")
+    if os.path.exists(path):
+        return path
+    sys.path.insert(0, SRC)
+    sys.path.insert(0, HERE)
+    import numpy as np
+    from bench_bm25 import make_corpus
+
+    from urna.forge.embed import PotionEmbedder
+
+    docs, _ = make_corpus(n_docs, 30_000, 0)
+    embedder = PotionEmbedder()
+    vecs_path = os.path.join(folder, f"potion-{n_docs}.npy")
+    meta_path = os.path.join(folder, f"potion-{n_docs}.json")
+    np.save(vecs_path, np.asarray(embedder.embed(docs), dtype=np.float32))
+    with open(meta_path, "w", encoding="utf-8") as fh:
+        json.dump({"docs": docs, "model_hash": embedder.model_hash()}, fh)
+    subprocess.run([os.path.join(REF_BIN, "python"), "-c", _BUILD, path, vecs_path, meta_path],
+                   check=True)
+    return path
+
+
+def run_once(argv: list[str], env: dict) -> float:
+    """Seconds from spawn to exit of one command (its output discarded; it must succeed)."""
+    t0 = time.perf_counter()
+    subprocess.run(argv, env=env, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    return time.perf_counter() - t0
+
+
+def commands(path: str) -> dict[str, tuple[list[str], dict]]:
+    """Every timed command: name -> (argv, environment)."""
+    sys.path.insert(0, SRC)
+    import urna
+
+    with urna.open(path) as f:
+        dim = f.embedding_dim
+        hit = f.search(_vector(path, dim), 1)[0]
+    vector = json.dumps(_vector(path, dim).tolist())
+    ours_env = dict(os.environ, PYTHONPATH=SRC)
+    ref_env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    ours = [sys.executable, "-c", "import sys; from urna.cli import main; sys.exit(main())"]
+    return {
+        "reference search": ([os.path.join(REF_BIN, "urna"), "search", path, vector, "-k", "3"],
+                             ref_env),
+        "urna search": (ours + ["search", path, vector, "-k", "3"], ours_env),
+        "urna ask": (ours + ["ask", path, QUESTION], ours_env),
+        "urna retrieve": (ours + ["retrieve", path, QUESTION], ours_env),
+        "urna cite": (ours + ["cite", path, hit.citation_id], ours_env),
+        "urna inspect": (ours + ["inspect", path], ours_env),
+        "urna validate": (ours + ["validate", path], ours_env),
+    }
+
+
+def _vector(path: str, dim: int):
+    import numpy as np
+
+    v = np.random.default_rng(5).normal(size=dim).astype(np.float32)
+    return v / np.linalg.norm(v)
+
+
+def main() -> None:
+    """Build (or reuse) the file, alternate the commands, print medians and ratios."""
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--file", default=None, help="an existing .urna file with a potion model")
+    ap.add_argument("--docs", type=int, default=20_000)
+    ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--dir", default=os.path.join(tempfile.gettempdir(), "urna-bench"))
+    ap.add_argument("--only", default=None, help="comma-separated verbs (e.g. search,cite)")
+    args = ap.parse_args()
+    os.makedirs(args.dir, exist_ok=True)
+    path = args.file or build_file(args.dir, args.docs)
+    cmds = commands(path)
+    if args.only:
+        keep = {"reference search"} | {f"urna {v}" for v in args.only.split(",")}
+        cmds = {k: v for k, v in cmds.items() if k in keep}
+    for argv, env in cmds.values():  # warm-up: page cache, numba's on-disk kernel cache
+        run_once(argv, env)
+    times: dict[str, list[float]] = {name: [] for name in cmds}
+    for _ in range(args.runs):
+        for name, (argv, env) in cmds.items():
+            times[name].append(run_once(argv, env))
+    ref = statistics.median(times["reference search"])
+    print(f"{path}: process start to answer, {args.runs} runs each (commands alternating)")
+    print(f"  {'command':18s} {'median ms':>10s} {'min ms':>8s}  vs reference search")
+    for name, ts in times.items():
+        med = statistics.median(ts)
+        print(f"  {name:18s} {med * 1e3:10.0f} {min(ts) * 1e3:8.0f}  {med / ref:5.2f}x")
+
+
+if __name__ == "__main__":
+    main()

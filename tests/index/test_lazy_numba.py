@@ -1,0 +1,40 @@
+"""numba (~0.5 s to import) loads only when a compiled kernel is first needed.
+
+Claims, each in a fresh interpreter: ``simd_backend()`` (what ``urna inspect`` prints) does
+not import numba and gives the label it gives once the kernels are loaded; opening a file and
+searching a small slab (numpy path) do not import numba either.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+from helpers.vectors import REF
+
+SRC = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(__file__))), "src")
+
+
+def _run(code: str) -> str:
+    env = dict(os.environ, PYTHONPATH=SRC)
+    env.pop("URNA_FORCE_SCALAR", None)
+    return subprocess.run([sys.executable, "-c", code], env=env, check=True,
+                          capture_output=True, text=True).stdout.strip()
+
+
+def test_simd_label_without_numba_equals_label_with_kernels() -> None:
+    out = _run("import sys\nfrom urna.index import exact\nbefore = exact.simd_backend()\n"
+               "loaded = 'numba' in sys.modules\nexact._kernels()\n"
+               "print(before, loaded, exact.simd_backend())")
+    before, loaded, after = out.split()
+    assert loaded == "False" and before == after
+
+
+def test_open_and_small_search_stay_on_numpy() -> None:
+    path = REF / "quickstart-exact.urna"
+    out = _run("import sys\nimport numpy as np\nimport urna\n"
+               f"f = urna.open({str(path)!r})\n"
+               "f.search(np.ones(f.embedding_dim, np.float32), 3)\n"
+               "print('numba' in sys.modules)")
+    assert out == "False"

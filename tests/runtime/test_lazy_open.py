@@ -1,0 +1,118 @@
+"""Open-time laziness and concurrency keep every answer the eager, serial open gave.
+
+Claims: the lazy 0x01 / 0x03 tables either decline (the eager decoder then judges the bytes)
+or give exactly the records the eager decoder gives, for any payload, well formed or not;
+an open whose passes all run on worker threads yields the same hashes, tables and search
+answers as the inline open; a file that opens can be closed at once (no thread still holds
+a slice of the map).
+"""
+
+from __future__ import annotations
+
+import struct
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import urna
+from helpers.vectors import REF
+from urna.errors import UrnaError
+from urna.format import ahead
+from urna.format.layout import PREFIX
+from urna.format.sections.canonical import (
+    decode_chunk_ids,
+    decode_spans,
+    encode_chunk_ids,
+    encode_spans,
+)
+from urna.runtime.lazy_tables import lazy_chunk_ids, lazy_spans
+
+texts = st.text(alphabet=st.characters(codec="utf-8", max_codepoint=0x2FF), max_size=12)
+spans = st.tuples(texts, st.integers(0, 2**64 - 1), st.integers(0, 2**64 - 1))
+
+
+def _eager(decode, raw: bytes, n: int):
+    try:
+        return decode(raw, n)
+    except UrnaError as exc:
+        return type(exc)
+
+
+def _damaged(raw: bytes, data: st.DataObject) -> bytes:
+    kind = data.draw(st.sampled_from(["keep", "cut", "extend", "poke", "count"]))
+    if kind == "cut":
+        return raw[:data.draw(st.integers(0, len(raw)))]
+    if kind == "extend":
+        return raw + data.draw(st.binary(min_size=1, max_size=8))
+    if kind == "poke" and len(raw) > 0:
+        pos = data.draw(st.integers(0, len(raw) - 1))
+        return raw[:pos] + bytes([data.draw(st.integers(0, 255))]) + raw[pos + 1:]
+    if kind == "count" and len(raw) >= PREFIX.size:
+        return PREFIX.pack(1, data.draw(st.integers(0, 40))) + raw[PREFIX.size:]
+    return raw
+
+
+@settings(max_examples=300, deadline=None)
+@given(ids=st.lists(texts, max_size=30), data=st.data())
+def test_lazy_ids_match_eager(ids: list[str], data: st.DataObject) -> None:
+    raw = _damaged(encode_chunk_ids(ids), data)
+    lazy = lazy_chunk_ids(raw, len(ids))
+    eager = _eager(decode_chunk_ids, raw, len(ids))
+    if lazy is not None:
+        assert list(lazy) == eager
+        assert [lazy[i] for i in range(-len(lazy), len(lazy))] == eager + eager
+        for cid in eager:
+            assert lazy.index(cid) == eager.index(cid)
+
+
+@settings(max_examples=300, deadline=None)
+@given(rows=st.lists(spans, max_size=30), data=st.data())
+def test_lazy_spans_match_eager(rows: list[tuple[str, int, int]], data: st.DataObject) -> None:
+    raw = _damaged(encode_spans(rows), data)
+    lazy = lazy_spans(raw, len(rows))
+    eager = _eager(decode_spans, raw, len(rows))
+    if lazy is not None:
+        assert list(lazy) == eager
+        assert lazy[:] == eager
+
+
+def test_lazy_tables_taken_for_ascii_records() -> None:
+    ids = [f"sha256:{i:064x}" for i in range(50)]
+    rows = [(f"doc-{i % 7}.txt", i, i + i % 5) for i in range(50)]
+    assert list(lazy_chunk_ids(encode_chunk_ids(ids), 50)) == ids
+    assert list(lazy_spans(encode_spans(rows), 50)) == rows
+    assert lazy_chunk_ids(encode_chunk_ids(["é"]), 1) is None  # non-ASCII: eager decides
+
+
+def test_lazy_spans_take_the_blob_overlay() -> None:
+    rows = [("a", 0, 1), ("b", 1, 2)]
+    lazy = lazy_spans(encode_spans(rows), 2)
+    lazy[1] = ("blob://x", 5, 6)
+    assert list(lazy) == [("a", 0, 1), ("blob://x", 5, 6)]
+
+
+def test_record_count_is_bounded_by_the_bytes() -> None:
+    raw = struct.pack("<IQ", 1, 2**40) + b"\0" * 8
+    assert lazy_chunk_ids(raw, 2**40) is None  # no 2^40-entry table is allocated
+
+
+def _answers(path):
+    f = urna.open(path)
+    try:
+        q = np.random.default_rng(3).normal(size=f.embedding_dim).astype(np.float32)
+        hits = f.search(q, k=5)
+        return (f.file_hash, f.content_hash, f.chunk_ids(),
+                [(h.chunk_id, h.score, h.source_uri, h.offset_start, h.offset_end,
+                  h.citation_id) for h in hits])
+    finally:
+        f.close()
+
+
+@pytest.mark.parametrize("name", sorted(p.name for p in REF.glob("*.urna")))
+def test_threaded_open_equals_inline(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    inline = _answers(REF / name)
+    monkeypatch.setattr(ahead, "INLINE_BYTES", 0)
+    monkeypatch.setattr(ahead, "worker_count", lambda: 2)
+    assert _answers(REF / name) == inline
