@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from . import errors
+from ._version import __version__
 from .build import build
 from .errors import UrnaError
 from .format.identity import chunk_id
@@ -32,9 +33,9 @@ if TYPE_CHECKING:  # pragma: no cover
     from .runtime.aio import AsyncUrnaFile
     from .runtime.catalog import Catalog
 
-__version__ = "0.1.0"
 __all__ = ["open", "open_catalog", "build", "chunk_id", "UrnaFile", "SearchHit", "RetrieveHit",
-           "SearchResult", "Searcher", "UrnaError", "errors", "potion_model_path", "aopen"]
+           "SearchResult", "Searcher", "UrnaError", "errors", "potion_model_path", "aopen",
+           "__version__"]
 _RUNTIME_NAMES = ("UrnaFile", "SearchHit", "RetrieveHit", "SearchResult", "Searcher")
 
 

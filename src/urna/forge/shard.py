@@ -71,7 +71,7 @@ def _spec_identity(spec: CorpusSpec) -> dict[str, Any]:
 def plan_shards(spec: CorpusSpec, rows: Sequence[Row], n_shards: int, out_dir: Path,
                 model_meta: dict[str, dict[str, Any]]) -> ShardPlan:
     """Assign rows to shards and key each shard by everything that changes its bytes."""
-    from urna import __version__
+    from urna._version import __version__
 
     ident = canonical_hash({"spec": _spec_identity(spec), "urna": __version__,
                             "models": {p: [m["model_hash"], m["embedding_recipe_hash"]]

@@ -282,7 +282,7 @@ class Corpora:
     """Every served file, opened once; looked up by name."""
 
     def __init__(self, paths: list[str | os.PathLike]) -> None:
-        import urna
+        from urna.runtime import open_file
 
         self._by_name: dict[str, Corpus] = {}
         try:
@@ -291,7 +291,7 @@ class Corpora:
                 if name in self._by_name:
                     raise ValueError(f"two files share the corpus name {name!r}: "
                                      f"{self._by_name[name].path} and {os.fspath(p)}")
-                self._by_name[name] = Corpus(name, os.fspath(p), urna.open(p))
+                self._by_name[name] = Corpus(name, os.fspath(p), open_file(p))
         except BaseException:
             self.close()
             raise

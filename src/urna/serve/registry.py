@@ -131,9 +131,9 @@ class ReloadingCorpora(Corpora):
         return swapped
 
     def _open_like(self, old: Corpus) -> Corpus:
-        import urna
+        from urna.runtime import open_file
 
-        f = urna.open(old.path)  # every checksum verified here, before it can serve
+        f = open_file(old.path)  # every checksum verified here, before it can serve
         try:
             new = Corpus(old.name, old.path, f)
             if f.embedding_model == old.file.embedding_model and \

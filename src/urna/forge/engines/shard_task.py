@@ -48,11 +48,11 @@ class ShardPlan:
 def emit_shard(spec: CorpusSpec, plan: ShardPlan, task: ShardTask,
                vectors: dict[str, np.ndarray]) -> dict[str, Any]:
     """Write one shard atomically, open it back (full validation) and record its sidecar."""
-    import urna
+    from urna.runtime import open_file
 
     out = emit_file(spec, plan.out_dir / task.file, task.rows, vectors, plan.model_meta,
                     task.input_hash, spaces=spaces_of(spec, vectors, plan.model_meta))
-    with urna.open(out["file"]) as f:
+    with open_file(out["file"]) as f:
         entry = {"shard": task.index, "file": task.file, "file_hash": f.file_hash,
                  "content_hash": f.content_hash, "n_chunks": int(f.n_embeddings),
                  "model_hash": f.model_hash, "embedding_dim": int(f.embedding_dim),
