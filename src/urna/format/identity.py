@@ -31,8 +31,10 @@ def chunk_id(canonical_text: str, source_uri: str, byte_start: int, byte_end: in
                                   _U32.pack(len(chunker)), chunker)))
 
 
-def _content_preimage(decoded_section: Callable[[int], bytes | tuple[int, Iterable[bytes]]],
-                      ) -> Iterator[bytes]:
+SectionBytes = Callable[[int], bytes | memoryview | tuple[int, Iterable[bytes]]]
+
+
+def _content_preimage(decoded_section: SectionBytes) -> Iterator[bytes]:
     for section_id, name in CANONICAL_SECTIONS:
         data = decoded_section(section_id)
         length, pieces = data if isinstance(data, tuple) else (len(data), (data,))
@@ -42,7 +44,7 @@ def _content_preimage(decoded_section: Callable[[int], bytes | tuple[int, Iterab
         yield from pieces
 
 
-def content_hash(decoded_section: Callable[[int], bytes | tuple[int, Iterable[bytes]]]) -> str:
+def content_hash(decoded_section: SectionBytes) -> str:
     """Hash the six canonical sections' decoded bytes in the fixed canonical order.
 
     ``decoded_section(id)`` gives the bytes, or ``(length, pieces)`` for a section that is hashed

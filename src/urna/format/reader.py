@@ -198,6 +198,7 @@ class UrnaView:
     def check_embeddings_layout(self) -> SectionEntry:
         """Step 17: dtype/encoding pairing and exact size of the first 0x04 entry."""
         entry = self.entry(SECTION_EMBEDDINGS)
+        assert entry is not None  # step 15 refused a file without it
         dtype = self.manifest.dtype
         if DTYPE_ENCODINGS.get(dtype) != entry.encoding:
             raise ManifestInvalid(
@@ -205,7 +206,8 @@ class UrnaView:
         n, dim = self.header.n_embeddings, self.header.embedding_dim
         expected = checked_size(dtype, n, dim)
         if expected is None:
-            raise UnsupportedDType(f"unknown embeddings dtype {dtype}, or n={n} x dim={dim} overflows")
+            raise UnsupportedDType(
+                f"unknown embeddings dtype {dtype}, or n={n} x dim={dim} overflows")
         if entry.size != expected:
             raise EmbeddingSizeMismatch(expected, entry.size)
         return entry
@@ -244,7 +246,8 @@ class UrnaView:
         for key in CONTRACT_KEYS:
             declared = getattr(self.manifest, key)
             if contract[key] != declared:
-                raise _CONTRACT_ERRORS[key](f"section says {contract[key]} but manifest says {declared}")
+                raise _CONTRACT_ERRORS[key](
+                    f"section says {contract[key]} but manifest says {declared}")
 
     def validate_embeddings_values(self) -> None:
         """Re-check the 0x04 layout, then reject any non-finite value or scale."""
@@ -280,6 +283,7 @@ class UrnaView:
             from ..errors import SectionNotFound
             raise SectionNotFound(section_id)
         payload = self.payload(entry)
+        out: bytes | memoryview
         if section_id == SECTION_CHUNKS_CANONICAL:
             out = b"".join(self._canonical_pieces()[1])
         elif entry.encoding in VECTOR_ENCODINGS:
@@ -335,6 +339,7 @@ class UrnaView:
 
     def _canonical_pieces(self) -> tuple[int, Iterable[bytes]]:
         entry = self.entry(SECTION_CHUNKS_CANONICAL)
+        assert entry is not None  # a required section, present since step 15
         dictionary = self.entry(SECTION_DICTIONARY)
         dedup = self.entry(SECTION_DEDUP_MAP)
         return encodings.chunks_canonical_pieces(

@@ -7,10 +7,10 @@ record counts) and, when 0x17 exists, every inlined blob against its 0x14 SHA-25
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass
 
 from ..errors import MalformedSectionPayload
+from .hashing import sha256_digest
 from .layout import (
     SECTION_BLOB_DATA,
     SECTION_BLOB_REFS,
@@ -41,15 +41,16 @@ def verify_blobs(view: UrnaView) -> int | None:
         return None
     payload = view.payload(data_entry)
     table, data_start = decode_blob_data(payload)
-    refs = decode_blob_refs(view.decoded(SECTION_BLOB_REFS)) if view.entry(SECTION_BLOB_REFS) else []
+    has_refs = view.entry(SECTION_BLOB_REFS) is not None
+    refs = decode_blob_refs(view.decoded(SECTION_BLOB_REFS)) if has_refs else []
     verified = 0
     for i, (offset, length) in enumerate(table):
         if i >= len(refs) or not refs[i].inlined:
             continue
         blob = payload[data_start + offset:data_start + offset + length]
-        if hashlib.sha256(blob).digest() != refs[i].content_hash:
-            raise MalformedSectionPayload(
-                SECTION_BLOB_DATA, f"blob {i} ({refs[i].original_uri}) does not match its blob_refs sha256")
+        if sha256_digest(blob) != refs[i].content_hash:
+            raise MalformedSectionPayload(SECTION_BLOB_DATA, f"blob {i} ({refs[i].original_uri}) "
+                                          "does not match its blob_refs sha256")
         verified += 1
     return verified
 

@@ -254,7 +254,7 @@ def _open_steps(view: UrnaView, dim: int, n: int) -> OpenedFile:
     m = view.manifest
     if m.dtype not in DTYPES:
         raise UnsupportedDType(m.dtype)
-    stored = slab_from_payload(m.dtype, view.payload(view.entry(SECTION_EMBEDDINGS)), n, dim)
+    stored = slab_from_payload(m.dtype, view.payload(SECTION_EMBEDDINGS), n, dim)
     fp = _fp_slab(view, n, dim)
     scoring, scoring_dtype = fp if fp is not None else (stored, m.dtype)
     chunk_ids = _chunk_ids(view, n)

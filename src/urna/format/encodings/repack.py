@@ -77,7 +77,8 @@ def encode_spans(spans: list[tuple[str, int, int]]) -> bytes:
     return b"".join(out)
 
 
-def spans_columns(body: memoryview) -> tuple[int, list[bytes], np.ndarray, np.ndarray, np.ndarray]:
+def spans_columns(
+        body: bytes | memoryview) -> tuple[int, list[bytes], np.ndarray, np.ndarray, np.ndarray]:
     """Parse a kind-1 body (after the kind byte) with every check of §4.3, without rebuilding.
 
     Returns (count, uri pool, uri index, byte_start, length) columns; the rebuild cannot fail
