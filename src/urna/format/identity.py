@@ -34,7 +34,7 @@ def chunk_id(canonical_text: str, source_uri: str, byte_start: int, byte_end: in
 SectionBytes = Callable[[int], bytes | memoryview | tuple[int, Iterable[bytes]]]
 
 
-def _content_preimage(decoded_section: SectionBytes) -> Iterator[bytes]:
+def _content_preimage(decoded_section: SectionBytes) -> Iterator[bytes | memoryview]:
     for section_id, name in CANONICAL_SECTIONS:
         data = decoded_section(section_id)
         length, pieces = data if isinstance(data, tuple) else (len(data), (data,))
