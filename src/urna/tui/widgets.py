@@ -122,7 +122,9 @@ class AskPane(Vertical):
     """A question box, the hits with score bars, and the cited text of the selected hit."""
 
     def compose(self) -> ComposeResult:
-        yield Input(placeholder="Ask a question and press enter", id="ask-input", cursor_blink=False)
+        question = Input(placeholder="Ask a question and press enter", id="ask-input")
+        question.cursor_blink = False  # a blinking cursor would redraw twice a second when idle
+        yield question
         yield Static("", id="ask-status")
         yield DataTable(id="ask-hits", cursor_type="row")
         yield VerticalScroll(Static("", id="ask-text"), id="ask-text-box")
