@@ -68,7 +68,8 @@ class UrnaTUI(App[int]):
 
     def compose(self) -> ComposeResult:
         yield Header()
-        with TabbedContent(initial="home", id="tabs"):
+        first = "home" if self.start_file is None else "ask" if self.start_question else "corpus"
+        with TabbedContent(initial=first, id="tabs"):
             with TabPane("1 home", id="home"):
                 yield HomePane()
             with TabPane("2 corpus", id="corpus"):
@@ -82,12 +83,12 @@ class UrnaTUI(App[int]):
     def on_mount(self) -> None:
         self.files = backend.discover(self.root)
         self.query_one(HomePane).show(self.root, self.files)
-        self.query_one("#home-files", OptionList).focus()
         if self.start_file is not None:
             self.open_path(self.start_file, show_tab="ask" if self.start_question else "corpus")
             if self.start_question:
                 self.query_one("#ask-input", Input).value = self.start_question
                 self.ask(self.start_question)
+        self.focus_main(self.active_tab)
 
     @property
     def active_tab(self) -> str:
@@ -98,14 +99,18 @@ class UrnaTUI(App[int]):
         """Switch to ``tab`` and focus its main widget."""
         self.query_one("#tabs", TabbedContent).active = tab
 
-    def on_tabbed_content_tab_activated(self, event: TabbedContent.TabActivated) -> None:
-        """Focus the active tab's main widget; the doctor runs the first time health shows."""
-        tab = str(event.pane.id)
+    def focus_main(self, tab: str) -> None:
+        """Focus the main widget of ``tab`` (the hits once a question has answers)."""
         focus = {"home": "#home-files", "corpus": "#corpus-checks",
                  "ask": "#ask-hits" if self.hits else "#ask-input",
                  "health": "#health-checks"}[tab]
         for widget in self.query(focus):  # absent while the tabs are still being built
             widget.focus()
+
+    def on_tabbed_content_tab_activated(self, event: TabbedContent.TabActivated) -> None:
+        """Focus the active tab's main widget; the doctor runs the first time health shows."""
+        tab = str(event.pane.id)
+        self.focus_main(tab)
         if tab == "health" and not self.doctor_ran:
             self.run_doctor()
 
@@ -266,8 +271,8 @@ class UrnaTUI(App[int]):
         pane.show_status(f"{len(result.hits)} hits, route {result.route}, "
                          f"{result.rerank_source}   c: copy citation  /: new question")
         pane.show_hit(result.hits[0] if result.hits else None)
-        if result.hits:
-            self.query_one("#ask-hits", DataTable).focus()
+        if self.active_tab == "ask":
+            self.focus_main("ask")
 
     def selected_hit(self) -> backend.Hit | None:
         """The hit under the cursor of the hits table."""
