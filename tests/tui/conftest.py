@@ -14,10 +14,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from helpers.mutate import MUTATIONS_JSON, REF_DIR, apply_case
-from helpers.quickstart import ROOT, build_quickstart
 
 import urna
+from helpers.mutate import MUTATIONS_JSON, REF_DIR, apply_case
+from helpers.quickstart import ROOT, build_quickstart
 
 REF_CASE = "quickstart-hybrid__rand0004_flip_6504"
 EXPECTED = json.loads((REF_DIR / "expected.json").read_text())["files"]

@@ -6,6 +6,7 @@ so the screen never blocks; nothing polls or redraws on a timer while idle.
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -41,7 +42,7 @@ class UrnaTUI(App[int]):
         Binding("tab", "next_tab", "next tab", priority=True, show=False),
         Binding("shift+tab", "previous_tab", "previous tab", priority=True, show=False),
         Binding("q", "quit", "quit"),
-        Binding("escape", "back", "back/quit", show=False),
+        Binding("escape", "escape", "home/quit", show=False),
         Binding("o", "pick", "open…"),
         Binding("ctrl+o", "pick", "open…", show=False, priority=True),
         Binding("r", "rerun_doctor", "re-run"),
@@ -145,7 +146,7 @@ class UrnaTUI(App[int]):
         elif digit <= len(TABS):
             self.show_tab(TABS[digit - 1])
 
-    def action_back(self) -> None:
+    def action_escape(self) -> None:
         """esc: home from another tab; quit on home."""
         if self.active_tab == "home":
             self.exit(0)
@@ -222,10 +223,8 @@ class UrnaTUI(App[int]):
     def close_corpus(self) -> None:
         """Release the open corpus, if any."""
         if self.corpus is not None:
-            try:
+            with contextlib.suppress(Exception):  # closing a broken file must not stop us
                 self.corpus.close()
-            except Exception:  # noqa: BLE001, S110 - closing a broken file must not stop us
-                pass
         self.corpus = None
 
     # -- ask --------------------------------------------------------------------------------
@@ -304,7 +303,7 @@ class UrnaTUI(App[int]):
 
 def run_tui(target: Path | None, question: str | None = None,
             ask_options: dict[str, Any] | None = None) -> int:
-    """Run the TUI on a folder or a file (``None``: the working directory); returns the exit code."""
+    """Run the TUI on a folder or file (``None``: the working directory); returns the exit code."""
     if target is None:
         root, file = Path.cwd(), None
     elif target.is_dir():

@@ -10,7 +10,7 @@ FULL, EMPTY = "█", "░"
 
 def bar(fraction: float, width: int) -> str:
     """A ``width``-cell bar filled to ``fraction`` (clamped to 0..1; NaN draws empty)."""
-    if not fraction == fraction:  # NaN
+    if fraction != fraction:  # NaN
         fraction = 0.0
     cells = round(max(0.0, min(1.0, fraction)) * width)
     return FULL * cells + EMPTY * (width - cells)
