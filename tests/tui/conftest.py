@@ -10,28 +10,16 @@ from __future__ import annotations
 
 import json
 import shutil
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from tui_support import Explore
 
 import urna
-from helpers.mutate import MUTATIONS_JSON, REF_DIR, apply_case
-from helpers.quickstart import ROOT, build_quickstart
+from helpers.mutate import MUTATIONS_JSON, apply_case
+from helpers.quickstart import build_quickstart
 
 REF_CASE = "quickstart-hybrid__rand0004_flip_6504"
-EXPECTED = json.loads((REF_DIR / "expected.json").read_text())["files"]
-
-
-@dataclass(frozen=True)
-class Explore:
-    """The paths of the ``explore`` folder."""
-
-    root: Path
-    quickstart: Path
-    flipped: Path
-    ref_case: Path
-    too_deep: Path
 
 
 def flip_embeddings_byte(src: Path, dst: Path) -> None:
@@ -73,5 +61,3 @@ def ref_case() -> dict:
     """The reference's record of the corruption case ``explore.ref_case`` carries."""
     return json.loads(MUTATIONS_JSON.read_text())[REF_CASE]
 
-
-__all__ = ["EXPECTED", "ROOT", "Explore"]

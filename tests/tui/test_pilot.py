@@ -8,8 +8,8 @@ import sys
 import pytest
 from rich.text import Text
 from textual.widgets import DataTable, Input, OptionList, Static
+from tui_support import EXPECTED, ROOT, Explore
 
-from conftest import EXPECTED, ROOT, Explore
 from urna.tui.app import UrnaTUI
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(300)]
@@ -152,7 +152,8 @@ async def test_ask_errors_show_in_place(explore: Explore) -> None:
         await settle(pilot)
         await pilot.press("3", "enter")  # an empty question
         await settle(pilot)
-        assert static_text(app, "#ask-status") == "error InvalidInput: invalid input: empty query text"
+        want = "error InvalidInput: invalid input: empty query text"  # as `urna ask` words it
+        assert static_text(app, "#ask-status") == want
         assert app.is_running
 
 

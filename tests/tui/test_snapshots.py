@@ -7,8 +7,8 @@ bytes, so frozen hashes) with paths relative to the repository root; no timing i
 from __future__ import annotations
 
 import pytest
+from tui_support import EXPECTED, ROOT
 
-from conftest import EXPECTED, ROOT
 from urna.tui.app import UrnaTUI
 
 pytestmark = pytest.mark.timeout(300)

@@ -11,8 +11,8 @@ import time
 import uuid
 
 import pytest
+from tui_support import EXPECTED, ROOT
 
-from conftest import EXPECTED, ROOT
 from urna.tui.colour import colour_environment
 
 pytestmark = pytest.mark.timeout(300)
