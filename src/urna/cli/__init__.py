@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import sys
 
 import click
 
@@ -16,11 +17,17 @@ from ._output import error_line
 
 # Verb modules, each exposing COMMANDS; listed here in the help's order of groups.
 VERB_MODULES = ("file_cmds", "search_cmds", "forge_cmds", "eval_cmds", "serve_cmds",
-                "mcp_cmds")
+                "mcp_cmds", "tui_cmds")
 
 
 class UrnaGroup(click.Group):
     """A click group that turns urna errors into one stderr line and exit status 1."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        # Bare `urna` on a terminal opens the TUI; elsewhere it prints the help (exit 2).
+        if not args and sys.stdin.isatty() and sys.stdout.isatty() and "tui" in self.commands:
+            args = ["tui"]
+        return super().parse_args(ctx, args)
 
     def invoke(self, ctx: click.Context):
         try:
