@@ -208,19 +208,17 @@ def ask(corpus: Any, text: str, k: int = 10, **options: Any) -> Answer:
     ``options`` pass straight to the library's query call (candidates, model_path and the
     ranking / filter options as they land: rank=, where=).
     """
-    from urna.forge.query import retrieve_text
+    from urna.forge.query import ask as ask_text
 
-    res = retrieve_text(corpus, text, k, **options)
+    res = ask_text(corpus, text, k, reuse_embedder=True, **options)
     hits = [Hit(float(h.score), str(h.source_uri), int(h.offset_start), int(h.offset_end),
                 str(h.text), str(h.citation_id)) for h in res.hits]
-    return Answer(hits, res.route, res.rerank_source)
+    return Answer(hits, res.route, res.disclosure)
 
 
 def ask_errors() -> tuple[type[BaseException], ...]:
     """The errors a question can raise that the ask tab shows in place."""
-    from urna.forge.embed import EmbedderError
-
-    return (UrnaError, EmbedderError, OSError)
+    return (UrnaError, OSError)
 
 
 def doctor() -> tuple[list[dict[str, Any]], int]:
