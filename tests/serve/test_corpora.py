@@ -13,7 +13,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from serve_support import EXPECTED, REF
 
-from urna.serve.corpora import ApiError, Corpora, corpus_name
+from urna.runtime.corpora import corpus_name
+from urna.serve.corpora import ApiError, Corpora
 
 JSON = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=20),
@@ -75,6 +76,7 @@ def test_finite_vectors_of_the_right_width_are_answered_or_zero_norm(corpus, vec
 def test_names_are_stems_and_duplicates_are_refused(tmp_path) -> None:
     assert corpus_name("a/b/quickstart.urna") == "quickstart"
     assert corpus_name("notes.v2.urna") == "notes.v2"
+    assert corpus_name("shards/big.catalog.json") == "big"
     with pytest.raises(ValueError, match="two files share the corpus name 'quickstart-exact'"):
         Corpora([REF / "quickstart-exact.urna", REF / "quickstart-exact.urna"])
 

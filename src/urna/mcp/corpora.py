@@ -3,19 +3,12 @@
 from __future__ import annotations
 
 import os
-from pathlib import Path
 from typing import Any
 
 from ..errors import CitationError, InvalidInput
 from ..format.identity import parse_citation
-from ..runtime.catalog import CATALOG_SUFFIX
+from ..runtime.corpora import corpus_name, open_named
 from ..runtime.searcher import open_searcher
-
-
-def corpus_name(path: str | os.PathLike) -> str:
-    """``docs/quickstart.urna`` -> ``quickstart``; ``big.catalog.json`` -> ``big``."""
-    name = Path(path).name
-    return name[: -len(CATALOG_SUFFIX)] if name.endswith(CATALOG_SUFFIX) else Path(name).stem
 
 
 class OpenCorpora:
@@ -24,19 +17,9 @@ class OpenCorpora:
     def __init__(self, paths: list[str | os.PathLike]) -> None:
         if not paths:
             raise InvalidInput("give at least one .urna file or .catalog.json")
-        self.by_name: dict[str, Any] = {}
-        self.paths: dict[str, str] = {}
-        try:
-            for p in paths:
-                name = corpus_name(p)
-                if name in self.by_name:
-                    raise InvalidInput(f"two files share the corpus name {name!r}: "
-                                       f"{self.paths[name]} and {os.fspath(p)}")
-                self.by_name[name] = open_searcher(p)
-                self.paths[name] = os.fspath(p)
-        except BaseException:
-            self.close()
-            raise
+        self.paths: dict[str, str] = {corpus_name(p): os.fspath(p) for p in paths}
+        self.by_name: dict[str, Any] = open_named(
+            paths, lambda _name, path: open_searcher(path), lambda f: f.close())
 
     def get(self, name: str | None) -> tuple[str, Any]:
         """(name, corpus) for ``name``, or the only corpus when ``name`` is None."""

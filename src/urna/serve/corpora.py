@@ -20,7 +20,6 @@ import math
 import os
 import threading
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -273,28 +272,15 @@ class Corpus:
 # --------------------------------------------------------------------------------- corpora
 
 
-def corpus_name(path: str | os.PathLike) -> str:
-    """The API name of a file: its stem (``docs/quickstart.urna`` -> ``quickstart``)."""
-    return Path(path).stem
-
-
 class Corpora:
     """Every served file, opened once; looked up by name."""
 
     def __init__(self, paths: list[str | os.PathLike]) -> None:
         from urna.runtime import open_file
+        from urna.runtime.corpora import open_named
 
-        self._by_name: dict[str, Corpus] = {}
-        try:
-            for p in paths:
-                name = corpus_name(p)
-                if name in self._by_name:
-                    raise ValueError(f"two files share the corpus name {name!r}: "
-                                     f"{self._by_name[name].path} and {os.fspath(p)}")
-                self._by_name[name] = Corpus(name, os.fspath(p), open_file(p))
-        except BaseException:
-            self.close()
-            raise
+        self._by_name: dict[str, Corpus] = open_named(
+            paths, lambda name, path: Corpus(name, path, open_file(path)), lambda c: c.file.close())
 
     def names(self) -> list[str]:
         """Corpus names in the order the files were given."""

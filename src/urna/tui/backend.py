@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import urna
 from urna.errors import UrnaError
+from urna.runtime.searcher import Searcher, open_searcher
 
 CATALOG_SUFFIX = ".catalog.json"
 MAX_LISTED = 200  # home lists at most this many files (a huge folder must not stall it)
@@ -82,11 +82,9 @@ def discover(root: Path) -> list[Path]:
     return found[:MAX_LISTED]
 
 
-def open_corpus(path: str | os.PathLike) -> Any:
-    """Open a .urna file (urna.open) or a catalog (urna.open_catalog)."""
-    if str(path).endswith(CATALOG_SUFFIX):
-        return urna.open_catalog(path)
-    return urna.open(path)
+def open_corpus(path: str | os.PathLike) -> Searcher:
+    """Open a .urna file or a shard catalog (by its suffix)."""
+    return open_searcher(path)
 
 
 def inspect(corpus: Any) -> dict[str, Any]:
@@ -230,4 +228,4 @@ def doctor() -> tuple[list[dict[str, Any]], int]:
 
 def package_dir() -> str:
     """Where the urna package lives (shown as ``<urna>`` so screens do not leak paths)."""
-    return str(Path(urna.__file__).parent)
+    return str(Path(__file__).resolve().parents[1])
