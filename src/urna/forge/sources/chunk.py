@@ -1,4 +1,8 @@
-"""Chunkers: the reference's character-window ``chunk_text`` and a paragraph chunker.
+"""Chunkers: the reference's character-window ``chunk_text``, word windows, a paragraph chunker.
+
+``chunk_text`` is the reference's and stays byte-exact; ``word_window_ranges`` (the documents
+source's ``chars`` chunker unless ``word_boundaries = false``) and the paragraph chunker cut
+between words, never emit a whitespace-only chunk and fold a tiny tail into its neighbour.
 
 Both return ``ChunkSpec`` records whose ``canonical_text`` is an exact substring of the
 input and whose ``byte_start`` / ``byte_end`` index the UTF-8 encoding of that input
@@ -123,9 +127,10 @@ def word_window_ranges(text: str, max_chars: int, overlap: int = 0, *, merge_tai
 
     A window starts at a word, never on whitespace, so no chunk is whitespace-only; trailing
     whitespace stays in the window (the text is not trimmed). With ``merge_tail`` a last
-    window under ``tail_limit`` characters joins the one before it (that chunk may then run
-    over max_chars by less than ``tail_limit``). ``overlap`` starts the next window at the
-    first word within ``overlap`` characters of the cut.
+    window under ``tail_limit`` characters joins the one before it when the two fit in
+    ``max_chars + tail_limit`` (so no chunk runs over max_chars by ``tail_limit`` or more).
+    ``overlap`` starts the next window at the first word within ``overlap`` characters of
+    the cut.
     """
     _check_window(max_chars, overlap)
     end_of = len(text) if hi is None else hi
@@ -139,7 +144,8 @@ def word_window_ranges(text: str, max_chars: int, overlap: int = 0, *, merge_tai
         if limit < end_of:
             c = next((x for x in range(limit, a, -1) if _cut_ok(text, x)), limit)
         rest_a, rest_b = _trim(text, c, end_of)
-        if merge_tail and 0 < rest_b - rest_a < tail_limit(max_chars):
+        tail = tail_limit(max_chars)
+        if merge_tail and 0 < rest_b - rest_a < tail and end_of - a < max_chars + tail:
             c = end_of
         out.append((a, c))
         if c >= end_of:
