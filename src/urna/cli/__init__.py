@@ -12,22 +12,37 @@ import importlib.util
 import click
 
 from ..errors import UrnaError
-from ._output import error_line
+from ._output import error_line, usage_line
+from .options import recorded_files
 
 # Verb modules, each exposing COMMANDS; listed here in the help's order of groups.
 VERB_MODULES = ("file_cmds", "search_cmds", "forge_cmds", "serve_cmds", "mcp_cmds")
 
 
 class UrnaGroup(click.Group):
-    """A click group that turns urna errors into one stderr line and exit status 1."""
+    """A click group that turns urna errors into one stderr line and exit status 1, and a
+    verb's usage errors into one line and exit status 2."""
 
     def invoke(self, ctx: click.Context):
         try:
             return super().invoke(ctx)
+        except click.UsageError as exc:
+            if (ctx.obj or {}).get("debug"):
+                raise
+            click.echo(usage_line(exc), err=True)
+            ctx.exit(2)
         except (UrnaError, OSError) as exc:
             if (ctx.obj or {}).get("debug"):
                 raise
-            click.echo(error_line(exc), err=True)
+            click.echo(error_line(exc, recorded_files(ctx)), err=True)
+            ctx.exit(1)
+        except (click.ClickException, click.exceptions.Exit, click.exceptions.Abort):
+            raise
+        except Exception as exc:  # a bug, not bad input: still one line unless --debug
+            if (ctx.obj or {}).get("debug"):
+                raise
+            click.echo(f"Error: internal error: {type(exc).__name__}: {exc} (run with --debug "
+                       "for the traceback)", err=True)
             ctx.exit(1)
 
 

@@ -20,8 +20,9 @@ from ..format.verify import verify
 from ..runtime.catalog import is_catalog_path
 from ..runtime.stats import SECTION_ENCODING_LABELS
 from ._output import emit_json, labelled
+from .options import input_file
 
-FILE = click.Path(path_type=Path)  # a directory is bad input (exit 1), not usage
+FILE = input_file()  # a directory is bad input (exit 1), not usage
 
 
 def read_file(path: Path) -> bytes:
