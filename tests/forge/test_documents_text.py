@@ -212,3 +212,55 @@ def test_suffixless_text_is_read_and_every_skip_is_counted(tmp_path: Path) -> No
     only = scan(str(tmp_path), include=["debian/*"])
     assert [f.name for f in only.files] == ["copyright"]
     assert ("README", "not matched by source.include") in only.ignored
+
+
+def test_built_file_cites_html_bytes_and_pdf_pages(tmp_path: Path, pdf_maker) -> None:
+    import json
+
+    from click.testing import CliRunner
+
+    from urna.cli import cli
+
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "page.html").write_text(PAGE, encoding="utf-8")
+    (docs / "report.pdf").write_bytes(pdf_maker("Offline answers come from the local file."))
+    (docs / "blob").write_bytes(b"\x00\x01")
+    spec = tmp_path / "corpus.toml"
+    spec.write_text(f"""
+[corpus]
+name = "docs"
+chunker_version = "docs/1"
+[source]
+kind = "documents"
+path = "{docs}"
+max_chars = 120
+[[models]]
+preset = "floor"
+text = "default"
+[output]
+dir = "{tmp_path / 'out'}"
+cache_dir = "{tmp_path / 'cache'}"
+""")
+    built = CliRunner().invoke(cli, ["build", "--spec", str(spec), "--json"])
+    assert built.exit_code == 0, built.output
+    assert json.loads(built.stdout)["documents"]["skipped_files"] == [
+        {"path": "blob", "reason": "no suffix and not text (a NUL byte)"}]
+    out = tmp_path / "out" / "docs.urna"
+    hits = [json.loads(line) for line in CliRunner().invoke(
+        cli, ["retrieve", str(out), "offline answers", "-k", "20"]).stdout.splitlines()]
+    raw = PAGE.encode()
+    seen = set()
+    for h in hits:
+        cited = json.loads(CliRunner().invoke(cli, ["cite", str(out), h["citation_id"],
+                                                    "--json"]).stdout)
+        seen.add(cited["source_uri"])
+        if cited["source_uri"] == "page.html":
+            visible = _visible(raw[cited["byte_start"]:cited["byte_end"]])
+            assert visible.split()[0] == cited["text"].split()[0]
+            assert "span_of" not in cited
+        else:
+            assert cited["source_uri"] == "report.pdf#page=1"
+            assert cited["span_of"] == ("bytes of the UTF-8 text extracted from page 1 of "
+                                        "report.pdf (a PDF has no byte spans)")
+    assert seen == {"page.html", "report.pdf#page=1"}

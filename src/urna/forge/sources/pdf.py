@@ -7,6 +7,7 @@ bytes of that page's extracted text.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from urna.forge.sources.text import SkipFile
@@ -17,6 +18,18 @@ INSTALL_HINT = "PDF support needs pypdf: pip install 'urna[pdf]'"
 def page_uri(rel: str, page: int) -> str:
     """The source_uri of page ``page`` (1-based) of the PDF at ``rel``."""
     return f"{rel}#page={page}"
+
+
+_PAGE_URI = re.compile(r"^(.*\.pdf)#page=([1-9][0-9]*)$", re.IGNORECASE)
+
+
+def span_meaning(source_uri: str) -> str | None:
+    """What a span of a PDF page source indexes (None for a source whose spans are file bytes)."""
+    m = _PAGE_URI.match(source_uri)
+    if m is None:
+        return None
+    return (f"bytes of the UTF-8 text extracted from page {m.group(2)} of {m.group(1)} "
+            "(a PDF has no byte spans)")
 
 
 def pdf_pages(path: Path) -> list[tuple[int, str]]:
