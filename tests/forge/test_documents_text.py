@@ -264,3 +264,22 @@ cache_dir = "{tmp_path / 'cache'}"
             assert cited["span_of"] == ("bytes of the UTF-8 text extracted from page 1 of "
                                         "report.pdf (a PDF has no byte spans)")
     assert seen == {"page.html", "report.pdf#page=1"}
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(list("<>/&;#=\"' \nabpdivlscript\u00e9") + [
+    "<p>", "</p>", "<b>", "</b>", "&amp;", "&#233;", "&#xD800;", "<br>", "<script>",
+    "</script>", "<head>", "<body>", "<!--", "-->", "<pre>", "</pre>"]), max_size=60).map("".join))
+def test_html_extraction_never_fails_and_maps_inside_the_file(page: str) -> None:
+    from urna.forge.sources.html import extract_html
+    from urna.forge.sources.text import char_byte_offsets
+
+    raw = page.encode("utf-8")
+    text, source_map = extract_html(page, char_byte_offsets(page, "utf-8"))
+    assert len(source_map.starts) == len(text) == len(source_map.ends)
+    for i in range(len(text)):
+        assert 0 <= source_map.starts[i] <= source_map.ends[i] <= len(raw)
+    if text:
+        start, end = source_map.span(0, len(text))
+        assert 0 <= start <= end <= len(raw)
+        assert text == text.strip()
