@@ -155,10 +155,10 @@ def test_word_windows_cover_every_word_once(text: str, max_chars: int,
         assert not text[a].isspace() and a < b
         assert b - a < max_chars + tail_limit(max_chars)
     if overlap == 0:
-        joined = "".join(text[a:b] for a, b in got)
-        assert "".join(joined.split()) == "".join(text.split())
+        words = [w for a, b in got for w in text[a:b].split()]
+        assert "".join(words) == "".join(text.split())
         if all(len(w) <= max_chars for w in text.split()):
-            assert joined.split() == text.split()  # no word cut
+            assert words == text.split()  # no word cut
 
 
 def test_latin1_file_reads_with_the_fallback_and_spans_index_its_bytes(tmp_path: Path) -> None:
