@@ -179,3 +179,13 @@ def test_a_non_urna_file_is_named(places: dict[str, str]) -> None:
 def test_debug_still_shows_the_traceback() -> None:
     res = CliRunner().invoke(cli, ["--debug", "search", str(GOOD), "[1, 2]"])
     assert res.exit_code == 1 and res.exception is not None
+
+
+@pytest.mark.parametrize("argv,line", [
+    (["--bogus"], "Error: No such option '--bogus'. (see 'urna --help')"),
+    (["nosuch"], "Error: No such command 'nosuch'. (see 'urna --help')"),
+    (["search"], "Error: Missing argument 'FILE'. (see 'urna search --help')"),
+])
+def test_usage_errors_are_one_line(argv: list[str], line: str) -> None:
+    res = CliRunner().invoke(cli, argv, prog_name="urna")
+    assert (res.exit_code, res.stderr) == (2, line + "\n")

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+from typing import Any
 
 import click
 
@@ -19,9 +20,31 @@ from .options import recorded_files
 VERB_MODULES = ("file_cmds", "search_cmds", "forge_cmds", "serve_cmds", "mcp_cmds")
 
 
+_HELP_ERRORS = tuple(getattr(click.exceptions, n) for n in ("NoArgsIsHelpError",)
+                     if hasattr(click.exceptions, n))
+
+
+class _UsageLine(click.ClickException):
+    """A group-level usage error, shown as one line (exit 2)."""
+
+    exit_code = 2
+
+    def show(self, file: Any = None) -> None:
+        click.echo(self.message, err=True)
+
+
 class UrnaGroup(click.Group):
     """A click group that turns urna errors into one stderr line and exit status 1, and a
     verb's usage errors into one line and exit status 2."""
+
+    def make_context(self, info_name: str | None, args: list[str],
+                     parent: click.Context | None = None, **extra: Any) -> click.Context:
+        try:
+            return super().make_context(info_name, args, parent=parent, **extra)
+        except _HELP_ERRORS:
+            raise  # `urna` alone prints the help
+        except click.UsageError as exc:  # e.g. `urna --bogus`
+            raise _UsageLine(usage_line(exc)) from None
 
     def invoke(self, ctx: click.Context):
         try:
