@@ -29,6 +29,12 @@ def make_pdf(text: str) -> bytes:
     return bytes(out)
 
 
+@pytest.fixture()
+def pdf_maker():
+    """``make_pdf``, for tests that write their own PDFs."""
+    return make_pdf
+
+
 MD_TEXT = ("# Citations\n\nEvery hit carries a citation that names the content.\n\n"
            "The content hash covers the decoded canonical sections, caf\u00e9 included.\n")
 

@@ -22,12 +22,14 @@ def _spec(path: str, **source):
 def test_bad_files_are_reported_by_name_and_skipped(docs_dir: Path) -> None:
     said: list[str] = []
     rows = load_document_rows(_spec(str(docs_dir), chunker="paragraph"), report=said.append)
-    assert {r.source_uri for r in rows} == {"a.md", "e.html", "sub/d.pdf"}
+    assert {r.source_uri for r in rows} == {"a.md", "e.html", "sub/d.pdf#page=1"}
     joined = "\n".join(said)
     assert "skipping b-latin1.txt: not UTF-8" in joined
     assert "skipping c-empty.txt: empty file" in joined
     assert "skipping f-broken.pdf: unreadable PDF" in joined
-    assert len(said) == 3
+    assert len(said) == 4
+    assert said[-1] == ("[forge] read 3 files, skipped 4: 1 empty file, 1 not UTF-8, "
+                        "1 unreadable PDF, 1 unsupported file type")
     assert "Offline answers come from the local file." in {r.canonical_text for r in rows}
     html = [r.canonical_text for r in rows if r.source_uri == "e.html"]
     assert html == ["Offline\nNo network is needed."]  # no script or style text
@@ -82,4 +84,5 @@ def test_a_non_utf8_file_name_is_reported_not_crashed(tmp_path: Path) -> None:
     said: list[str] = []
     rows = load_document_rows(_spec(str(tmp_path)), report=said.append)
     assert [r.source_uri for r in rows] == ["good.txt"]
-    assert said == ["[forge] skipping bad\ufffd.txt: file name is not UTF-8"]
+    assert said == ["[forge] skipping bad\ufffd.txt: file name is not UTF-8",
+                    "[forge] read 1 file, skipped 1: 1 file name is not UTF-8"]

@@ -199,7 +199,10 @@ cache_dir = "{tmp_path / 'cache'}"
     assert "Traceback" not in res.output
     view = UrnaView.from_bytes((tmp_path / "out" / "docs.urna").read_bytes())
     spans = canonical.decode_spans(view.decoded(0x03), view.manifest.n_chunks)
-    assert {s[0] for s in spans} == {"a.md", "e.html", "sub/d.pdf"}
+    assert {s[0] for s in spans} == {"a.md", "e.html", "sub/d.pdf#page=1"}
+    documents = json.loads(res.stdout)["documents"]
+    assert (documents["files_read"], documents["skipped"]) == (3, 4)
+    assert "[forge] read 3 files, skipped 4: " in res.stderr
     stopped = _run(["build", "--spec", str(spec), "--stop-on-error"])
     assert stopped.exit_code == 1
     assert stopped.stderr.startswith("Error: b-latin1.txt: not UTF-8")

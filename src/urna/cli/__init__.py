@@ -9,19 +9,44 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import sys
+from typing import Any
 
 import click
 
 from ..errors import UrnaError
-from ._output import error_line
+from ._output import error_line, usage_line
+from .options import recorded_files
 
 # Verb modules, each exposing COMMANDS; listed here in the help's order of groups.
 VERB_MODULES = ("file_cmds", "search_cmds", "forge_cmds", "eval_cmds", "serve_cmds",
                 "mcp_cmds", "tui_cmds")
 
 
+_HELP_ERRORS = tuple(getattr(click.exceptions, n) for n in ("NoArgsIsHelpError",)
+                     if hasattr(click.exceptions, n))
+
+
+class _UsageLine(click.ClickException):
+    """A group-level usage error, shown as one line (exit 2)."""
+
+    exit_code = 2
+
+    def show(self, file: Any = None) -> None:
+        click.echo(self.message, err=True)
+
+
 class UrnaGroup(click.Group):
-    """A click group that turns urna errors into one stderr line and exit status 1."""
+    """A click group that turns urna errors into one stderr line and exit status 1, and a
+    verb's usage errors into one line and exit status 2."""
+
+    def make_context(self, info_name: str | None, args: list[str],
+                     parent: click.Context | None = None, **extra: Any) -> click.Context:
+        try:
+            return super().make_context(info_name, args, parent=parent, **extra)
+        except _HELP_ERRORS:
+            raise  # `urna` alone prints the help
+        except click.UsageError as exc:  # e.g. `urna --bogus`
+            raise _UsageLine(usage_line(exc)) from None
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
         # Bare `urna` on a terminal opens the TUI; elsewhere it prints the help (exit 2).
@@ -32,10 +57,23 @@ class UrnaGroup(click.Group):
     def invoke(self, ctx: click.Context):
         try:
             return super().invoke(ctx)
+        except click.UsageError as exc:
+            if (ctx.obj or {}).get("debug"):
+                raise
+            click.echo(usage_line(exc), err=True)
+            ctx.exit(2)
         except (UrnaError, OSError) as exc:
             if (ctx.obj or {}).get("debug"):
                 raise
-            click.echo(error_line(exc), err=True)
+            click.echo(error_line(exc, recorded_files(ctx)), err=True)
+            ctx.exit(1)
+        except (click.ClickException, click.exceptions.Exit, click.exceptions.Abort):
+            raise
+        except Exception as exc:  # a bug, not bad input: still one line unless --debug
+            if (ctx.obj or {}).get("debug"):
+                raise
+            click.echo(f"Error: internal error: {type(exc).__name__}: {exc} (run with --debug "
+                       "for the traceback)", err=True)
             ctx.exit(1)
 
 

@@ -20,8 +20,9 @@ from ..format.verify import verify
 from ..runtime.catalog import is_catalog_path
 from ..runtime.stats import SECTION_ENCODING_LABELS
 from ._output import emit_json, labelled
+from .options import input_file
 
-FILE = click.Path(path_type=Path)  # a directory is bad input (exit 1), not usage
+FILE = input_file()  # a directory is bad input (exit 1), not usage
 
 
 def read_file(path: Path) -> bytes:
@@ -127,6 +128,11 @@ def cite_cmd(file: Path, citation: str, as_json: bool) -> None:
     fields = {"citation_id": citation, "file": str(file), "file_hash": file_hash(data),
               "content_hash": hit.content_hash, "chunk_id": hit.chunk_id,
               "source_uri": hit.source_uri, "byte_start": hit.byte_start, "byte_end": hit.byte_end}
+    from ..forge.sources.pdf import span_meaning
+
+    meaning = span_meaning(hit.source_uri)
+    if meaning is not None:
+        fields["span_of"] = meaning
     if as_json:
         emit_json({**fields, "text": hit.text})
         return

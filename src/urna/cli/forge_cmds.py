@@ -22,6 +22,8 @@ import click
 
 from urna.errors import IngestError, RegistryError, SpecError
 
+from .options import COUNT, input_file
+
 
 class _Exit(click.ClickException):
     """A one-line error with its own prefix and exit code."""
@@ -68,7 +70,7 @@ def _open(path: str) -> Any:
 @click.command("build")
 @click.option("--spec", "spec_path", required=True, type=click.Path(dir_okay=False),
               help="corpus.toml (or .json / .yaml) build spec.")
-@click.option("--sample", type=click.IntRange(min=1), default=None,
+@click.option("--sample", type=COUNT, default=None,
               help="Keep N evenly spaced rows (a quick trial build).")
 @click.option("--out-dir", default=None, help="Override [output] dir.")
 @click.option("--cache-dir", default=None, help="Embed-cache root (else URNA_CACHE_DIR, XDG).")
@@ -84,7 +86,7 @@ def _open(path: str) -> Any:
 @click.option("--strict-env", is_flag=True, help="With --rebuild-only: a lock divergence fails.")
 @click.option("--stop-on-error", is_flag=True,
               help="documents source: stop at the first unusable file instead of skipping it.")
-@click.option("--shards", type=click.IntRange(min=1), default=None,
+@click.option("--shards", type=COUNT, default=None,
               help="Build N standalone shard files plus <name>.catalog.json (rows assigned "
                    "by a hash of their key; a rerun skips finished shards).")
 @click.option("--engine", type=click.Choice(["local", "ray"]), default=None,
@@ -146,11 +148,11 @@ def build_cmd(spec_path: str, sample: int | None, out_dir: str | None, cache_dir
 def _query_options(fn: Any) -> Any:
     fn = click.option("--model-path", default=None,
                       help="Local model dir (a sentence-transformers snapshot).")(fn)
-    fn = click.option("--candidates", type=click.IntRange(min=1), default=None,
+    fn = click.option("--candidates", type=COUNT, default=None,
                       help="Candidates per path (default max(4k, 64)).")(fn)
-    fn = click.option("-k", "k", type=click.IntRange(min=1), default=10, show_default=True)(fn)
+    fn = click.option("-k", "k", type=COUNT, default=10, show_default=True)(fn)
     fn = click.argument("text")(fn)
-    return click.argument("file", type=click.Path(exists=True, dir_okay=False))(fn)
+    return click.argument("file", type=input_file(exists=True, dir_okay=False, as_path=False))(fn)
 
 
 def _recall(route: str) -> str:

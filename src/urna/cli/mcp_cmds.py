@@ -11,17 +11,19 @@ import contextlib
 
 import click
 
+from .options import PORT, input_file
+
 MCP_PATH = "/mcp"
 
 
 @click.command("mcp")
 @click.argument("files", nargs=-1, required=True,
-                type=click.Path(exists=True, dir_okay=False))
+                type=input_file(exists=True, dir_okay=False, as_path=False))
 @click.option("--http", "use_http", is_flag=True,
               help="Serve streamable HTTP at http://HOST:PORT/mcp instead of stdio.")
 @click.option("--host", default="127.0.0.1", show_default=True,
               help="Interface to bind with --http; anything but loopback needs --expose.")
-@click.option("--port", type=click.IntRange(0, 65535), default=8078, show_default=True)
+@click.option("--port", type=PORT, default=8078, show_default=True)
 @click.option("--expose", is_flag=True, help="Allow a non-loopback --host (needs a token).")
 @click.option("--token", envvar="URNA_TOKEN", default=None,
               help="Require Authorization: Bearer TOKEN over HTTP (env URNA_TOKEN).")

@@ -23,8 +23,9 @@ from ..runtime.media import export_blobs
 from ..runtime.searcher import Searcher, open_searcher
 from ..runtime.stats import stats_document
 from ._output import emit_json
+from .options import BEAM, COUNT, ENGINE_K, HOPS, SEED, input_file
 
-FILE = click.Path(dir_okay=False, path_type=Path)
+FILE = input_file(dir_okay=False)
 
 
 def _b(value: bool) -> str:
@@ -76,7 +77,8 @@ def _show(result: SearchResult, as_json: bool) -> None:
 
 
 _json_flag = click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
-_k_opt = click.option("-k", "k", type=int, default=10, show_default=True, help="Hits to return.")
+_k_opt = click.option("-k", "k", type=ENGINE_K, default=10, show_default=True,
+                      help="Hits to return.")
 
 
 def _search(file: Path, run: Callable[[Searcher], SearchResult]) -> SearchResult:
@@ -103,7 +105,7 @@ def search_cmd(file: Path, query: str, k: int, as_json: bool) -> None:
 @click.argument("file", type=FILE)
 @click.argument("query")
 @_k_opt
-@click.option("--ef", type=int, default=100, show_default=True,
+@click.option("--ef", type=BEAM, default=100, show_default=True,
               help="HNSW beam width (never below the file's ef_construction).")
 @_json_flag
 def search_ann_cmd(file: Path, query: str, k: int, ef: int, as_json: bool) -> None:
@@ -119,8 +121,8 @@ def search_ann_cmd(file: Path, query: str, k: int, ef: int, as_json: bool) -> No
 @click.argument("file", type=FILE)
 @click.argument("query")
 @_k_opt
-@click.option("--hops", type=int, default=1, show_default=True, help="BFS levels.")
-@click.option("--ef", type=int, default=100, show_default=True, help="Exact seed budget.")
+@click.option("--hops", type=HOPS, default=1, show_default=True, help="BFS levels.")
+@click.option("--ef", type=BEAM, default=100, show_default=True, help="Exact seed budget.")
 @_json_flag
 def search_graph_cmd(file: Path, query: str, k: int, hops: int, ef: int, as_json: bool) -> None:
     """[engine] Exact seeds expanded over the chunk graph, reranked; exact without a graph.
@@ -187,12 +189,12 @@ def stats_cmd(file: Path, as_json: bool) -> None:
 
 @click.command("benchmark")
 @click.argument("file", type=FILE)
-@click.option("-q", "n_queries", type=click.IntRange(min=1), default=100, show_default=True)
+@click.option("-q", "n_queries", type=COUNT, default=100, show_default=True)
 @_k_opt
-@click.option("--ann", "ann_ef", type=int, default=None, help="Also time search_ann at this ef.")
+@click.option("--ann", "ann_ef", type=BEAM, default=None, help="Also time search_ann at this ef.")
 @click.option("--madvise-cold", is_flag=True, help="Add a pass that drops the pages first.")
 @click.option("--space", default=None, help="Benchmark one named space instead.")
-@click.option("--seed", type=int, default=0, show_default=True, help="Query generator seed.")
+@click.option("--seed", type=SEED, default=0, show_default=True, help="Query generator seed.")
 @click.option("--queries", "source", type=click.Choice(["own", "random"]), default="own",
               show_default=True, help="Queries drawn from the file's own rows, or random unit "
               "vectors (the reference's benchmark).")

@@ -11,16 +11,18 @@ import click
 
 from urna.errors import UrnaError
 
+from .options import PORT, FiniteFloatRange, input_file, size
+
 
 @click.command("serve")
 @click.argument("files", nargs=-1, required=True,
-                type=click.Path(exists=True, dir_okay=False))
+                type=input_file(exists=True, dir_okay=False, as_path=False))
 @click.option("--host", default="127.0.0.1", show_default=True,
               help="Interface to bind; anything but loopback needs --expose.")
-@click.option("--port", type=click.IntRange(0, 65535), default=8077, show_default=True)
+@click.option("--port", type=PORT, default=8077, show_default=True)
 @click.option("--expose", is_flag=True,
               help="Allow a non-loopback --host (anyone who can reach it can query the files).")
-@click.option("--max-body", type=click.IntRange(min=1024), default=1 << 20, show_default=True,
+@click.option("--max-body", type=size(1024), default=1 << 20, show_default=True,
               help="Largest request body in bytes.")
 @click.option("--threads", type=click.IntRange(1, 64), default=1, show_default=True,
               help="Searches run at once (a large exact scan already uses every core).")
@@ -29,9 +31,9 @@ from urna.errors import UrnaError
               "needed with --expose.")
 @click.option("--cors-origin", "cors_origins", multiple=True,
               help="Allow browser calls from this origin (repeatable); CORS is off without it.")
-@click.option("--time-limit", type=click.FloatRange(min=0.1), default=30.0, show_default=True,
+@click.option("--time-limit", type=FiniteFloatRange(min=0.1), default=30.0, show_default=True,
               help="Seconds a request may take before a 503.")
-@click.option("--reload-check-ms", type=click.IntRange(min=0), default=1000, show_default=True,
+@click.option("--reload-check-ms", type=size(), default=1000, show_default=True,
               help="How often a request checks whether a served file was replaced (0: never).")
 def serve_cmd(files: tuple[str, ...], host: str, port: int, expose: bool, max_body: int,
               threads: int, token: str | None, cors_origins: tuple[str, ...],

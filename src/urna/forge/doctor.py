@@ -59,7 +59,6 @@ def run_checks() -> tuple[list[dict[str, Any]], int]:
     else:
         add("warn", "numba", "not installed; plain numpy kernels (pip install numba)")
     for pkg, extra, why in (("pypdf", "pdf", "PDF text in documents builds"),
-                            ("beautifulsoup4", "html", "HTML text in documents builds"),
                             ("sentence-transformers", "st", "bring-your-own models")):
         v = _version(pkg)
         add("ok" if v else "warn", pkg, f"{v}" if v else f"not installed ({why}: "

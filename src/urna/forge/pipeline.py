@@ -28,7 +28,7 @@ from urna.forge.embedders.models import EMBED_BATCH, checked_vectors, recipe
 from urna.forge.emit import emit_file, spaces_of, stale_writes
 from urna.forge.progress import Progress
 from urna.forge.sidecars import BuildRecord, finalize
-from urna.forge.sources import Row, corpus_input_hash, load_rows
+from urna.forge.sources import Row, corpus_input_hash, load_rows, source_report
 from urna.forge.spec import CorpusSpec, ModelSpec, cache_root, copy_with, validate
 
 __all__ = ["PART_ROWS", "BuildContext", "ForgeError", "Progress", "build", "embed_stage",
@@ -202,6 +202,9 @@ def build(spec: CorpusSpec, *, sample: int | None = None, out_dir: str | None = 
                               "n_unique_frames": len(ctx.rows),
                               "corpus_input_hash": ctx.input_hash, "timings": ctx.timings,
                               "embed_cache": ctx.cache_stats}
+    documents = source_report(ctx.rows)
+    if documents is not None:
+        result["documents"] = documents
     finalize(BuildRecord(spec=spec, out_dir=ctx.out_dir, rows=ctx.rows,
                          input_hash=ctx.input_hash, model_meta=ctx.model_meta,
                          timings=ctx.timings, rebuild_only=rebuild_only, strict_env=strict_env,

@@ -6,7 +6,8 @@ Unknown tables and keys are errors, never silently ignored. Image and media corp
 SpecError saying this implementation does not build them yet.
 
 Beyond the reference: ``source.kind = "documents"`` (a folder or glob of .md/.txt/.html/.pdf
-files, chunked) with the keys ``chunker``, ``max_chars``, ``overlap``, ``on_error``.
+files, chunked) with the keys ``chunker``, ``max_chars``, ``overlap``, ``word_boundaries``,
+``on_error``, ``include`` / ``exclude`` (globs), ``encoding`` and ``encoding_fallback``.
 """
 
 from __future__ import annotations
@@ -76,6 +77,11 @@ class SourceSpec:
     max_chars: int = 512
     overlap: int = 0
     on_error: str = "skip"
+    word_boundaries: bool = True
+    include: list[str] = field(default_factory=list)
+    exclude: list[str] = field(default_factory=list)
+    encoding: str = "utf-8"
+    encoding_fallback: str = ""
 
 
 @dataclass
@@ -331,6 +337,16 @@ def validate(spec: CorpusSpec) -> None:
         need(s.max_chars > 0, "source.max_chars: must be > 0")
         need(0 <= s.overlap < s.max_chars, "source.overlap: must be >= 0 and < max_chars")
         need(s.on_error in ("skip", "stop"), "source.on_error: skip | stop")
+        for key in ("include", "exclude"):
+            need(all(isinstance(g, str) and g for g in getattr(s, key)),
+                 f"source.{key}: must be a list of non-empty glob strings")
+        from urna.forge.sources.text import check_encoding
+
+        for key in ("encoding", "encoding_fallback"):
+            name = getattr(s, key)
+            if name or key == "encoding":
+                why = check_encoding(name)
+                need(why is None, f"source.{key}: {why}")
     need(len(spec.models) > 0, "models: at least one [[models]] required")
     defaults = [m for m in spec.models if m.text == "default"]
     need(len(defaults) == 1,

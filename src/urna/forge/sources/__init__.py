@@ -1,8 +1,9 @@
 """Where a corpus's items come from: table rows (``rows``: jsonl, csv, sqlite), a folder of
 documents (``documents``, cut by the ``chunk`` chunkers), each item a ``item.Row``.
 
-``load_rows`` picks the loader by ``source.kind``; the documents loader (and with it
-beautifulsoup4 / pypdf) is imported only for a ``documents`` source.
+``load_rows`` picks the loader by ``source.kind``; the documents loader (and with it pypdf)
+is imported only for a ``documents`` source, whose rows (a ``documents.LoadedRows``) also
+carry the skipped files (``source_report`` gives them to the build report).
 """
 
 from __future__ import annotations
@@ -14,7 +15,8 @@ from urna.errors import IngestError
 from urna.forge.sources.item import Row, corpus_input_hash, item_input_hash
 from urna.forge.spec import CorpusSpec
 
-__all__ = ["Row", "corpus_input_hash", "check_sources", "item_input_hash", "load_rows"]
+__all__ = ["Row", "corpus_input_hash", "check_sources", "item_input_hash", "load_rows",
+           "source_report"]
 
 
 def load_rows(spec: CorpusSpec, *, sample: int | None = None,
@@ -27,6 +29,12 @@ def load_rows(spec: CorpusSpec, *, sample: int | None = None,
     from urna.forge.sources.rows import load_records, rows_to_items
 
     return rows_to_items(spec, load_records(spec), sample=sample)
+
+
+def source_report(rows: list[Row]) -> dict[str, object] | None:
+    """The build report's ``documents`` entry (files read, skipped and why), None for tables."""
+    report = getattr(rows, "report", None)
+    return report() if callable(report) else None
 
 
 def _check_readable(key: str, path: str) -> None:
@@ -47,8 +55,7 @@ def check_sources(spec: CorpusSpec) -> None:
             raise IngestError(f"source.db: no such file {src.db}")
         _check_readable("source.db", src.db)
     elif src.kind == "documents":
-        from urna.forge.sources.documents import discover
+        from urna.forge.sources.documents import scan
 
-        _, files = discover(src.path)
-        if not files:
+        if not scan(src.path, src.include, src.exclude).files:
             raise IngestError(f"source.path: no .md/.txt/.html/.pdf files under {src.path}")

@@ -1,48 +1,76 @@
 """The ``documents`` source kind (ours, beyond the reference): a folder or glob of files.
 
-Supported: ``.md``, ``.markdown``, ``.txt`` (UTF-8, spans are byte offsets into the file
-itself), ``.html`` / ``.htm`` (text extracted with beautifulsoup4) and ``.pdf`` (text
-extracted with pypdf, pages joined by a blank line). For extracted formats the spans
-index the UTF-8 encoding of the extracted text, since the visible text is not a byte
-range of the source file.
+What a span means, per file type:
 
-A file that cannot be used (not UTF-8, empty, no extractable text, a broken PDF) is
-reported by name and skipped; with ``on_error = "stop"`` the build stops on it with an
-``IngestError`` naming the file. Never a traceback.
+- ``.md``, ``.markdown``, ``.txt`` and files without a suffix that decode as text: the exact
+  bytes of the file (after a UTF-8 BOM), in whatever ``source.encoding`` (or
+  ``encoding_fallback``) read it;
+- ``.html`` / ``.htm`` (extracted with the standard library's ``html.parser``): the bytes of
+  the file from the chunk's first text byte to its last, markup included in between;
+- ``.pdf`` (pypdf, the ``pdf`` extra): each page is its own source ``<file>#page=<n>`` and
+  spans are bytes of that page's extracted UTF-8 text.
+
+Files are chosen by ``source.include`` / ``source.exclude`` globs (matched against the path
+relative to the folder); hidden files and folders are never read. A file that cannot be used
+(another type, not decodable, empty, no text, a broken PDF, pypdf missing) is reported by name
+and skipped, and the skips are counted in ``LoadedRows.skipped``; with ``on_error = "stop"``
+the build stops on it with an ``IngestError`` naming the file. Never a traceback.
 """
 
 from __future__ import annotations
 
+import fnmatch
 import glob
 import sys
+from collections import Counter
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from urna.errors import IngestError
-from urna.forge.sources.chunk import ChunkSpec, chunk
+from urna.forge.sources.chunk import chunk_ranges
 from urna.forge.sources.item import Row, item_input_hash
-from urna.forge.spec import CorpusSpec
+from urna.forge.sources.text import SkipFile, SourceMap, decode, looks_binary
+from urna.forge.spec import CorpusSpec, SourceSpec
+
+__all__ = ["SkipFile", "LoadedRows", "Scan", "discover", "scan", "extract",
+           "load_document_rows", "skip_summary"]
 
 TEXT_SUFFIXES = (".md", ".markdown", ".txt")
 HTML_SUFFIXES = (".html", ".htm")
 PDF_SUFFIXES = (".pdf",)
 SUFFIXES = TEXT_SUFFIXES + HTML_SUFFIXES + PDF_SUFFIXES
-_BOM = b"\xef\xbb\xbf"
 
 
-class SkipFile(Exception):
-    """This file has no usable text; the message says why."""
+@dataclass
+class Scan:
+    """A documents path walked: its base folder, the files to read, the files passed over."""
+
+    base: Path
+    files: list[Path]
+    ignored: list[tuple[str, str]] = field(default_factory=list)  # (relative path, why)
 
 
-def discover(path: str) -> tuple[Path, list[Path]]:
-    """Return (base dir, sorted supported files) for a folder or a glob pattern."""
+def _matches(rel: str, patterns: list[str]) -> bool:
+    return any(fnmatch.fnmatchcase(rel, p) or fnmatch.fnmatchcase(Path(rel).name, p)
+               for p in patterns)
+
+
+def scan(path: str, include: list[str] | None = None,
+         exclude: list[str] | None = None) -> Scan:
+    """Walk a folder, a file or a glob; keep supported (or suffix-less) files that pass the globs.
+
+    A pattern matches the path relative to the base folder or the file's name; with
+    ``include`` only matching files are read; ``exclude`` wins over ``include``.
+    """
     p = Path(path)
     if p.is_dir():
         base = p
-        files = [f for f in p.rglob("*") if f.is_file()]
+        found = [f for f in p.rglob("*") if f.is_file()]
     elif p.is_file():
         base = p.parent
-        files = [p]
+        found = [p]
     else:
         matches = [Path(m) for m in glob.glob(path, recursive=True)]
         if not matches and not glob.has_magic(path):
@@ -50,104 +78,154 @@ def discover(path: str) -> tuple[Path, list[Path]]:
         magic_at = next((i for i, part in enumerate(p.parts) if glob.has_magic(part)),
                         len(p.parts))
         base = Path(*p.parts[:magic_at]) if magic_at else Path(".")
-        files = [m for m in matches if m.is_file()]
-    files = [f for f in files if f.suffix.lower() in SUFFIXES
-             and not any(part.startswith(".") for part in f.relative_to(base).parts)]
-    return base, sorted(files, key=lambda f: f.relative_to(base).as_posix())
+        found = [m for m in matches if m.is_file()]
+    out = Scan(base, [])
+    for f in sorted(found, key=lambda f: f.relative_to(base).as_posix()):
+        rel = f.relative_to(base).as_posix()
+        if any(part.startswith(".") for part in f.relative_to(base).parts):
+            continue  # hidden: never read, never counted
+        if exclude and _matches(rel, exclude):
+            out.ignored.append((rel, "excluded by source.exclude"))
+        elif include and not _matches(rel, include):
+            out.ignored.append((rel, "not matched by source.include"))
+        elif f.suffix.lower() in SUFFIXES or not f.suffix:
+            out.files.append(f)
+        else:
+            out.ignored.append((rel, f"unsupported file type ({f.suffix.lower()})"))
+    return out
 
 
-def _decode_text(data: bytes) -> tuple[str, int]:
-    """Decode UTF-8 strictly; return (text, byte offset of the text in the file)."""
-    skip = len(_BOM) if data.startswith(_BOM) else 0
-    try:
-        return data[skip:].decode("utf-8"), skip
-    except UnicodeDecodeError as e:
-        raise SkipFile(f"not UTF-8 ({e.reason} at byte {e.start + skip})") from e
+def discover(path: str) -> tuple[Path, list[Path]]:
+    """Return (base dir, sorted readable files) for a folder or a glob pattern."""
+    found = scan(path)
+    return found.base, found.files
 
 
-def _html_text(data: bytes) -> str:
-    from bs4 import BeautifulSoup
+@dataclass(frozen=True)
+class Extracted:
+    """One source of a file: its URI, its text and where each character came from."""
 
-    soup = BeautifulSoup(data, "html.parser")
-    for tag in soup(["script", "style", "noscript", "template"]):
-        tag.decompose()
-    lines = (line.strip() for line in soup.get_text("\n").splitlines())
-    return "\n".join(line for line in lines if line)
-
-
-def _pdf_text(path: Path) -> str:
-    try:
-        from pypdf import PdfReader
-        from pypdf.errors import PyPdfError
-    except ImportError as e:
-        raise SkipFile("PDF support needs pypdf: pip install 'urna[pdf]'") from e
-    try:
-        reader = PdfReader(str(path))
-        if reader.is_encrypted:
-            raise SkipFile("encrypted PDF")
-        pages = [(page.extract_text() or "").strip() for page in reader.pages]
-    except SkipFile:
-        raise
-    except (PyPdfError, ValueError, KeyError, TypeError, OSError, RecursionError) as e:
-        raise SkipFile(f"unreadable PDF ({type(e).__name__}: {e})") from e
-    return "\n\n".join(p for p in pages if p)
+    source_uri: str
+    text: str
+    source_map: SourceMap
+    note: str = ""  # e.g. "read as cp1252 (source.encoding_fallback)"
 
 
-def extract(path: Path) -> tuple[str, int]:
-    """Return (text, byte offset of the text inside the file) or raise SkipFile."""
+def extract(path: Path, rel: str, src: SourceSpec) -> list[Extracted]:
+    """The sources of one file (a PDF gives one per page); SkipFile says why there are none."""
     suffix = path.suffix.lower()
+    if path.stat().st_size == 0:
+        raise SkipFile("empty file")
     if suffix in PDF_SUFFIXES:
-        if path.stat().st_size == 0:
-            raise SkipFile("empty file")
-        text, offset = _pdf_text(path), 0
+        from urna.forge.sources.pdf import page_uri, pdf_pages
+
+        out = []
+        for n, page in pdf_pages(path):
+            out.append(Extracted(page_uri(rel, n), page, SourceMap.identity(page, "utf-8")))
     else:
         data = path.read_bytes()
-        if not data:
-            raise SkipFile("empty file")
+        if not suffix and looks_binary(data):
+            raise SkipFile("no suffix and not text (a NUL byte)")
+        decoded = decode(data, src.encoding, src.encoding_fallback)
+        note = (f"read as {decoded.encoding} (source.encoding_fallback)" if decoded.fallback
+                else "")
+        base = SourceMap.identity(decoded.text, decoded.encoding, decoded.offset)
         if suffix in HTML_SUFFIXES:
-            text, offset = _html_text(data), 0
+            from urna.forge.sources.html import extract_html
+
+            offsets = base.starts
+            offsets.append(base.ends[-1] if len(base.ends) else decoded.offset)
+            text, source_map = extract_html(decoded.text, offsets)
+            out = [Extracted(rel, text, source_map, note)]
         else:
-            text, offset = _decode_text(data)
-    if not text.strip():
+            out = [Extracted(rel, decoded.text, base, note)]
+    out = [e for e in out if e.text.strip()]
+    if not out:
         raise SkipFile("no text")
-    return text, offset
+    return out
+
+
+class LoadedRows(list[Row]):
+    """The rows of a documents source, plus which files were skipped and why."""
+
+    skipped: list[tuple[str, str]]
+    notes: list[tuple[str, str]]
+    n_files: int
+
+    def report(self) -> dict[str, Any]:
+        """The build report's ``documents`` entry: files read, skipped (by reason), notes."""
+        return {"files_read": self.n_files,
+                "skipped": len(self.skipped),
+                "skipped_by_reason": dict(Counter(_reason_kind(w) for _, w in self.skipped)),
+                "skipped_files": [{"path": p, "reason": w} for p, w in self.skipped],
+                "decoded_with_fallback": [{"path": p, "note": n} for p, n in self.notes]}
+
+
+def _reason_kind(why: str) -> str:
+    return why.split(" (")[0].split(";")[0]
+
+
+def skip_summary(rows: LoadedRows) -> str:
+    """The one stderr line counting the files read and skipped, by reason."""
+    counts = Counter(_reason_kind(w) for _, w in rows.skipped)
+    why = ", ".join(f"{n} {k}" for k, n in sorted(counts.items()))
+    n = rows.n_files
+    return (f"[forge] read {n} file{'' if n == 1 else 's'}, skipped {len(rows.skipped)}"
+            + (f": {why}" if why else ""))
 
 
 def load_document_rows(spec: CorpusSpec, *, sample: int | None = None,
-                       report: Callable[[str], None] | None = None) -> list[Row]:
-    """Chunk every supported file of ``source.path`` into Rows, in path order."""
+                       report: Callable[[str], None] | None = None) -> LoadedRows:
+    """Chunk every readable file of ``source.path`` into Rows, in path order."""
     src = spec.source
     say = report or (lambda msg: print(msg, file=sys.stderr))
-    base, files = discover(src.path)
-    if not files:
+    found = scan(src.path, src.include, src.exclude)
+    if not found.files:
         raise IngestError(f"source.path: no .md/.txt/.html/.pdf files under {src.path}")
-    items: list[tuple[str, ChunkSpec, int]] = []
-    for f in files:
-        rel = f.relative_to(base).as_posix()
+    skipped: list[tuple[str, str]] = list(found.ignored)  # passed over, never an error
+    notes: list[tuple[str, str]] = []
+    items: list[tuple[str, str, int, int]] = []  # key, text, byte start, byte end
+    uris: list[str] = []  # the source_uri of each item
+    n_read = 0
+    for f in found.files:
+        rel = f.relative_to(found.base).as_posix()
         try:
             try:
                 rel.encode("utf-8")  # it becomes the source_uri
             except UnicodeEncodeError:
                 rel = rel.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
                 raise SkipFile("file name is not UTF-8") from None
-            text, offset = extract(f)
+            sources = extract(f, rel, src)
         except (SkipFile, OSError) as e:
             why = str(e) if isinstance(e, SkipFile) else f"cannot read ({e.strerror})"
             if src.on_error == "stop":
                 raise IngestError(f"{rel}: {why} (source.on_error = \"stop\")") from None
             say(f"[forge] skipping {rel}: {why}")
+            skipped.append((rel, why))
             continue
-        for i, c in enumerate(chunk(text, rel, chunker=src.chunker, max_chars=src.max_chars,
-                                    overlap=src.overlap)):
-            items.append((f"{rel}#{i}", c, offset))
+        n_read += 1
+        for s in sources:
+            if s.note:
+                say(f"[forge] {rel}: {s.note}")
+                notes.append((rel, s.note))
+            ranges = chunk_ranges(s.text, chunker=src.chunker, max_chars=src.max_chars,
+                                  overlap=src.overlap, word_boundaries=src.word_boundaries)
+            for i, (a, b) in enumerate(ranges):
+                start, end = s.source_map.span(a, b)
+                items.append((f"{s.source_uri}#{i}", s.text[a:b], start, end))
+                uris.append(s.source_uri)
+    rows = LoadedRows()
+    rows.skipped, rows.notes, rows.n_files = skipped, notes, n_read
+    if skipped:
+        say(skip_summary(rows))
     if not items:
         raise IngestError(f"source.path: no usable text in any file under {src.path}")
+    order = list(range(len(items)))
     if sample is not None and 0 < sample < len(items):
         n = len(items)
-        items = [items[int(i * n / sample)] for i in range(sample)]
-    return [
-        # a UTF-8 BOM is not part of the text, so file spans start after it
-        Row(ordinal, key, "", c.canonical_text, c.source_uri, c.byte_start + offset,
-            c.byte_end + offset, item_input_hash(c.canonical_text, "", spec.chunker_version))
-        for ordinal, (key, c, offset) in enumerate(items)
-    ]
+        order = [int(i * n / sample) for i in range(sample)]
+    for ordinal, idx in enumerate(order):
+        key, text, start, end = items[idx]
+        rows.append(Row(ordinal, key, "", text, uris[idx], start, end,
+                        item_input_hash(text, "", spec.chunker_version)))
+    return rows
