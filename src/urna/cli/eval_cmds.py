@@ -7,6 +7,8 @@ from pathlib import Path
 
 import click
 
+from urna.cli.options import COUNT, input_file
+
 from ..forge.evaluate import MODES, RECALL_DEPTH, EvalReport, evaluate_path
 from ._output import emit_json
 
@@ -29,17 +31,17 @@ def report_lines(report: EvalReport) -> list[str]:
 
 
 @click.command("eval")
-@click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.argument("file", type=input_file(exists=True, dir_okay=False))
 @click.option("--queries", "queries", required=True,
               type=click.Path(exists=True, dir_okay=False, path_type=Path),
               help='JSONL: {"id","text","relevant":[...]} lines, or BEIR queries.jsonl.')
 @click.option("--qrels", type=click.Path(exists=True, path_type=Path), default=None,
               help="BEIR qrels TSV (or a directory of them); corpus-id = chunk id or source_uri.")
-@click.option("-k", "k", type=click.IntRange(min=1), default=10, show_default=True,
+@click.option("-k", "k", type=COUNT, default=10, show_default=True,
               help="Cut-off of nDCG, MRR and the second recall column.")
 @click.option("--mode", "--rank", "modes", type=click.Choice(MODES), multiple=True,
               help="Ranking to measure (repeatable; default: every one the file supports).")
-@click.option("--candidates", type=click.IntRange(min=1), default=None,
+@click.option("--candidates", type=COUNT, default=None,
               help="Candidates per list for hybrid and fused (default max(4k, 64)).")
 @click.option("--model-path", default=None, help="Local directory of the file's embedder.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")

@@ -8,6 +8,8 @@ from pathlib import Path
 
 import click
 
+from urna.cli.options import input_file
+
 INSTALL_HINT = "urna tui needs textual: pip install 'urna[tui]'"
 
 
@@ -27,7 +29,7 @@ def launch(target: Path | None, question: str | None) -> None:
 
 
 @click.command("tui")
-@click.argument("target", required=False, type=click.Path(exists=True, path_type=Path))
+@click.argument("target", required=False, type=input_file(exists=True))
 @click.option("--ask", "question", metavar="QUESTION", help="Open the ask tab with this asked.")
 def tui_cmd(target: Path | None, question: str | None) -> None:
     """Explore corpora in the terminal: home, corpus checks, ask, health.
