@@ -298,6 +298,10 @@ class UrnaFile:
         """Chunk ids in file order."""
         return list(self._state.chunk_ids)
 
+    def spans(self) -> list[tuple[str, int, int]]:
+        """Source spans ``(source_uri, byte_start, byte_end)`` in file order (blob overlay on)."""
+        return list(self._state.spans)
+
     def vectors(self, ids=None) -> np.ndarray:
         """Stored embeddings as float32 rows (float16/int8/int4 dequantised), all or ``ids``."""
         st = self._state
