@@ -201,8 +201,19 @@ class Writer:
             return None
         entry = write_segment(self.folder, self.name, self.version, self.format, chunks)
         checkpoint("segment-written")
-        self.segments.append(entry)
+        self._list(entry)
         return entry
+
+    def _list(self, entry: dict[str, Any], at: int | None = None) -> None:
+        # same chunks, same content_hash: a segment already listed is revived, not doubled
+        # (a citation names one segment), so its tombstones go instead
+        h = entry["content_hash"]
+        if any(s["content_hash"] == h for s in self.segments):
+            self.tombstones = {k: v for k, v in self.tombstones.items() if k[0] != h}
+        elif at is None:
+            self.segments.append(entry)
+        else:
+            self.segments.insert(at, entry)
 
     def remove(self, *, chunk_ids: Sequence[str] = (), sources: Sequence[str] = (),
                source_glob: str | None = None,
@@ -269,8 +280,8 @@ class Writer:
         self.compacted += [[format_citation(r.segment, r.chunk_id),
                             format_citation(entry["content_hash"], r.chunk_id)] for r in rows]
         self.segments = [s for i, s in enumerate(self.segments) if i not in pick]
-        self.segments.insert(pick[0], entry)
         self.tombstones = {k: v for k, v in self.tombstones.items() if k[0] not in picked}
+        self._list(entry, pick[0])
         return entry
 
     def commit(self, op: str, note: str = "") -> dict[str, Any]:

@@ -319,7 +319,9 @@ class Catalog:
                                       f"segment {name or expected} is no longer kept", removed_in)
             with open_file(path) as f:
                 r = f.cite(citation)
-            return LivingCitation(**asdict(r), status="removed", removed_in=removed_in)
+            return LivingCitation(**asdict(r), status="removed", removed_in=removed_in,
+                                  compacted_from=moved and moved[0],
+                                  compacted_in=moved and moved[1])
         raise CitationError(f"{citation} is unknown to this catalog: no segment of versions "
                             f"1..{self.version} holds it")
 

@@ -175,7 +175,8 @@ class LivingCitation(ResolvedCitation):
 
     ``status`` is ``live`` (its segment is current), ``compacted`` (``compacted_from`` is the
     citation asked for, ``citation_id`` the one it moved to in version ``compacted_in``) or
-    ``removed`` (``removed_in`` names the version; the text is the old segment's).
+    ``removed`` (``removed_in`` names the version; the text is the old segment's; a chunk
+    compacted, then removed, keeps ``compacted_from``).
     """
 
     status: str = "live"
