@@ -15,7 +15,8 @@ from ..errors import UrnaError
 from ._output import error_line
 
 # Verb modules, each exposing COMMANDS; listed here in the help's order of groups.
-VERB_MODULES = ("file_cmds", "search_cmds", "forge_cmds", "serve_cmds", "mcp_cmds")
+VERB_MODULES = ("file_cmds", "search_cmds", "forge_cmds", "serve_cmds", "mcp_cmds",
+                "living_cmds")
 
 
 class UrnaGroup(click.Group):

@@ -156,6 +156,18 @@ def segment_rows(f: UrnaFile) -> list[Row]:
             in zip(f.chunk_ids(), f.texts(), f.spans(), strict=True)]
 
 
+def segment_chunks(f: UrnaFile, keep: Sequence[int] | None = None) -> list[dict[str, Any]]:
+    """urna.build chunk dicts of a segment's rows (all, or ``keep``): text, span, vector."""
+    rows = segment_rows(f)
+    picked = list(range(len(rows))) if keep is None else list(keep)
+    if not picked:
+        return []
+    emb = f.vectors(picked)
+    return [{"canonical_text": rows[i].text, "source_uri": rows[i].source_uri,
+             "byte_start": rows[i].byte_start, "byte_end": rows[i].byte_end,
+             "embedding": emb[j]} for j, i in enumerate(picked)]
+
+
 class Writer:
     """One version being written (use :func:`writing`): stage changes, then ``commit``."""
 
@@ -194,6 +206,15 @@ class Writer:
                 out += [r for r in segment_rows(f)
                         if (r.segment, r.chunk_id) not in self.tombstones]
         return out
+
+    def add_file(self, f: UrnaFile) -> dict[str, Any] | None:
+        """Stage every row of another .urna file (same model and width) as a new segment."""
+        fmt = self.format
+        if f.model_hash != fmt.model_hash or int(f.embedding_dim) != fmt.embedding_dim:
+            raise CatalogError(f"{f.path}: model_hash {f.model_hash} / dim {f.embedding_dim} "
+                               f"differ from the catalog's {fmt.model_hash} / "
+                               f"{fmt.embedding_dim}")
+        return self.add(segment_chunks(f))
 
     def add(self, chunks: Sequence[Mapping[str, Any]]) -> dict[str, Any] | None:
         """Stage ``chunks`` (urna.build's chunk dicts) as a new segment; its entry."""
@@ -253,23 +274,17 @@ class Writer:
                 if min_rows is None or s["content_hash"] in dead_in or s["n_chunks"] < min_rows]
         if not pick or (len(pick) == 1 and self.segments[pick[0]]["content_hash"] not in dead_in):
             return None
-        rows, vectors = [], []
+        rows: list[Row] = []
+        chunks: list[dict[str, Any]] = []
         for i in pick:
             with self.open_segment(self.segments[i]) as f:
-                keep = [j for j, r in enumerate(segment_rows(f))
-                        if (r.segment, r.chunk_id) not in self.tombstones]
                 all_rows = segment_rows(f)
+                keep = [j for j, r in enumerate(all_rows)
+                        if (r.segment, r.chunk_id) not in self.tombstones]
                 rows += [all_rows[j] for j in keep]
-                if keep:
-                    vectors.append(f.vectors(keep))
+                chunks += segment_chunks(f, keep)
         if not rows:
             return None
-        import numpy as np
-
-        emb = np.concatenate(vectors)
-        chunks = [{"canonical_text": r.text, "source_uri": r.source_uri,
-                   "byte_start": r.byte_start, "byte_end": r.byte_end, "embedding": emb[j]}
-                  for j, r in enumerate(rows)]
         entry = write_segment(self.folder, self.name, self.version, self.format, chunks)
         with self.open_segment(entry) as f:
             if f.chunk_ids() != [r.chunk_id for r in rows]:
