@@ -105,3 +105,23 @@ def test_a_tampered_log_is_refused(tmp_path: Path) -> None:
     assert res.exit_code == 1 and "version_hash mismatch" in res.output
     with pytest.raises(CatalogError, match="version 2: version_hash mismatch"):
         urna.open_catalog(catalog)
+
+
+def test_cli_cite_says_removed_and_compacted(tmp_path: Path) -> None:
+    spec = write_jsonl_spec(tmp_path / "live", _rows(6), name="docs", model="floor",
+                            mode="single")
+    catalog = Path(_run("build", "--spec", spec, "--update")["catalog"])
+    with urna.open_catalog(catalog) as cat:
+        cits = [h.citation_id for h in cat.retrieve(cat.shards[0].vectors([0])[0], 6)]
+        gone = cat.remove(chunk_ids=[cits[0].rsplit("/", 1)[1]])["removed"]
+        cat.compact()
+    assert gone == [cits[0]]
+    removed = _run("cite", catalog, cits[0], "--json")
+    assert (removed["status"], removed["removed_in"], removed["version"]) == ("removed", 2, 3)
+    moved = _run("cite", catalog, cits[1], "--json")
+    assert (moved["status"], moved["compacted_from"], moved["compacted_in"]) == \
+        ("compacted", cits[1], 3)
+    assert moved["citation_id"] != cits[1] and moved["chunk_id"] == cits[1].rsplit("/", 1)[1]
+    res = CliRunner().invoke(cli, ["cite", str(catalog), "urna://sha256:" + "0" * 64 +
+                                   "/sha256:" + "1" * 64])
+    assert res.exit_code == 1 and "CitationError" in res.output and "unknown" in res.output

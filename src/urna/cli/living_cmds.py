@@ -134,4 +134,28 @@ def compact_cmd(catalog: Path, min_rows: int | None, as_json: bool) -> None:
     _echo(result, as_json, "nothing to compact")
 
 
+def cite_living(catalog: Path, citation: str, as_json: bool) -> bool:
+    """``urna cite`` on a living catalog (live, compacted or removed); False for a plain one."""
+    from dataclasses import asdict
+
+    from ..runtime.catalog import open_catalog, read_catalog
+    from ..runtime.catalog.versions import is_living
+
+    if not is_living(read_catalog(catalog)):
+        return False
+    with open_catalog(catalog) as cat:
+        fields = asdict(cat.cite(citation))
+        fields["version"] = cat.version
+    text = fields.pop("text")
+    if as_json:
+        emit_json({**fields, "text": text})
+        return True
+    for key, value in fields.items():
+        if value is not None:
+            click.echo(f"{key + ':':<16}{value}")
+    click.echo("text:")
+    click.echo(text)
+    return True
+
+
 COMMANDS = [add_cmd, remove_cmd, log_cmd, compact_cmd]
