@@ -15,6 +15,7 @@ from urna.errors import CatalogError
 from urna.forge import pipeline
 from urna.forge.spec import load_spec
 from urna.runtime.catalog import catalog_hash
+from urna.runtime.catalog.versions import version_hash
 
 from .corpus import ranked
 
@@ -125,3 +126,21 @@ def test_cli_cite_says_removed_and_compacted(tmp_path: Path) -> None:
     res = CliRunner().invoke(cli, ["cite", str(catalog), "urna://sha256:" + "0" * 64 +
                                    "/sha256:" + "1" * 64])
     assert res.exit_code == 1 and "CitationError" in res.output and "unknown" in res.output
+
+
+def test_an_old_version_naming_a_path_outside_is_refused(tmp_path: Path) -> None:
+    spec = write_jsonl_spec(tmp_path / "live", _rows(4), name="docs", model="floor",
+                            mode="single")
+    catalog = Path(_run("build", "--spec", spec, "--update")["catalog"])
+    with urna.open_catalog(catalog) as cat:
+        cat.remove(chunk_ids=[cat.chunk_ids()[0]])
+    doc = json.loads(catalog.read_text())
+    rec = doc["living"]["versions"][0]
+    rec["segments"][0]["file"] = "../escape.urna"
+    rec["version_hash"] = version_hash(rec)
+    doc["living"]["versions"][1]["parent"] = rec["version_hash"]
+    doc["living"]["versions"][1]["version_hash"] = version_hash(doc["living"]["versions"][1])
+    doc["catalog_hash"] = catalog_hash(doc)
+    catalog.write_text(json.dumps(doc))
+    with pytest.raises(CatalogError, match=r"version 1: segments\[0\].file must be a plain"):
+        urna.open_catalog(catalog, version=1)

@@ -32,7 +32,14 @@ from ...errors import CatalogError, CatalogLocked
 from ...format.identity import format_citation
 from ..file import UrnaFile, open_file
 from .document import catalog_document, read_catalog, write_catalog
-from .versions import LIVING_KEY, is_living, log_of, version_record
+from .versions import (
+    LIVING_KEY,
+    is_living,
+    log_of,
+    sources_at,
+    sources_change,
+    version_record,
+)
 
 CRASH_ENV, PAUSE_ENV = "URNA_LIVING_CRASH", "URNA_LIVING_PAUSE"
 CHECKPOINTS = ("locked", "segment-written", "before-commit", "after-commit")
@@ -184,7 +191,7 @@ class Writer:
         self.tombstones: dict[tuple[str, str], int] = {(h, c): v for h, c, v
                                                        in head["tombstones"]}
         self.compacted: list[list[str]] = []
-        self.sources: dict[str, Any] = dict(head["sources"])
+        self.sources: dict[str, list[str]] = sources_at(self.versions)
         self.version = head["version"] + 1
         with open_file(self.folder / self.segments[0]["file"]) as f:
             self.format = SegmentFormat.of(f, options)
@@ -267,7 +274,7 @@ class Writer:
         """Merge segments (with tombstones, or under ``min_rows`` rows; all when None) into one.
 
         Tombstoned rows are dropped, chunk ids kept (same text, span and chunker), and each
-        moved citation is recorded old -> new. Nothing to merge (or nothing live): None.
+        merged segment is recorded old -> new. Nothing to merge (or nothing live): None.
         """
         dead_in = {h for h, _ in self.tombstones}
         pick = [i for i, s in enumerate(self.segments)
@@ -292,8 +299,8 @@ class Writer:
                                    "differ from what its ids were made of); nothing committed")
         checkpoint("segment-written")
         picked = {self.segments[i]["content_hash"] for i in pick}
-        self.compacted += [[format_citation(r.segment, r.chunk_id),
-                            format_citation(entry["content_hash"], r.chunk_id)] for r in rows]
+        self.compacted += [[h, entry["content_hash"]] for h in sorted(picked)
+                           if h != entry["content_hash"]]
         self.segments = [s for i, s in enumerate(self.segments) if i not in pick]
         self.tombstones = {k: v for k, v in self.tombstones.items() if k[0] not in picked}
         self._list(entry, pick[0])
@@ -303,7 +310,8 @@ class Writer:
         """Append the staged version and write the catalog atomically; the new record."""
         rec = version_record(self.versions[-1], op, self.segments,
                              [[h, c, v] for (h, c), v in self.tombstones.items()],
-                             compacted=self.compacted, sources=self.sources, note=note)
+                             compacted=self.compacted, note=note,
+                             sources=sources_change(sources_at(self.versions), self.sources))
         extra = {k: v for k, v in self.doc.items() if k not in _DERIVED}
         extra[LIVING_KEY] = {"head": rec["version"], "versions": [*self.versions, rec]}
         doc = catalog_document(self.name, len(self.segments), self.segments, extra=extra)

@@ -25,7 +25,7 @@ import numpy as np
 
 from ...errors import CatalogError, CitationError, CitationRemoved
 from ...format.citation import ResolvedCitation
-from ...format.identity import parse_citation
+from ...format.identity import format_citation, parse_citation
 from ..file import UrnaFile, open_file
 from ..hits import STORED_PRECISION, RetrieveHit, SearchExplain, SearchHit, SearchResult
 from .document import read_catalog
@@ -307,10 +307,10 @@ class Catalog:
                     return LivingCitation(**asdict(r))
                 return LivingCitation(**asdict(r), status="compacted", compacted_from=moved[0],
                                       compacted_in=moved[1])
-        if citation in hist.moved:
-            new, v = hist.moved[citation]
-            return self._cite_living(new, hist, moved or (citation, v))
         removed_in = hist.removed_in.get((expected, chunk))
+        if removed_in is None and expected in hist.moved:  # kept ids: same id, new segment
+            new, v = hist.moved[expected]
+            return self._cite_living(format_citation(new, chunk), hist, moved or (citation, v))
         if removed_in is not None:
             name = hist.files.get(expected)
             path = Path(self.path).parent / name if name else None

@@ -7,8 +7,11 @@ A living catalog is ``<name>.catalog.json`` with a ``living`` key::
 Each record names its ``parent`` (the previous record's ``version_hash``, None for the first),
 its ``segments`` (catalog entries of the immutable ``.urna`` files live at that version), its
 ``tombstones`` (every removed ``[segment content_hash, chunk_id, removed_in]`` still inside a
-live segment), the ``compacted`` citations it moved (``[old, new]``) and ``sources`` (the
-forge's per-key input hashes). ``version_hash`` is ``sha256:`` of the sorted-key compact UTF-8
+live segment), the segments it ``compacted`` (``[old content_hash, new content_hash]``: chunk
+ids are kept, so ``urna://<old>/<id>`` moved to ``urna://<new>/<id>`` unless it was removed
+first) and the change of ``sources`` (the forge's ``key -> [input_hash, chunk_id]``, null for a
+key gone; the map at a version folds the changes up to it). Records grow with what changed,
+not with the corpus. ``version_hash`` is ``sha256:`` of the sorted-key compact UTF-8
 JSON of the record without it, so any version can be reopened and its chain checked. The
 top-level ``shards`` are always the head's segments, so the catalog stays a plain catalog.
 """
@@ -22,7 +25,7 @@ from typing import Any
 from ...errors import CatalogError
 from ...format.citation import ResolvedCitation
 from ...format.hashing import sorted_json_sha256_utf8
-from .document import SHARD_KEYS
+from .document import SHARD_KEYS, check_entry
 
 LIVING_KEY = "living"
 SEGMENT_KEYS = SHARD_KEYS
@@ -39,7 +42,7 @@ def version_record(parent: dict[str, Any] | None, op: str, segments: Sequence[di
                    compacted: Sequence[Sequence[str]] = (),
                    sources: dict[str, Any] | None = None,
                    note: str = "") -> dict[str, Any]:
-    """The next version after ``parent`` (None: the first), hashed."""
+    """The next version after ``parent`` (None: the first), hashed; ``sources`` is a change."""
     if op not in OPS:
         raise ValueError(f"op must be one of {', '.join(OPS)}, not {op!r}")
     record: dict[str, Any] = {
@@ -49,8 +52,7 @@ def version_record(parent: dict[str, Any] | None, op: str, segments: Sequence[di
         "segments": [{k: s[k] for k in SEGMENT_KEYS} for s in segments],
         "tombstones": sorted([str(h), str(c), int(v)] for h, c, v in tombstones),
         "compacted": [[str(a), str(b)] for a, b in compacted],
-        "sources": dict(parent.get("sources", {}) if sources is None and parent else
-                        sources or {}),
+        "sources": dict(sources or {}),
         "note": note,
     }
     record["version_hash"] = version_hash(record)
@@ -99,9 +101,11 @@ def _check_record(v: int, rec: dict[str, Any]) -> None:
     segs = rec.get("segments")
     if not isinstance(segs, list) or not segs:
         raise CatalogError(f"version {v} lists no segments")
-    for s in segs:
-        if not isinstance(s, dict) or any(k not in s for k in SEGMENT_KEYS):
-            raise CatalogError(f"version {v}: a segment lacks one of {', '.join(SEGMENT_KEYS)}")
+    for i, s in enumerate(segs):
+        try:
+            check_entry(i, s)  # the shard checks: types, and a plain file name beside us
+        except CatalogError as e:
+            raise CatalogError(f"version {v}: segments{str(e).removeprefix('shards')}") from None
     for key in ("tombstones", "compacted"):
         rows = rec.get(key)
         if not isinstance(rows, list) or not all(isinstance(r, list) for r in rows):
@@ -113,8 +117,12 @@ def _check_record(v: int, rec: dict[str, Any]) -> None:
     for pair in rec["compacted"]:
         if len(pair) != 2 or not all(isinstance(x, str) for x in pair):
             raise CatalogError(f"version {v}: a compacted entry is not [old, new]")
-    if not isinstance(rec.get("sources"), dict):
-        raise CatalogError(f"version {v}: sources must be an object")
+    if not isinstance(rec.get("sources"), dict) or not all(
+            x is None or (isinstance(x, list) and len(x) == 2 and
+                          all(isinstance(y, str) for y in x))
+            for x in rec["sources"].values()):
+        raise CatalogError(f"version {v}: sources must map keys to [input_hash, chunk_id] "
+                           f"or null")
 
 
 def record_at(doc: dict[str, Any], version: int | None) -> dict[str, Any]:
@@ -142,7 +150,7 @@ class History:
     """What every version up to one knows of its citations: removals, moves, segment files."""
 
     removed_in: dict[tuple[str, str], int] = field(default_factory=dict)
-    moved: dict[str, tuple[str, int]] = field(default_factory=dict)  # old -> (new, version)
+    moved: dict[str, tuple[str, int]] = field(default_factory=dict)  # segment -> (new, version)
     files: dict[str, str] = field(default_factory=dict)  # segment content_hash -> file name
 
 
@@ -157,6 +165,25 @@ def history(doc: dict[str, Any], version: int | None) -> History:
             out.removed_in.setdefault((h, cid), v)
         for old, new in rec["compacted"]:
             out.moved[old] = (new, rec["version"])
+    return out
+
+
+def sources_at(versions: Sequence[dict[str, Any]]) -> dict[str, list[str]]:
+    """The forge's ``key -> [input_hash, chunk_id]`` after ``versions`` (their changes folded)."""
+    out: dict[str, list[str]] = {}
+    for rec in versions:
+        for key, value in rec["sources"].items():
+            if value is None:
+                out.pop(key, None)
+            else:
+                out[key] = list(value)
+    return out
+
+
+def sources_change(old: dict[str, list[str]], new: dict[str, list[str]]) -> dict[str, Any]:
+    """The ``sources`` change that turns ``old`` into ``new``."""
+    out: dict[str, Any] = {k: v for k, v in new.items() if old.get(k) != v}
+    out.update({k: None for k in old if k not in new})
     return out
 
 
