@@ -167,6 +167,8 @@ class UrnaFile:
     has_blobs = property(lambda self: self._state.blob_refs is not None, doc="Blob refs opened.")
     embedding_model = property(lambda self: self._state.embedding_model, doc="Text model.")
     index_type = property(lambda self: self._state.index_type, doc="Declared index type.")
+    chunker_version = property(lambda self: self._state.view.manifest.chunker_version,
+                               doc="Manifest chunker_version (what chunk ids were made with).")
 
     @property
     def space_names(self) -> list[str]:

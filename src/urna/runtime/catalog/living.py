@@ -117,12 +117,11 @@ class SegmentFormat:
     @classmethod
     def of(cls, f: UrnaFile, options: BuildOptions | None = None) -> SegmentFormat:
         """The format of an existing segment (its dtype and sections, reproducible bytes)."""
-        m = f.inspect()["manifest"]
         opts = options or BuildOptions(reproducible=True, dtype=f.dtype,
                                        with_hnsw=f.has_ann, with_bm25=f.has_bm25,
                                        with_graph=f.has_graph)
-        return cls(m["embedding_model"], int(m["embedding_dim"]), m["chunker_version"],
-                   m["model_hash"], opts)
+        return cls(f.embedding_model, int(f.embedding_dim), f.chunker_version, f.model_hash,
+                   opts)
 
 
 def _entry(path: Path) -> dict[str, Any]:
