@@ -2,8 +2,9 @@
 
 Measures, on one machine, over N synthetic rows (default 10,000; the floor embedder, preset
 ``exact``, no graph):
-  1. wall time of ``urna build --update`` adding 1% new rows to a living catalog of N rows,
-     against a full single-file rebuild of the N + 1% rows (cold embed cache);
+  1. wall time of ``urna build --spec corpus.toml --update`` adding 1% new rows to a living
+     catalog of N rows, against ``urna build --spec corpus.toml`` rebuilding one file of the
+     N + 1% rows (cold embed cache); each is one fresh CLI process, start-up included;
   2. exact-search latency (k=10) of the living catalog as 1%-updates accumulate segments
      (1, 2, ... U+1), then after ``compact`` (one segment), against one file of the same rows.
 
@@ -16,7 +17,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
+import subprocess
 import sys
 import tempfile
 import time
@@ -46,6 +49,17 @@ def spec_for(root: Path, rows: list[dict], cache: Path) -> Path:
                             cache_dir=cache)
 
 
+def cli_build_s(spec: Path, *extra: str) -> tuple[float, dict]:
+    """Seconds of one ``urna build --spec SPEC [extra]`` process, and its JSON result."""
+    src = Path(__file__).resolve().parent.parent / "src"
+    env = {**os.environ, "PYTHONPATH": f"{src}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
+    t0 = time.perf_counter()
+    cli = [sys.executable, "-c", "from urna.cli import main; main()"]
+    done = subprocess.run([*cli, "build", "--spec", str(spec), "--json", *extra], env=env,
+                          check=True, capture_output=True)
+    return round(time.perf_counter() - t0, 2), json.loads(done.stdout)
+
+
 def latency_ms(searcher, queries: np.ndarray, k: int = 10) -> float:
     """Median ms per exact search over ``queries``."""
     times = []
@@ -59,9 +73,6 @@ def latency_ms(searcher, queries: np.ndarray, k: int = 10) -> float:
 def main() -> None:
     """Run the benchmark and print one JSON document."""
     import urna
-    from urna.forge import pipeline
-    from urna.forge.spec import load_spec
-    from urna.forge.update import update
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rows", type=int, default=10_000)
@@ -74,9 +85,7 @@ def main() -> None:
         root = Path(tmp)
         rows = rows_of(args.rows)
         spec = spec_for(root / "live", rows, root / "cache-live")
-        t0 = time.perf_counter()
-        first = update(load_spec(spec))
-        out["first_version_s"] = round(time.perf_counter() - t0, 2)
+        out["first_version_s"], first = cli_build_s(spec, "--update")
         catalog = Path(first["catalog"])
         rng = np.random.default_rng(3)
         with urna.open_catalog(catalog) as cat:
@@ -91,19 +100,16 @@ def main() -> None:
         for u in range(args.updates):
             rows += rows_of(step, start=args.rows + u * step)
             spec = spec_for(root / "live", rows, root / "cache-live")
-            t0 = time.perf_counter()
-            res = update(load_spec(spec))
-            update_s.append(round(time.perf_counter() - t0, 2))
+            seconds, res = cli_build_s(spec, "--update")
+            update_s.append(seconds)
             assert res["added"] == step, res
             with urna.open_catalog(catalog) as cat:
                 curve.append({"segments": len(cat.shard_info),
                               "ms": round(latency_ms(cat, queries), 3)})
         out["update_1pct_s"] = update_s
         # the full rebuild of the last corpus, cold cache, one file
-        full_spec = load_spec(spec_for(root / "full", rows, root / "cache-full"))
-        t0 = time.perf_counter()
-        built = pipeline.build(full_spec)
-        out["full_rebuild_s"] = round(time.perf_counter() - t0, 2)
+        out["full_rebuild_s"], built = cli_build_s(spec_for(root / "full", rows,
+                                                            root / "cache-full"))
         with urna.open(next(iter(built["outputs"].values()))["file"]) as one:
             out["one_file_ms"] = round(latency_ms(one, queries), 3)
         with urna.open_catalog(catalog) as cat:
