@@ -109,6 +109,7 @@ class Catalog:
         self._closed = True
         self.document = read_catalog(path)
         self.record: dict[str, Any] | None = None  # the opened version of a living catalog
+        self._history: History | None = None
         specs = self._segment_specs(version)
         self._fan: Fanout = open_fanout(engine, specs, max_workers)
         try:
@@ -288,9 +289,11 @@ class Catalog:
         On a living catalog the answer is a ``LivingCitation``: a chunk compacted since is
         resolved where it moved, a removed one names the version that removed it.
         """
-        expected, chunk = parse_citation(citation)
+        expected, _ = parse_citation(citation)
         if self.record is not None:
-            return self._cite_living(citation, history(self.document, self.version), None)
+            if self._history is None:  # read once: the log is checked and fixed at open
+                self._history = history(self.document, self.version)
+            return self._cite_living(citation, self._history, None)
         for i, s in enumerate(self.shard_info):
             if s.content_hash == expected:
                 return self._fanout().on(i, lambda sh: sh.file.cite(citation))
