@@ -47,14 +47,15 @@ def open(path: str | os.PathLike) -> UrnaFile:  # noqa: A001 - the reference's n
 
 
 def open_catalog(path: str | os.PathLike, *, engine: str = "threads",
-                 max_workers: int | None = None) -> Catalog:
+                 max_workers: int | None = None, version: int | None = None) -> Catalog:
     """Open ``<name>.catalog.json`` and every shard it lists; searches span all shards.
 
-    ``engine="ray"`` holds each shard's map in a Ray actor instead of this process.
+    ``engine="ray"`` holds each shard's map in a Ray actor instead of this process;
+    ``version=N`` opens version N of a living catalog (``.add/.remove/.compact`` write one).
     """
     from .runtime.catalog import open_catalog as _open_catalog
 
-    return _open_catalog(path, engine=engine, max_workers=max_workers)
+    return _open_catalog(path, engine=engine, max_workers=max_workers, version=version)
 
 
 async def aopen(path: str | os.PathLike, *, executor: Executor | None = None) -> AsyncUrnaFile:

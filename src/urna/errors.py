@@ -418,6 +418,18 @@ class CatalogError(UrnaError):
         ValueError.__init__(self, detail)
 
 
+class CatalogLocked(CatalogError):
+    """Another writer holds the living catalog's lock (or a dead writer left it behind)."""
+
+
+class CitationRemoved(CitationError):
+    """A citation names a chunk removed from the living catalog whose segment file is gone."""
+
+    def __init__(self, detail: str, removed_in: int) -> None:
+        self.removed_in = removed_in
+        CitationError.__init__(self, detail)
+
+
 # metadata and filters ---------------------------------------------------------------------
 
 

@@ -19,7 +19,7 @@ from .options import recorded_files
 
 # Verb modules, each exposing COMMANDS; listed here in the help's order of groups.
 VERB_MODULES = ("file_cmds", "search_cmds", "forge_cmds", "eval_cmds", "serve_cmds",
-                "mcp_cmds", "tui_cmds")
+                "mcp_cmds", "tui_cmds", "living_cmds")
 
 
 _HELP_ERRORS = tuple(getattr(click.exceptions, n) for n in ("NoArgsIsHelpError",)

@@ -119,6 +119,10 @@ def cite_cmd(file: Path, citation: str, as_json: bool) -> None:
     Example: urna cite corpus.urna 'urna://sha256:.../sha256:...'
     """
     if is_catalog_path(file):
+        from .living_cmds import cite_living
+
+        if cite_living(file, citation, as_json):  # a living catalog answers for its versions
+            return
         file = shard_for_citation(file, citation)
     data = read_file(file)
     view = UrnaView.from_bytes(data)

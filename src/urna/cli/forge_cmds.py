@@ -93,10 +93,13 @@ def _open(path: str) -> Any:
               help="With --shards: run in process (the default), or on Ray.")
 @click.option("--address", default=None,
               help="With --shards: the Ray cluster to join (implies --engine ray).")
+@click.option("--update", is_flag=True,
+              help="Keep <out>/<name>.catalog.json living: write only the new and changed "
+                   "rows as a segment, tombstone the changed and deleted ones.")
 def build_cmd(spec_path: str, sample: int | None, out_dir: str | None, cache_dir: str | None,
               dry_run: bool, as_json: bool, models: str | None, rebuild_only: bool,
               strict_env: bool, stop_on_error: bool, shards: int | None, engine: str | None,
-              address: str | None) -> None:
+              address: str | None, update: bool) -> None:
     """[agent] Build .urna file(s) from a declarative spec.
 
     On a terminal: progress bars on stderr and a short summary; the result JSON with --json
@@ -119,6 +122,15 @@ def build_cmd(spec_path: str, sample: int | None, out_dir: str | None, cache_dir
         if dry_run:
             p = plan(spec, out_dir=out_dir, cache_dir=cache_dir)
             click.echo(json.dumps(p, indent=1, sort_keys=True) if as_json else format_plan(p))
+            return
+        if update:
+            if shards is not None or rebuild_only or models or sample:
+                raise click.UsageError("--update cannot be combined with --shards, --sample, "
+                                       "--rebuild-only or --models")
+            from urna.forge.update import update as update_living
+
+            result = update_living(spec, out_dir=out_dir)
+            click.echo(json.dumps(result, indent=1, sort_keys=True))
             return
         if shards is not None:
             from urna.forge.shard import build_sharded

@@ -167,6 +167,8 @@ class UrnaFile:
     has_blobs = property(lambda self: self._state.blob_refs is not None, doc="Blob refs opened.")
     embedding_model = property(lambda self: self._state.embedding_model, doc="Text model.")
     index_type = property(lambda self: self._state.index_type, doc="Declared index type.")
+    chunker_version = property(lambda self: self._state.view.manifest.chunker_version,
+                               doc="Manifest chunker_version (what chunk ids were made with).")
 
     @property
     def space_names(self) -> list[str]:
@@ -297,6 +299,10 @@ class UrnaFile:
     def chunk_ids(self) -> list[str]:
         """Chunk ids in file order."""
         return list(self._state.chunk_ids)
+
+    def spans(self) -> list[tuple[str, int, int]]:
+        """Source spans ``(source_uri, byte_start, byte_end)`` in file order (blob overlay on)."""
+        return list(self._state.spans)
 
     def vectors(self, ids=None) -> np.ndarray:
         """Stored embeddings as float32 rows (float16/int8/int4 dequantised), all or ``ids``."""

@@ -74,7 +74,8 @@ def write_catalog(path: str | os.PathLike, doc: dict[str, Any]) -> str:
     return str(target)
 
 
-def _check_entry(i: int, e: Any) -> dict[str, Any]:
+def check_entry(i: int, e: Any) -> dict[str, Any]:
+    """Check one shard entry (keys, types, a plain file name); the entry."""
     if not isinstance(e, dict):
         raise CatalogError(f"shards[{i}] is not an object")
     for k in SHARD_KEYS:
@@ -115,7 +116,7 @@ def read_catalog(path: str | os.PathLike) -> dict[str, Any]:
     shards = doc.get("shards")
     if not isinstance(shards, list) or not shards:
         raise CatalogError("catalog lists no shards")
-    entries = [_check_entry(i, e) for i, e in enumerate(shards)]
+    entries = [check_entry(i, e) for i, e in enumerate(shards)]
     if len({e["file"] for e in entries}) != len(entries):
         raise CatalogError("catalog lists a shard file twice")
     got = catalog_hash(doc)

@@ -17,6 +17,7 @@ from typing import Any, Protocol, TypeVar
 
 from ...errors import CatalogError
 from ..file import UrnaFile, open_file
+from .masked import masked
 
 T = TypeVar("T")
 
@@ -74,8 +75,9 @@ class Shard:
         self._ordinals: dict[str, int] | None = None
 
     def open(self) -> ShardInfo:
-        """Open and check the shard; its ShardInfo."""
-        self._file = open_checked(*self._args)
+        """Open and check the shard (its tombstones masked, if any); its ShardInfo."""
+        entry = self._args[2]
+        self._file = masked(open_checked(*self._args), frozenset(entry.get("tombstones", ())))
         return ShardInfo.of(self._file)
 
     @property
@@ -118,7 +120,8 @@ class Fanout(Protocol):
         """Release every shard (idempotent)."""
 
 
-ShardSpec = tuple[str, int, dict[str, Any]]  # (path, index in the catalog, catalog entry)
+# (path, index in the catalog, catalog entry; a living version adds its "tombstones" ids)
+ShardSpec = tuple[str, int, dict[str, Any]]
 
 
 class ThreadFanout:

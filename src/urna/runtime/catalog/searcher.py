@@ -16,19 +16,32 @@ from __future__ import annotations
 import math
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from ...errors import CatalogError, CitationError
+from ...errors import CatalogError, CitationError, CitationRemoved
 from ...format.citation import ResolvedCitation
-from ...format.identity import parse_citation
-from ..file import UrnaFile
+from ...format.identity import format_citation, parse_citation
+from ..file import UrnaFile, open_file
 from ..hits import STORED_PRECISION, RetrieveHit, SearchExplain, SearchHit, SearchResult
 from .document import read_catalog
-from .fanout import Fanout, Shard, ShardInfo, open_fanout
+from .fanout import Fanout, Shard, ShardInfo, ShardSpec, open_fanout
+from .living import writing
+from .versions import (
+    History,
+    LivingCitation,
+    history,
+    is_living,
+    log_of,
+    masks_of,
+    record_at,
+    summary,
+    version_record,
+)
 
 Ranked = tuple[SearchResult, list[int]]  # one shard's result and each hit's ordinal there
 
@@ -89,17 +102,16 @@ class Catalog:
     """
 
     def __init__(self, path: str | os.PathLike, *, max_workers: int | None = None,
-                 engine: str = "threads") -> None:
+                 engine: str = "threads", version: int | None = None) -> None:
         if engine not in ("threads", "ray"):
             raise ValueError(f"engine must be 'threads' or 'ray', not {engine!r}")
-        self.path, self.engine = os.fspath(path), engine
+        self.path, self.engine, self._max_workers = os.fspath(path), engine, max_workers
         self._closed = True
         self.document = read_catalog(path)
-        base = Path(self.path).parent
-        entries = self.document["shards"]
-        folder = base.resolve() if engine == "ray" else base  # actors may run elsewhere
-        self._fan: Fanout = open_fanout(
-            engine, [(str(folder / e["file"]), i, e) for i, e in enumerate(entries)], max_workers)
+        self.record: dict[str, Any] | None = None  # the opened version of a living catalog
+        self._history: History | None = None
+        specs = self._segment_specs(version)
+        self._fan: Fanout = open_fanout(engine, specs, max_workers)
         try:
             _same_model(self._fan.infos)
         except BaseException:
@@ -125,6 +137,21 @@ class Catalog:
 
     def __repr__(self) -> str:
         return f"<Catalog {self.path!r} shards={len(self.shard_info)} n={self.n_embeddings}>"
+
+    def _segment_specs(self, version: int | None) -> list[ShardSpec]:
+        base = Path(self.path).parent
+        folder = base.resolve() if self.engine == "ray" else base  # actors may run elsewhere
+        if not is_living(self.document):
+            if version is not None:
+                raise CatalogError(f"{self.path} has no version log (not a living catalog); "
+                                   f"open it without version=")
+            entries = self.document["shards"]
+            return [(str(folder / e["file"]), i, e) for i, e in enumerate(entries)]
+        self.record = record_at(self.document, version)
+        masks = masks_of(self.record)
+        return [(str(folder / e["file"]), i,
+                 {**e, "tombstones": sorted(masks.get(e["content_hash"], ()))})
+                for i, e in enumerate(self.record["segments"])]
 
     def _fanout(self) -> Fanout:
         if self._closed:
@@ -257,12 +284,110 @@ class Catalog:
             expected_model_hash=expected_model_hash, query_text=query_text))
 
     def cite(self, citation: str) -> ResolvedCitation:
-        """Resolve a citation on the shard whose content_hash it names."""
+        """Resolve a citation on the shard whose content_hash it names.
+
+        On a living catalog the answer is a ``LivingCitation``: a chunk compacted since is
+        resolved where it moved, a removed one names the version that removed it.
+        """
         expected, _ = parse_citation(citation)
+        if self.record is not None:
+            if self._history is None:  # read once: the log is checked and fixed at open
+                self._history = history(self.document, self.version)
+            return self._cite_living(citation, self._history, None)
         for i, s in enumerate(self.shard_info):
             if s.content_hash == expected:
                 return self._fanout().on(i, lambda sh: sh.file.cite(citation))
         raise CitationError(f"content_hash {expected} is not a shard of this catalog")
+
+    def _cite_living(self, citation: str, hist: History,
+                     moved: tuple[str, int] | None) -> LivingCitation:
+        expected, chunk = parse_citation(citation)
+        dead = masks_of(self.record or {}).get(expected, frozenset())
+        for i, s in enumerate(self.shard_info):
+            if s.content_hash == expected and chunk not in dead:
+                r = self._fanout().on(i, lambda sh: sh.file.cite(citation))
+                if moved is None:
+                    return LivingCitation(**asdict(r))
+                return LivingCitation(**asdict(r), status="compacted", compacted_from=moved[0],
+                                      compacted_in=moved[1])
+        removed_in = hist.removed_in.get((expected, chunk))
+        if removed_in is None and expected in hist.moved:  # kept ids: same id, new segment
+            new, v = hist.moved[expected]
+            return self._cite_living(format_citation(new, chunk), hist, moved or (citation, v))
+        if removed_in is not None:
+            name = hist.files.get(expected)
+            path = Path(self.path).parent / name if name else None
+            if path is None or not path.is_file():
+                raise CitationRemoved(f"{citation} was removed in version {removed_in} and its "
+                                      f"segment {name or expected} is no longer kept", removed_in)
+            with open_file(path) as f:
+                r = f.cite(citation)
+            return LivingCitation(**asdict(r), status="removed", removed_in=removed_in,
+                                  compacted_from=moved and moved[0],
+                                  compacted_in=moved and moved[1])
+        raise CitationError(f"{citation} is unknown to this catalog: no segment of versions "
+                            f"1..{self.version} holds it")
+
+    # -- a living corpus: versions, and writing the next one -------------------------------
+
+    @property
+    def version(self) -> int | None:
+        """The opened version of a living catalog (None for a plain shard catalog)."""
+        return None if self.record is None else int(self.record["version"])
+
+    @property
+    def version_hash(self) -> str | None:
+        """The opened version's hash (None for a plain shard catalog)."""
+        return None if self.record is None else str(self.record["version_hash"])
+
+    def log(self) -> list[dict[str, Any]]:
+        """Every version of the catalog, oldest first (one entry, version 1, for a plain one)."""
+        if not is_living(self.document):
+            return [summary(version_record(None, "import", self.document["shards"], []))]
+        return [summary(r) for r in log_of(self.document)]
+
+    def _reopen(self) -> None:
+        self.close()
+        self.__init__(self.path, max_workers=self._max_workers,  # type: ignore[misc]
+                      engine=self.engine)
+
+    def add(self, chunks: Sequence[Mapping[str, Any]], *, note: str = "") -> dict[str, Any]:
+        """Write ``chunks`` (urna.build's chunk dicts) as a new segment; the new version."""
+        with writing(self.path) as w:
+            w.add(chunks)
+            rec = w.commit("add", note)
+        self._reopen()
+        return summary(rec)
+
+    def remove(self, *, chunk_ids: Sequence[str] = (), sources: Sequence[str] = (),
+               source_glob: str | None = None, where: Mapping[str, Any] | None = None,
+               note: str = "") -> dict[str, Any]:
+        """Tombstone the live chunks matching any selector (``where``: urna.index.filter)."""
+        with writing(self.path) as w:
+            gone = w.remove(chunk_ids=chunk_ids, sources=sources, source_glob=source_glob,
+                            where=where)
+            rec = w.commit("remove", note)
+        self._reopen()
+        return {**summary(rec), "removed": gone}
+
+    def replace(self, source_uri: str, chunks: Sequence[Mapping[str, Any]], *,
+                note: str = "") -> dict[str, Any]:
+        """Remove every chunk of ``source_uri`` and add ``chunks`` in one version."""
+        with writing(self.path) as w:
+            gone = w.remove(sources=[source_uri])
+            w.add(chunks)
+            rec = w.commit("replace", note)
+        self._reopen()
+        return {**summary(rec), "removed": gone}
+
+    def compact(self, *, min_rows: int | None = None, note: str = "") -> dict[str, Any] | None:
+        """Merge segments into one without their tombstoned rows; None if nothing to do."""
+        with writing(self.path) as w:
+            if w.compact(min_rows) is None:
+                return None
+            rec = w.commit("compact", note)
+        self._reopen()
+        return summary(rec)
 
 
 def _same_model(infos: list[ShardInfo]) -> None:
@@ -273,9 +398,10 @@ def _same_model(infos: list[ShardInfo]) -> None:
 
 
 def open_catalog(path: str | os.PathLike, *, max_workers: int | None = None,
-                 engine: str = "threads") -> Catalog:
+                 engine: str = "threads", version: int | None = None) -> Catalog:
     """Open ``<name>.catalog.json`` and every shard it lists, checking each against it.
 
-    ``engine="ray"`` holds each shard in a Ray actor (an initialised Ray is used as is).
+    ``engine="ray"`` holds each shard in a Ray actor (an initialised Ray is used as is);
+    ``version=N`` opens version N of a living catalog (default: its head).
     """
-    return Catalog(path, max_workers=max_workers, engine=engine)
+    return Catalog(path, max_workers=max_workers, engine=engine, version=version)

@@ -1,0 +1,161 @@
+"""Living-corpus verbs: ``add``, ``remove``, ``log``, ``compact`` on ``<name>.catalog.json``.
+
+Each write takes the catalog's writer lock and commits one new version atomically
+(``urna.runtime.catalog.living``); ``log`` reads the version log. A catalog written by
+``urna build --shards`` becomes living on its first write (its shards are version 1).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import click
+
+from ._output import emit_json
+
+CATALOG = click.Path(dir_okay=False, path_type=Path)
+
+
+def _echo(result: dict[str, Any] | None, as_json: bool, nothing: str) -> None:
+    if as_json:
+        emit_json(result)
+    elif result is None:
+        click.echo(nothing)
+    else:
+        extra = "".join(f" {k}={result[k]}" for k in ("added", "removed") if k in result
+                        and not isinstance(result[k], list))
+        gone = result.get("removed")
+        if isinstance(gone, list):
+            extra += f" removed={len(gone)}"
+        click.echo(f"version {result['version']} {result['op']}: {result['chunks']} live "
+                   f"chunks in {result['segments']} segments{extra} ({result['version_hash']})")
+
+
+@click.command("add")
+@click.argument("catalog", type=CATALOG)
+@click.argument("files", nargs=-1, type=click.Path(dir_okay=False, exists=True,
+                                                   path_type=Path))
+@click.option("--spec", "spec_path", default=None, type=click.Path(dir_okay=False),
+              help="Embed every row of this spec's source as the new segment.")
+@click.option("--json", "as_json", is_flag=True, help="The new version as JSON.")
+def add_cmd(catalog: Path, files: tuple[Path, ...], spec_path: str | None,
+            as_json: bool) -> None:
+    """Add documents as one new segment: a spec's source, or the rows of .urna FILES.
+
+    Example: urna add out/docs.catalog.json extra.urna
+    """
+    if bool(files) == bool(spec_path):
+        raise click.UsageError("give either --spec or one or more .urna FILES")
+    if spec_path:
+        from urna.forge.spec import load_spec
+        from urna.forge.update import add_from_spec
+
+        result = add_from_spec(catalog, load_spec(spec_path))
+    else:
+        from ..runtime.catalog.living import writing
+        from ..runtime.catalog.versions import summary
+        from ..runtime.file import open_file
+
+        with writing(catalog) as w:
+            for path in files:
+                with open_file(path) as f:
+                    w.add_file(f)
+            result = summary(w.commit("add", f"add: {', '.join(p.name for p in files)}"))
+    _echo(result, as_json, "")
+
+
+@click.command("remove")
+@click.argument("catalog", type=CATALOG)
+@click.option("--chunk-id", "chunk_ids", multiple=True, help="Remove this chunk (repeatable).")
+@click.option("--source", "sources", multiple=True,
+              help="Remove every chunk of this source_uri (repeatable).")
+@click.option("--source-glob", default=None, help="Remove chunks whose source_uri matches.")
+@click.option("--where", default=None,
+              help='A filter (JSON, urna.index.filter) on source_uri, chunk_id, byte_start, '
+                   'byte_end, e.g. \'{"source_uri": {"$glob": "old/**"}}\'.')
+@click.option("--json", "as_json", is_flag=True, help="The new version as JSON.")
+def remove_cmd(catalog: Path, chunk_ids: tuple[str, ...], sources: tuple[str, ...],
+               source_glob: str | None, where: str | None, as_json: bool) -> None:
+    """Tombstone chunks in a new version (their segments stay; citations say removed).
+
+    Example: urna remove out/docs.catalog.json --source docs/old.md
+    """
+    if not (chunk_ids or sources or source_glob or where):
+        raise click.UsageError("give --chunk-id, --source, --source-glob or --where")
+    from ..index.filter import parse_where_json
+    from ..runtime.catalog import open_catalog
+
+    flt = parse_where_json(where) if where else None
+    with open_catalog(catalog) as cat:
+        result = cat.remove(chunk_ids=chunk_ids, sources=sources, source_glob=source_glob,
+                            where=flt)
+    _echo(result, as_json, "")
+
+
+@click.command("log")
+@click.argument("catalog", type=CATALOG)
+@click.option("--json", "as_json", is_flag=True, help="Every version as JSON.")
+def log_cmd(catalog: Path, as_json: bool) -> None:
+    """Print the version log of a catalog, oldest first.
+
+    Example: urna log out/docs.catalog.json
+    """
+    from ..runtime.catalog import read_catalog
+    from ..runtime.catalog.versions import is_living, log_of, summary, version_record
+
+    doc = read_catalog(catalog)
+    records = log_of(doc) if is_living(doc) else [version_record(None, "import", doc["shards"],
+                                                                 [])]
+    rows = [summary(r) for r in records]
+    if as_json:
+        emit_json(rows)
+        return
+    for r in rows:
+        click.echo(f"{r['version']:>4}  {r['op']:<8} {r['chunks']:>8} chunks "
+                   f"{r['segments']:>3} segments {r['tombstones']:>6} tombstones  "
+                   f"{r['version_hash'][:19]}  {r['note']}")
+
+
+@click.command("compact")
+@click.argument("catalog", type=CATALOG)
+@click.option("--min-rows", type=click.IntRange(min=1), default=None,
+              help="Merge only segments with tombstones or fewer rows than this.")
+@click.option("--json", "as_json", is_flag=True, help="The new version as JSON.")
+def compact_cmd(catalog: Path, min_rows: int | None, as_json: bool) -> None:
+    """Merge segments into one without their removed rows; old citations map to new ones.
+
+    Example: urna compact out/docs.catalog.json
+    """
+    from ..runtime.catalog import open_catalog
+
+    with open_catalog(catalog) as cat:
+        result = cat.compact(min_rows=min_rows)
+    _echo(result, as_json, "nothing to compact")
+
+
+def cite_living(catalog: Path, citation: str, as_json: bool) -> bool:
+    """``urna cite`` on a living catalog (live, compacted or removed); False for a plain one."""
+    from dataclasses import asdict
+
+    from ..runtime.catalog import open_catalog, read_catalog
+    from ..runtime.catalog.versions import is_living
+
+    if not is_living(read_catalog(catalog)):
+        return False
+    with open_catalog(catalog) as cat:
+        fields = asdict(cat.cite(citation))
+        fields["version"] = cat.version
+    text = fields.pop("text")
+    if as_json:
+        emit_json({**fields, "text": text})
+        return True
+    for key, value in fields.items():
+        if value is not None:
+            click.echo(f"{key + ':':<16}{value}")
+    click.echo("text:")
+    click.echo(text)
+    return True
+
+
+COMMANDS = [add_cmd, remove_cmd, log_cmd, compact_cmd]

@@ -1,0 +1,112 @@
+"""``urna build --spec corpus.toml --update``: write only what changed since the last version.
+
+The living corpus is ``<output dir>/<name>.catalog.json``. Its version log records, per source
+key, the row's input hash and chunk id (``sources``). An update reads the source, compares:
+a key that is new or whose input hash changed is embedded (only those texts) and written as
+one new segment; a key that changed or disappeared has its old chunk tombstoned; everything
+else is untouched and keeps its citation. With no catalog yet, the first update writes version
+1 with every row. A sharded build's catalog (no ``sources`` recorded) is diffed by chunk id
+once, then recorded. Row sources (csv, jsonl, parquet, sqlite) span a row's ordinal, so a row
+kept across an insertion keeps its old chunk id while a fresh build would renumber it;
+document sources span bytes of their file and match a fresh build exactly.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from urna.build_options import BuildOptions
+from urna.errors import ForgeError, SpecError
+from urna.forge.embedders.models import embed_all, load_models
+from urna.forge.sources import Row, load_rows
+from urna.forge.spec import CorpusSpec, copy_with, validate
+from urna.format.identity import chunk_id
+from urna.runtime.catalog.living import SegmentFormat, create, writing
+from urna.runtime.catalog.versions import summary
+
+
+def catalog_path(spec: CorpusSpec) -> Path:
+    """Where the living corpus of ``spec`` lives: ``<output dir>/<name>.catalog.json``."""
+    return Path(spec.output.dir) / f"{spec.name}.catalog.json"
+
+
+def _format(spec: CorpusSpec, meta: dict[str, dict[str, Any]], dim: int) -> SegmentFormat:
+    dm = spec.default_model()
+    m = meta[dm.preset]
+    return SegmentFormat(m["embedding_model"], dim, spec.chunker_version, m["model_hash"],
+                         BuildOptions(title=spec.title or spec.name, version=spec.version,
+                                      reproducible=True, preset=spec.build.preset,
+                                      dtype=spec.build.dtype or None,
+                                      mrl_dim=spec.build.mrl_dim or None,
+                                      with_graph=spec.build.with_graph,
+                                      graph_top_m=spec.build.graph_top_m,
+                                      provenance={"dataset": spec.name}))
+
+
+def _row_id(row: Row, chunker: str) -> str:
+    return chunk_id(row.canonical_text, row.source_uri, row.byte_start, row.byte_end, chunker)
+
+
+def _embedded(spec: CorpusSpec, rows: list[Row]) -> tuple[list[dict[str, Any]], dict, int]:
+    meta, embedders = load_models(spec)
+    vectors = embed_all(embedders, [r.canonical_text for r in rows])[spec.default_model().preset]
+    chunks = [dict(r.as_chunk(), embedding=vectors[i]) for i, r in enumerate(rows)]
+    return chunks, meta, int(vectors.shape[1]) if len(rows) else 0
+
+
+def update(spec: CorpusSpec, *, out_dir: str | None = None) -> dict[str, Any]:
+    """Bring the living corpus of ``spec`` up to its source; what was added and removed."""
+    validate(spec)
+    if spec.output.mode != "single":
+        raise SpecError(f"output.mode: --update keeps one living catalog (mode 'single'), "
+                        f"not '{spec.output.mode}'")
+    if any(m.text == "space" for m in spec.models):
+        raise SpecError("models: --update writes the default model's vectors only; named "
+                        "spaces (text = \"space\") are not supported by living corpora yet")
+    spec = copy_with(spec, out_dir=out_dir)
+    path = catalog_path(spec)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    rows = load_rows(spec)
+    if not rows:
+        raise ForgeError("source produced no rows")
+    chunker = spec.chunker_version
+    recorded = {r.key: [r.input_hash, _row_id(r, chunker)] for r in rows}
+    if not path.exists():
+        chunks, meta, dim = _embedded(spec, rows)
+        rec = create(path, _format(spec, meta, dim), chunks, note="update: first version",
+                     sources=recorded)
+        return {"catalog": str(path), **summary(rec), "added": len(rows), "removed": 0}
+    with writing(path) as w:
+        old: dict[str, list[str]] = w.sources
+        if old:
+            fresh = [r for r in rows if old.get(r.key, [None])[0] != r.input_hash]
+            stale = [cid for key, (h, cid) in old.items()
+                     if key not in recorded or recorded[key][0] != h]
+        else:  # a catalog the forge never recorded: its live chunk ids are the baseline
+            live = {r.chunk_id for r in w.live_rows()}
+            fresh = [r for r in rows if recorded[r.key][1] not in live]
+            wanted = {v[1] for v in recorded.values()}
+            stale = sorted(live - wanted)
+        if not fresh and not stale:
+            return {"catalog": str(path), **summary(w.versions[-1]), "added": 0, "removed": 0}
+        removed = w.remove(chunk_ids=stale) if stale else []
+        if fresh:
+            chunks, _, _ = _embedded(spec, fresh)
+            w.add(chunks)
+        w.sources = recorded
+        rec = w.commit("update", f"update: +{len(fresh)} -{len(stale)} rows")
+    return {"catalog": str(path), **summary(rec), "added": len(fresh), "removed": len(removed)}
+
+
+def add_from_spec(path: str | Path, spec: CorpusSpec) -> dict[str, Any]:
+    """Embed every row of ``spec``'s source and add them to the catalog as one new segment."""
+    validate(spec)
+    rows = load_rows(spec)
+    if not rows:
+        raise ForgeError("source produced no rows")
+    chunks, _, _ = _embedded(spec, rows)
+    with writing(path) as w:
+        w.add(chunks)
+        rec = w.commit("add", f"add: {len(rows)} rows of {spec.name}")
+    return {"catalog": str(path), **summary(rec), "added": len(rows)}

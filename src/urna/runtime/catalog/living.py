@@ -1,0 +1,355 @@
+"""Writing a living catalog: add, remove, replace and compact, one atomic version at a time.
+
+A writer takes ``<catalog>.lock`` (``O_CREAT | O_EXCL``, holding its pid; removed on exit), reads
+the catalog, writes any new segment (an immutable ``.urna`` beside it, written atomically), then
+the whole catalog with the new version appended (``write_catalog``: temp file, fsync, rename).
+A writer killed at any point leaves the previous version intact; a segment it wrote but never
+committed is an unlisted file. A second writer gets :class:`CatalogLocked`; a lock whose pid is
+dead is reported with the command that clears it. Segment files are never deleted, so every
+old version reopens and every removed chunk's text stays citable.
+
+``URNA_LIVING_CRASH=<point>`` SIGKILLs the writer at a named point and
+``URNA_LIVING_PAUSE=<point>:<path>`` makes it create ``<path>.reached`` and wait for ``<path>``
+there (the crash and two-writer tests). Points: ``locked``, ``segment-written``,
+``before-commit``, ``after-commit``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fnmatch
+import os
+import signal
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from ...build import build_bytes
+from ...build_options import BuildOptions
+from ...errors import CatalogError, CatalogLocked
+from ...format.identity import format_citation
+from ..file import UrnaFile, open_file
+from .document import catalog_document, read_catalog, write_catalog
+from .versions import (
+    LIVING_KEY,
+    is_living,
+    log_of,
+    sources_at,
+    sources_change,
+    version_record,
+)
+
+CRASH_ENV, PAUSE_ENV = "URNA_LIVING_CRASH", "URNA_LIVING_PAUSE"
+CHECKPOINTS = ("locked", "segment-written", "before-commit", "after-commit")
+_DERIVED = ("catalog_schema_version", "name", "n_shards", "n_chunks", "model_hash",
+            "embedding_dim", "shards", "catalog_hash", LIVING_KEY)
+
+
+def checkpoint(point: str) -> None:
+    """The test hooks: die or wait at ``point`` when the environment asks for it."""
+    if os.environ.get(CRASH_ENV) == point:
+        os.kill(os.getpid(), signal.SIGKILL)
+    pause = os.environ.get(PAUSE_ENV, "")
+    if pause.startswith(point + ":"):
+        gate = Path(pause[len(point) + 1:])
+        Path(f"{gate}.reached").touch()
+        while not gate.exists():
+            time.sleep(0.01)
+
+
+def lock_path(catalog: str | os.PathLike) -> Path:
+    """The writer lock of a catalog: ``<catalog>.lock``."""
+    return Path(f"{os.fspath(catalog)}.lock")
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+@contextlib.contextmanager
+def writer_lock(catalog: str | os.PathLike) -> Iterator[Path]:
+    """Hold the catalog's writer lock; CatalogLocked when another writer (or its corpse) has it."""
+    lock = lock_path(catalog)
+    try:
+        fd = os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+    except FileExistsError:
+        try:
+            pid = int(lock.read_text(encoding="ascii").strip() or "0")
+        except (OSError, ValueError):
+            pid = 0
+        if pid > 0 and _pid_alive(pid):
+            raise CatalogLocked(f"catalog {catalog} is being written by pid {pid} (lock {lock}); "
+                                f"retry when it finishes") from None
+        raise CatalogLocked(f"stale lock {lock} left by pid {pid or '?'}, which is no longer "
+                            f"running: if no writer is running, remove it (rm '{lock}') and "
+                            f"retry") from None
+    except OSError as e:
+        raise CatalogError(f"cannot take the writer lock {lock}: {e.strerror}") from e
+    try:
+        os.write(fd, f"{os.getpid()}\n".encode("ascii"))
+    finally:
+        os.close(fd)
+    try:
+        yield lock
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            lock.unlink()
+
+
+@dataclass(frozen=True)
+class SegmentFormat:
+    """What every segment of a catalog shares: model, width, chunker and build options."""
+
+    embedding_model: str
+    embedding_dim: int
+    chunker_version: str
+    model_hash: str
+    options: BuildOptions
+
+    @classmethod
+    def of(cls, f: UrnaFile, options: BuildOptions | None = None) -> SegmentFormat:
+        """The format of an existing segment (its dtype and sections, reproducible bytes)."""
+        opts = options or BuildOptions(reproducible=True, dtype=f.dtype,
+                                       with_hnsw=f.has_ann, with_bm25=f.has_bm25,
+                                       with_graph=f.has_graph)
+        return cls(f.embedding_model, int(f.embedding_dim), f.chunker_version, f.model_hash,
+                   opts)
+
+
+def _entry(path: Path) -> dict[str, Any]:
+    with open_file(path) as f:
+        return {"file": path.name, "file_hash": f.file_hash, "content_hash": f.content_hash,
+                "n_chunks": int(f.n_embeddings), "model_hash": f.model_hash,
+                "embedding_dim": int(f.embedding_dim)}
+
+
+def write_segment(folder: Path, name: str, version: int, fmt: SegmentFormat,
+                  chunks: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """Build ``chunks`` into ``<name>-v<version>-<hash>.urna`` in ``folder``; its catalog entry."""
+    from ..._atomic import write_atomic
+    from ...format.hashing import sha256_bytes
+
+    data = build_bytes(fmt.embedding_model, fmt.embedding_dim, fmt.chunker_version,
+                       fmt.model_hash, [dict(c) for c in chunks], fmt.options)
+    path = folder / f"{name}-v{version:06d}-{sha256_bytes(data)[7:19]}.urna"
+    write_atomic(path, data)
+    return _entry(path)
+
+
+@dataclass
+class Row:
+    """One stored row of a segment, enough to rebuild it (and its chunk id) elsewhere."""
+
+    segment: str  # content_hash
+    chunk_id: str
+    text: str
+    source_uri: str
+    byte_start: int
+    byte_end: int
+
+
+def segment_rows(f: UrnaFile) -> list[Row]:
+    """Every row of an open segment."""
+    return [Row(f.content_hash, c, t, u, s, e) for c, t, (u, s, e)
+            in zip(f.chunk_ids(), f.texts(), f.spans(), strict=True)]
+
+
+def segment_chunks(f: UrnaFile, keep: Sequence[int] | None = None) -> list[dict[str, Any]]:
+    """urna.build chunk dicts of a segment's rows (all, or ``keep``): text, span, vector."""
+    rows = segment_rows(f)
+    picked = list(range(len(rows))) if keep is None else list(keep)
+    if not picked:
+        return []
+    emb = f.vectors(picked)
+    return [{"canonical_text": rows[i].text, "source_uri": rows[i].source_uri,
+             "byte_start": rows[i].byte_start, "byte_end": rows[i].byte_end,
+             "embedding": emb[j]} for j, i in enumerate(picked)]
+
+
+class Writer:
+    """One version being written (use :func:`writing`): stage changes, then ``commit``."""
+
+    def __init__(self, path: str | os.PathLike, options: BuildOptions | None = None) -> None:
+        self.path = Path(path)
+        self.folder = self.path.parent
+        self.doc = read_catalog(self.path)
+        if is_living(self.doc):
+            self.versions = log_of(self.doc)
+        else:  # a sharded build's catalog: its shards become version 1
+            self.versions = [version_record(None, "import", self.doc["shards"], [])]
+        head = self.versions[-1]
+        self.segments: list[dict[str, Any]] = [dict(s) for s in head["segments"]]
+        self.tombstones: dict[tuple[str, str], int] = {(h, c): v for h, c, v
+                                                       in head["tombstones"]}
+        self.compacted: list[list[str]] = []
+        self.sources: dict[str, list[str]] = sources_at(self.versions)
+        self.version = head["version"] + 1
+        with open_file(self.folder / self.segments[0]["file"]) as f:
+            self.format = SegmentFormat.of(f, options)
+
+    @property
+    def name(self) -> str:
+        """The corpus name."""
+        return str(self.doc["name"])
+
+    def open_segment(self, entry: Mapping[str, Any]) -> UrnaFile:
+        """Open one listed segment."""
+        return open_file(self.folder / entry["file"])
+
+    def live_rows(self) -> list[Row]:
+        """Every row live in the staged version, segment by segment."""
+        out: list[Row] = []
+        for s in self.segments:
+            with self.open_segment(s) as f:
+                out += [r for r in segment_rows(f)
+                        if (r.segment, r.chunk_id) not in self.tombstones]
+        return out
+
+    def add_file(self, f: UrnaFile) -> dict[str, Any] | None:
+        """Stage every row of another .urna file (same model and width) as a new segment."""
+        fmt = self.format
+        if f.model_hash != fmt.model_hash or int(f.embedding_dim) != fmt.embedding_dim:
+            raise CatalogError(f"{f.path}: model_hash {f.model_hash} / dim {f.embedding_dim} "
+                               f"differ from the catalog's {fmt.model_hash} / "
+                               f"{fmt.embedding_dim}")
+        return self.add(segment_chunks(f))
+
+    def add(self, chunks: Sequence[Mapping[str, Any]]) -> dict[str, Any] | None:
+        """Stage ``chunks`` (urna.build's chunk dicts) as a new segment; its entry."""
+        if not chunks:
+            return None
+        entry = write_segment(self.folder, self.name, self.version, self.format, chunks)
+        checkpoint("segment-written")
+        self._list(entry)
+        return entry
+
+    def _list(self, entry: dict[str, Any], at: int | None = None) -> None:
+        # same chunks, same content_hash: a segment already listed is revived, not doubled
+        # (a citation names one segment), so its tombstones go instead
+        h = entry["content_hash"]
+        if any(s["content_hash"] == h for s in self.segments):
+            self.tombstones = {k: v for k, v in self.tombstones.items() if k[0] != h}
+        elif at is None:
+            self.segments.append(entry)
+        else:
+            self.segments.insert(at, entry)
+
+    def remove(self, *, chunk_ids: Sequence[str] = (), sources: Sequence[str] = (),
+               source_glob: str | None = None,
+               where: Mapping[str, Any] | None = None) -> list[str]:
+        """Stage tombstones for the live rows matching any selector; the citations removed."""
+        from ...index.filter import RowFields, compile_filter
+
+        ids, uris = set(chunk_ids), set(sources)
+        flt = compile_filter(where, {}) if where else None
+        gone: list[str] = []
+        for s in self.segments:
+            with self.open_segment(s) as f:
+                rows = segment_rows(f)
+            hit = [r.chunk_id in ids or r.source_uri in uris or
+                   (source_glob is not None and fnmatch.fnmatchcase(r.source_uri, source_glob))
+                   for r in rows]
+            if flt is not None:
+                mask = flt.mask(RowFields([r.source_uri for r in rows],
+                                          [r.chunk_id for r in rows],
+                                          [r.byte_start for r in rows],
+                                          [r.byte_end for r in rows]))
+                hit = [a or bool(b) for a, b in zip(hit, mask.tolist(), strict=True)]
+            for r, h in zip(rows, hit, strict=True):
+                if h and (r.segment, r.chunk_id) not in self.tombstones:
+                    self.tombstones[(r.segment, r.chunk_id)] = self.version
+                    gone.append(format_citation(r.segment, r.chunk_id))
+        return gone
+
+    def compact(self, min_rows: int | None = None) -> dict[str, Any] | None:
+        """Merge segments (with tombstones, or under ``min_rows`` rows; all when None) into one.
+
+        Tombstoned rows are dropped, chunk ids kept (same text, span and chunker), and each
+        merged segment is recorded old -> new. Nothing to merge (or nothing live): None.
+        """
+        dead_in = {h for h, _ in self.tombstones}
+        pick = [i for i, s in enumerate(self.segments)
+                if min_rows is None or s["content_hash"] in dead_in or s["n_chunks"] < min_rows]
+        if not pick or (len(pick) == 1 and self.segments[pick[0]]["content_hash"] not in dead_in):
+            return None
+        rows: list[Row] = []
+        chunks: list[dict[str, Any]] = []
+        for i in pick:
+            with self.open_segment(self.segments[i]) as f:
+                all_rows = segment_rows(f)
+                keep = [j for j, r in enumerate(all_rows)
+                        if (r.segment, r.chunk_id) not in self.tombstones]
+                rows += [all_rows[j] for j in keep]
+                chunks += segment_chunks(f, keep)
+        if not rows:
+            return None
+        entry = write_segment(self.folder, self.name, self.version, self.format, chunks)
+        with self.open_segment(entry) as f:
+            if f.chunk_ids() != [r.chunk_id for r in rows]:
+                raise CatalogError("compaction changed chunk ids (a segment's spans or chunker "
+                                   "differ from what its ids were made of); nothing committed")
+        checkpoint("segment-written")
+        picked = {self.segments[i]["content_hash"] for i in pick}
+        self.compacted += [[h, entry["content_hash"]] for h in sorted(picked)
+                           if h != entry["content_hash"]]
+        self.segments = [s for i, s in enumerate(self.segments) if i not in pick]
+        self.tombstones = {k: v for k, v in self.tombstones.items() if k[0] not in picked}
+        self._list(entry, pick[0])
+        return entry
+
+    def commit(self, op: str, note: str = "") -> dict[str, Any]:
+        """Append the staged version and write the catalog atomically; the new record."""
+        rec = version_record(self.versions[-1], op, self.segments,
+                             [[h, c, v] for (h, c), v in self.tombstones.items()],
+                             compacted=self.compacted, note=note,
+                             sources=sources_change(sources_at(self.versions), self.sources))
+        extra = {k: v for k, v in self.doc.items() if k not in _DERIVED}
+        extra[LIVING_KEY] = {"head": rec["version"], "versions": [*self.versions, rec]}
+        doc = catalog_document(self.name, len(self.segments), self.segments, extra=extra)
+        checkpoint("before-commit")
+        write_catalog(self.path, doc)
+        checkpoint("after-commit")
+        return rec
+
+
+@contextlib.contextmanager
+def writing(path: str | os.PathLike, options: BuildOptions | None = None) -> Iterator[Writer]:
+    """A Writer on ``path`` under its writer lock (released however the block ends)."""
+    with writer_lock(path):
+        checkpoint("locked")
+        yield Writer(path, options)
+
+
+def create(path: str | os.PathLike, fmt: SegmentFormat,
+           chunks: Sequence[Mapping[str, Any]], *, note: str = "",
+           sources: dict[str, Any] | None = None) -> dict[str, Any]:
+    """A new living catalog ``<name>.catalog.json`` whose version 1 holds ``chunks``."""
+    target = Path(path)
+    name = target.name.removesuffix(".catalog.json")
+    if name == target.name or not name:
+        raise CatalogError(f"a catalog path ends in .catalog.json, got {target.name!r}")
+    if not chunks:
+        raise CatalogError("a new catalog needs at least one chunk")
+    with writer_lock(target):
+        if target.exists():
+            raise CatalogError(f"catalog {target} already exists")
+        entry = write_segment(target.parent, name, 1, fmt, chunks)
+        rec = version_record(None, "create", [entry], [], sources=sources or {}, note=note)
+        doc = catalog_document(name, 1, [entry], extra={
+            "embedding_model": fmt.embedding_model,
+            LIVING_KEY: {"head": 1, "versions": [rec]}})
+        write_catalog(target, doc)
+        return rec
+
+
+def with_options(fmt: SegmentFormat, **changes: Any) -> SegmentFormat:
+    """``fmt`` with some build options changed."""
+    return replace(fmt, options=replace(fmt.options, **changes))

@@ -1,0 +1,64 @@
+"""A small living corpus for the tests: documents of a few chunks, a deterministic toy embedder.
+
+A chunk's vector is drawn from a generator seeded by the SHA-256 of its text, so the same
+text always has the same vector and a fresh single-file build sees exactly what a segment saw.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+import urna
+from urna.build_options import BuildOptions
+from urna.runtime.catalog.living import SegmentFormat, create
+
+DIM = 8
+MODEL, CHUNKER, MODEL_HASH = "toy", "toy-chunker/1", "sha256:" + "ab" * 32
+FORMAT = SegmentFormat(MODEL, DIM, CHUNKER, MODEL_HASH, BuildOptions(reproducible=True))
+
+
+def embed(text: str) -> list[float]:
+    """The toy embedder: a unit vector seeded by the text's hash."""
+    seed = int.from_bytes(hashlib.sha256(text.encode("utf-8")).digest()[:8], "big")
+    v = np.random.default_rng(seed).standard_normal(DIM).astype(np.float32)
+    return (v / np.linalg.norm(v)).tolist()
+
+
+def document(uri: str, revision: int = 0, n_chunks: int = 3) -> list[dict[str, Any]]:
+    """The chunks of one source document (``revision`` changes its text)."""
+    out, start = [], 0
+    for j in range(n_chunks):
+        text = f"{uri} part {j} revision {revision}"
+        end = start + len(text.encode("utf-8"))
+        out.append({"canonical_text": text, "source_uri": uri, "byte_start": start,
+                    "byte_end": end, "embedding": embed(text)})
+        start = end + 1
+    return out
+
+
+def new_catalog(folder: Path, chunks: list[dict[str, Any]], name: str = "live") -> Path:
+    """A living catalog ``<folder>/<name>.catalog.json`` whose version 1 holds ``chunks``."""
+    path = folder / f"{name}.catalog.json"
+    create(path, FORMAT, chunks)
+    return path
+
+
+def fresh_file(path: Path, chunks: list[dict[str, Any]]) -> urna.UrnaFile:
+    """One file built from ``chunks`` with the catalog's format (the reference answer)."""
+    urna.build(path, MODEL, DIM, CHUNKER, MODEL_HASH, chunks, reproducible=True)
+    return urna.open(path)
+
+
+def queries(n: int, seed: int = 7) -> np.ndarray:
+    """``n`` unit query vectors."""
+    q = np.random.default_rng(seed).standard_normal((n, DIM)).astype(np.float32)
+    return q / np.linalg.norm(q, axis=1, keepdims=True)
+
+
+def ranked(result: Any) -> list[tuple[str, float]]:
+    """(chunk_id, score) of each hit."""
+    return [(h.chunk_id, h.score) for h in result]
