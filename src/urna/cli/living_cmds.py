@@ -13,6 +13,7 @@ from typing import Any
 import click
 
 from ._output import emit_json
+from .options import COUNT
 
 CATALOG = click.Path(dir_okay=False, path_type=Path)
 
@@ -119,7 +120,7 @@ def log_cmd(catalog: Path, as_json: bool) -> None:
 
 @click.command("compact")
 @click.argument("catalog", type=CATALOG)
-@click.option("--min-rows", type=click.IntRange(min=1), default=None,
+@click.option("--min-rows", type=COUNT, default=None,
               help="Merge only segments with tombstones or fewer rows than this.")
 @click.option("--json", "as_json", is_flag=True, help="The new version as JSON.")
 def compact_cmd(catalog: Path, min_rows: int | None, as_json: bool) -> None:
