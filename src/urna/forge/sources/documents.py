@@ -14,9 +14,12 @@ reported by name and skipped; with ``on_error = "stop"`` the build stops on it w
 from __future__ import annotations
 
 import glob
+import re
 import sys
 from collections.abc import Callable
+from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from urna.errors import IngestError
 from urna.forge.sources.chunk import ChunkSpec, chunk
@@ -113,6 +116,39 @@ def extract(path: Path) -> tuple[str, int]:
     return text, offset
 
 
+DOCUMENT_METADATA_TYPES = {"path": "string", "folder": "string", "extension": "string",
+                           "title": "string", "modified": "timestamp"}
+_MD_HEADING = re.compile(r"^ {0,3}#{1,6}[ \t]+(.+?)[ \t#]*$", re.MULTILINE)
+
+
+def _title(path: Path, text: str) -> str | None:
+    """The document's title: HTML <title> (else its first h1-h6), Markdown's first heading."""
+    suffix = path.suffix.lower()
+    if suffix in HTML_SUFFIXES:
+        from bs4 import BeautifulSoup
+
+        soup = BeautifulSoup(path.read_bytes(), "html.parser")
+        tag = soup.title or soup.find(["h1", "h2", "h3", "h4", "h5", "h6"])
+        title = tag.get_text(" ", strip=True) if tag is not None else ""
+        return title or None
+    if suffix in (".md", ".markdown"):
+        m = _MD_HEADING.search(text)
+        return m.group(1).strip() if m else None
+    return None
+
+
+def document_fields(path: Path, rel: str, text: str) -> dict[str, Any]:
+    """The metadata every chunk of a document carries: path, folder, extension, title,
+    modified (the file's mtime, UTC)."""
+    folder = rel.rsplit("/", 1)[0] if "/" in rel else ""
+    out: dict[str, Any] = {"path": rel, "folder": folder, "extension": path.suffix.lower(),
+                           "modified": datetime.fromtimestamp(path.stat().st_mtime, tz=UTC)}
+    title = _title(path, text)
+    if title:
+        out["title"] = title
+    return out
+
+
 def load_document_rows(spec: CorpusSpec, *, sample: int | None = None,
                        report: Callable[[str], None] | None = None) -> list[Row]:
     """Chunk every supported file of ``source.path`` into Rows, in path order."""
@@ -121,7 +157,7 @@ def load_document_rows(spec: CorpusSpec, *, sample: int | None = None,
     base, files = discover(src.path)
     if not files:
         raise IngestError(f"source.path: no .md/.txt/.html/.pdf files under {src.path}")
-    items: list[tuple[str, ChunkSpec, int]] = []
+    items: list[tuple[str, ChunkSpec, int, dict[str, Any]]] = []
     for f in files:
         rel = f.relative_to(base).as_posix()
         try:
@@ -131,6 +167,7 @@ def load_document_rows(spec: CorpusSpec, *, sample: int | None = None,
                 rel = rel.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
                 raise SkipFile("file name is not UTF-8") from None
             text, offset = extract(f)
+            fields = document_fields(f, rel, text)
         except (SkipFile, OSError) as e:
             why = str(e) if isinstance(e, SkipFile) else f"cannot read ({e.strerror})"
             if src.on_error == "stop":
@@ -139,7 +176,7 @@ def load_document_rows(spec: CorpusSpec, *, sample: int | None = None,
             continue
         for i, c in enumerate(chunk(text, rel, chunker=src.chunker, max_chars=src.max_chars,
                                     overlap=src.overlap)):
-            items.append((f"{rel}#{i}", c, offset))
+            items.append((f"{rel}#{i}", c, offset, fields))
     if not items:
         raise IngestError(f"source.path: no usable text in any file under {src.path}")
     if sample is not None and 0 < sample < len(items):
@@ -148,6 +185,7 @@ def load_document_rows(spec: CorpusSpec, *, sample: int | None = None,
     return [
         # a UTF-8 BOM is not part of the text, so file spans start after it
         Row(ordinal, key, "", c.canonical_text, c.source_uri, c.byte_start + offset,
-            c.byte_end + offset, item_input_hash(c.canonical_text, "", spec.chunker_version))
-        for ordinal, (key, c, offset) in enumerate(items)
+            c.byte_end + offset, item_input_hash(c.canonical_text, "", spec.chunker_version),
+            fields)
+        for ordinal, (key, c, offset, fields) in enumerate(items)
     ]
