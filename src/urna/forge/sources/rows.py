@@ -219,11 +219,11 @@ def _metadata_value(col: str, type_: str | None, value: Any, key: str) -> Any:
             return [part.strip() for part in text.split(",") if part.strip()]
     except ValueError:
         pass
-    raise IngestError(f"row {key!r}: source.metadata column '{col}' = {value!r} is not a "
+    raise IngestError(f"row {key!r}: source.metadata column '{col}' = {value!r} is not of type "
                       f"{type_}")
 
 
-def row_metadata(spec: CorpusSpec, records: list[dict[str, Any]]) -> None:
+def check_metadata_columns(spec: CorpusSpec, records: list[dict[str, Any]]) -> None:
     """Check that every ``source.metadata`` column exists in some record (SpecError naming it)."""
     for col in spec.source.metadata:
         if not any(col in rec for rec in records):
@@ -243,7 +243,7 @@ def rows_to_items(spec: CorpusSpec, records: list[dict[str, Any]], *,
                   sample: int | None = None) -> list[Row]:
     """Order, sample and render records into Rows (§3.4 steps 1-7)."""
     cols = spec.source.order_by
-    row_metadata(spec, records)
+    check_metadata_columns(spec, records)
     keyed: list[tuple[tuple[str, ...], dict[str, Any]]] = []
     for i, rec in enumerate(records):
         missing = [c for c in cols if c not in rec]
