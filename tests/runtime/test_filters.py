@@ -381,3 +381,21 @@ def test_catalog_filters_per_shard_schema(tmp_path: Path) -> None:
         assert len(both) == 10
         with pytest.raises(UnknownFilterField, match="nope"):
             c.search_ann(X[0], 3, 16, where={"nope": 1})
+
+
+def test_the_readme_example_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import contextlib
+    import io
+    import re
+
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    section = readme[readme.index("## Metadata and filters"):]
+    block = re.search(r"```python\n(.*?)```", section, re.S).group(1)
+    monkeypatch.chdir(tmp_path)
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        exec(compile(block, "README.md", "exec"), {})
+    lines = out.getvalue().splitlines()
+    assert lines[0] == "{'lang': 'string', 'tags': 'string_list', 'year': 'int'}"
+    assert lines[1] == "['notes/1.md'] {'lang': 'en', 'year': 2024}"
+    assert lines[2] == "{'path': 'exact-filtered', 'selectivity': 0.3333333333333333, 'matches': 1}"
