@@ -399,3 +399,28 @@ def test_the_readme_example_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     assert lines[0] == "{'lang': 'string', 'tags': 'string_list', 'year': 'int'}"
     assert lines[1] == "['notes/1.md'] {'lang': 'en', 'year': 2024}"
     assert lines[2] == "{'path': 'exact-filtered', 'selectivity': 0.3333333333333333, 'matches': 1}"
+
+
+@pytest.fixture(scope="module")
+def large(tmp_path_factory):
+    """3000 rows, a small beam: broad filters take the filtered HNSW beam."""
+    X, chunks, meta = corpus(3000, 16, 21)
+    path = urna.build(tmp_path_factory.mktemp("large") / "l.urna", "m", 16, "c/1", MODEL_HASH,
+                      chunks, metadata=meta, with_hnsw=True, hnsw_ef_construction=16, hnsw_m=8)
+    with urna.open(path) as f:
+        yield X, chunks, meta, f, {cid: i for i, cid in enumerate(f.chunk_ids())}
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=FIXTURES)
+@given(where=filters, qi=st.integers(0, 2999), k=st.integers(1, 40))
+def test_filtered_hnsw_beam_returns_min_k_matches_matching_rows(large, where, qi, k) -> None:
+    X, chunks, meta, f, ordinal = large
+    mask = matching(where, meta, chunks)
+    res = f.search_ann(X[qi], k, 16, where=where)
+    got = [ordinal[h.chunk_id] for h in res]
+    assert all(mask[g] for g in got)
+    assert len(got) == min(k, int(mask.sum()))
+    if mask.mean() < 0.05 or mask.sum() < 32 * 16:  # selective: the matching rows, exactly
+        assert res.explain.filter["path"] == "exact-filtered"
+    else:  # the beam (or its fallback when it found fewer than min(k, matches))
+        assert res.explain.filter["path"] in ("hnsw-filtered", "exact-filtered")
