@@ -120,11 +120,15 @@ def build(output_path: str | os.PathLike, embedding_model: str, embedding_dim: i
           chunk_blob_spans: list[dict] | None = DEFAULTS.chunk_blob_spans,
           spaces: list[dict] | None = DEFAULTS.spaces, hnsw_m: int = DEFAULTS.hnsw_m,
           hnsw_ef_construction: int = DEFAULTS.hnsw_ef_construction,
-          hnsw_seed: int = DEFAULTS.hnsw_seed) -> str:
+          hnsw_seed: int = DEFAULTS.hnsw_seed,
+          metadata: list[dict | None] | None = DEFAULTS.metadata,
+          metadata_types: dict[str, str] | None = DEFAULTS.metadata_types) -> str:
     """Build a .urna file from already-embedded chunks; returns the output path.
 
     ``chunks`` are dicts with canonical_text, source_uri, byte_start, byte_end and embedding
-    (L2-normalised floats). Same inputs give the reference's bytes. Example::
+    (L2-normalised floats). Same inputs give the reference's bytes. ``metadata`` (one dict or
+    None per chunk, types inferred unless ``metadata_types`` names them) adds section 0x18,
+    which leaves content_hash, citations and the reference's answers unchanged. Example::
 
         urna.build("k.urna", "demo", 4, "demo-chunker/1", "sha256:" + "0" * 64,
                    [{"canonical_text": "hi", "source_uri": "doc.txt", "byte_start": 0,
@@ -174,11 +178,14 @@ def build_bytes(embedding_model: str, embedding_dim: int, chunker_version: str, 
     # capability flags), so the outcome is the same and the indexes see checked rows.
     manifest.validate()
     _check_chunks(manifest, rows, spans)
+    metadata_section = _metadata_section(options, len(rows))  # checked before any index work
     matrix = np.stack(rows).astype(np.float32) if rows else np.zeros((0, effective_dim), np.float32)
     optional = _optional_sections(manifest, options, storage, matrix, texts)
     ids = [chunk_id(t, s[0], s[1], s[2], chunker_version)
            for t, s in zip(texts, spans, strict=True)]
     sections = _canonical_sections(manifest, storage, texts, spans, ids, matrix, provenance_json)
+    if metadata_section is not None:
+        optional.append(metadata_section)
     return assemble(manifest.to_json_bytes(), manifest.embedding_dim, manifest.n_chunks,
                     len(rows), sections + optional)
 
@@ -271,6 +278,21 @@ def _index_sections(manifest: Manifest, options: BuildOptions, storage: Storage,
                                   encode_graph(len(vectors), edges)))
         _ext(manifest).graph_present = True
     return out
+
+
+def _metadata_section(options: BuildOptions, n_chunks: int) -> EncodedSection | None:
+    """Section 0x18 from ``options.metadata`` (typed errors for a wrong length or value)."""
+    if options.metadata is None:
+        if options.metadata_types is not None:
+            raise BuildError("metadata_types requires metadata")
+        return None
+    from .format.sections.metadata import encode_metadata
+
+    if not isinstance(options.metadata, list | tuple):
+        raise BuildError(f"metadata must be a list (one dict or None per chunk), not "
+                         f"{type(options.metadata).__name__}")
+    payload = encode_metadata(options.metadata, n_chunks, options.metadata_types)
+    return EncodedSection(layout.SECTION_METADATA, layout.ENCODING_RAW, payload)
 
 
 def _media_sections(manifest: Manifest, options: BuildOptions,

@@ -70,6 +70,8 @@ class BuildOptions:
     hnsw_m: int = 16
     hnsw_ef_construction: int = 400
     hnsw_seed: int = 42
+    metadata: list[dict | None] | None = None
+    metadata_types: dict[str, str] | None = None
 
     @classmethod
     def from_keywords(cls, keywords: Mapping[str, Any]) -> BuildOptions:

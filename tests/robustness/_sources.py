@@ -1,7 +1,8 @@
 """Fuzz sources we build ourselves, to reach what no reference vector carries.
 
 * ``built-all-<dtype>``: ``urna.build`` over the quickstart inputs with every optional section
-  at once (HNSW, BM25, graph, blob refs / overlay / inlined data, two spaces), per stored dtype.
+  at once (HNSW, BM25, graph, blob refs / overlay / inlined data, two spaces, metadata 0x18),
+  per stored dtype.
 * ``built-0x02-<codec>``: quickstart-hybrid re-assembled with chunks_canonical stored as
   txt_streams (10), fsst (9) or zstd_dict (5, plus its 0x0A dictionary); the decoded bytes, and
   so the content_hash, stay the same.
@@ -30,6 +31,7 @@ def _inputs() -> tuple[dict, list[dict], dict]:
 
 def _build_all(dtype: str, out: Path) -> bytes:
     import urna
+    from helpers.vectors import metadata_sample_rows
 
     meta, chunks, files = _inputs()
     blobs = dict(files["quickstart-blobs.urna"]["build_options"])
@@ -38,7 +40,8 @@ def _build_all(dtype: str, out: Path) -> bytes:
     spaces = files["quickstart-spaces.urna"]["build_options"]["spaces"]
     urna.build(str(out), meta["embedding_model"], meta["embedding_dim"], meta["chunker_version"],
                meta["model_hash"], chunks, preset="hybrid", dtype=dtype, with_graph=True,
-               graph_top_m=4, spaces=spaces, hnsw_ef_construction=64, reproducible=True, **blobs)
+               graph_top_m=4, spaces=spaces, hnsw_ef_construction=64, reproducible=True,
+               metadata=metadata_sample_rows(len(chunks)), **blobs)
     return out.read_bytes()
 
 

@@ -14,11 +14,11 @@ import click
 
 from ..format.citation import resolve_citation
 from ..format.inspect import inspect_view
-from ..format.layout import ENCODING_NAMES, section_name
+from ..format.layout import ENCODING_NAMES, SECTION_METADATA
 from ..format.reader import UrnaView
 from ..format.verify import verify
 from ..runtime.catalog import is_catalog_path
-from ..runtime.stats import SECTION_ENCODING_LABELS
+from ..runtime.stats import SECTION_ENCODING_LABELS, display_section_name, metadata_schema
 from ._output import emit_json, labelled
 from .options import input_file
 
@@ -47,6 +47,10 @@ def inspect_cmd(file: Path, as_json: bool) -> None:
     """
     view = UrnaView.from_bytes(read_file(file))
     doc = inspect_view(view, simd_backend())
+    if view.entry(SECTION_METADATA) is not None:  # ours: the reference's document says unknown
+        doc["sections"] = [{**s, "name": display_section_name(s["section_id"])}
+                           for s in doc["sections"]]
+        doc["metadata"] = metadata_schema(view)
     if as_json:
         emit_json(doc)
         return
@@ -57,11 +61,15 @@ def inspect_cmd(file: Path, as_json: bool) -> None:
     for s in doc["sections"]:
         enc = SECTION_ENCODING_LABELS.get(s["encoding"],
                                           ENCODING_NAMES.get(s["encoding"], "unknown"))
-        name = section_name(s["section_id"]) or "unknown"
+        name = display_section_name(s["section_id"])
         click.echo(f"0x{s['section_id']:02x} {name:<24} encoding={enc} offset={s['offset']} "
                    f"size={s['size']} checksum={s['checksum']}")
     click.echo("Manifest:")
     click.echo(json.dumps(doc["manifest"], indent=2, ensure_ascii=False))
+    if "metadata" in doc:
+        schema = doc["metadata"]
+        click.echo("Metadata: " + ("unreadable" if schema is None else
+                                   ", ".join(f"{k} ({t})" for k, t in schema.items())))
     click.echo(f"File hash: {doc['file_hash']}")
     click.echo(f"Content hash: {doc['content_hash']}")
 

@@ -158,6 +158,9 @@ def build_cmd(spec_path: str, sample: int | None, out_dir: str | None, cache_dir
 
 
 def _query_options(fn: Any) -> Any:
+    from .search_cmds import where_option
+
+    fn = where_option(fn)
     fn = click.option("--model-path", default=None,
                       help="Local model dir (a sentence-transformers snapshot).")(fn)
     fn = click.option("--candidates", type=COUNT, default=None,
@@ -174,7 +177,16 @@ def _recall(route: str) -> str:
 def _hit_dict(h: Any) -> dict[str, Any]:
     keys = ("chunk_id", "score", "score_type", "source_uri", "offset_start", "offset_end",
             "citation_id", "text", "file_hash", "content_hash", "rerank_source")
-    return {k: getattr(h, k) for k in keys}
+    out = {k: getattr(h, k) for k in keys}
+    if h.metadata is not None:  # only files with a metadata section
+        out["metadata"] = h.to_dict()["metadata"]
+    return out
+
+
+def _where(text: str | None) -> dict[str, Any] | None:
+    from .search_cmds import parse_where
+
+    return parse_where(text)
 
 
 @click.command("ask")
@@ -183,20 +195,25 @@ def _hit_dict(h: Any) -> dict[str, Any]:
               show_default=True, help="explain: also print route, candidates, rerank.")
 @click.option("--json", "as_json", is_flag=True, help="One JSON document on stdout.")
 def ask_cmd(file: str, text: str, k: int, candidates: int | None, model_path: str | None,
-            disclose: str, as_json: bool) -> None:
+            where: str | None, disclose: str, as_json: bool) -> None:
     """[agent] Ask a question in plain text; prints cited passages.
 
     Example: urna ask quickstart.urna "can I use this offline" -k 1
     """
     from urna.forge.query import ask
 
+    w = _where(where)
     with _open(file) as f:
-        res = ask(f, text, k, candidates=candidates, model_path=model_path)
+        res = ask(f, text, k, candidates=candidates, model_path=model_path, where=w)
     budget = res.candidate_budget or {}
     if as_json:
-        click.echo(json.dumps({"route": res.route, "candidates": budget,
-                               "fusion": res.explain.fusion_mode, "rerank_source": res.disclosure,
-                               "hits": [_hit_dict(h) for h in res.hits]}, indent=1))
+        doc: dict[str, Any] = {"route": res.route, "candidates": budget,
+                               "fusion": res.explain.fusion_mode,
+                               "rerank_source": res.disclosure}
+        if res.explain.filter is not None:
+            doc["filter"] = res.explain.filter
+        doc["hits"] = [_hit_dict(h) for h in res.hits]
+        click.echo(json.dumps(doc, indent=1))
         return
     out: list[str] = []
     if disclose == "explain":
@@ -205,8 +222,12 @@ def ask_cmd(file: str, text: str, k: int, candidates: int | None, model_path: st
                 f"candidates:    exact={c['exact']} ann={c['ann']} bm25={c['bm25']} "
                 f"graph={c['graph']} fusion={res.explain.fusion_mode}",
                 f"rerank_source: {res.disclosure}",
-                f"recall:        {_recall(res.route)}",
-                ""]
+                f"recall:        {_recall(res.route)}"]
+        if res.explain.filter is not None:
+            fi = res.explain.filter
+            out.append(f"filter:        {fi['path']} matches={fi['matches']} "
+                       f"selectivity={fi['selectivity']:.6g}")
+        out.append("")
     if not res.hits:
         out.append("no hits.")
     for h in res.hits:
@@ -219,15 +240,16 @@ def ask_cmd(file: str, text: str, k: int, candidates: int | None, model_path: st
 @click.option("--format", "fmt", type=click.Choice(["jsonl", "json"]), default="jsonl",
               show_default=True)
 def retrieve_cmd(file: str, text: str, k: int, candidates: int | None, model_path: str | None,
-                 fmt: str) -> None:
+                 where: str | None, fmt: str) -> None:
     """[agent] Retrieve cited hits as JSON lines (or one JSON array) for a program.
 
     Example: urna retrieve quickstart.urna "how do citations work" -k 2 --format jsonl
     """
     from urna.forge.query import ask
 
+    w = _where(where)
     with _open(file) as f:
-        res = ask(f, text, k, candidates=candidates, model_path=model_path)
+        res = ask(f, text, k, candidates=candidates, model_path=model_path, where=w)
     hits = [_hit_dict(h) for h in res.hits]
     if fmt == "json":
         click.echo(json.dumps(hits, indent=2))
@@ -242,19 +264,21 @@ def retrieve_cmd(file: str, text: str, k: int, candidates: int | None, model_pat
               help="Only lets a corpus with the all-zero placeholder hash through.")
 @click.option("--json", "as_json", is_flag=True, help="One JSON document on stdout.")
 def search_text_cmd(file: str, text: str, k: int, candidates: int | None,
-                    model_path: str | None, skip_model_hash_check: bool, as_json: bool) -> None:
+                    model_path: str | None, where: str | None, skip_model_hash_check: bool,
+                    as_json: bool) -> None:
     """[engine] Embed TEXT with the file's model and search (routed like ask).
 
     Example: urna search-text quickstart.urna "how do citations work" -k 3
     """
     from urna.forge.query import manifest_of, search_text
 
+    w = _where(where)
     with _open(file) as f:
         model = manifest_of(f).get("embedding_model", "?")
         click.echo(f"[urna] embedding query with {model} in-process"
                    + (f" (--model-path {model_path})" if model_path else ""), err=True)
         res = search_text(f, text, k, candidates=candidates, model_path=model_path,
-                          skip_placeholder=skip_model_hash_check)
+                          skip_placeholder=skip_model_hash_check, where=w)
     if as_json:
         keys = ("chunk_id", "score", "score_type", "source_uri", "offset_start", "offset_end",
                 "embedding_model", "index_type", "reranked", "file_hash", "content_hash",
@@ -263,6 +287,8 @@ def search_text_cmd(file: str, text: str, k: int, candidates: int | None,
                                "k_returned": len(res.hits), "truncated": res.truncated,
                                "query_time_ms": res.query_time_ms,
                                "hits": [{key: getattr(h, key) for key in keys}
+                                        | ({} if h.metadata is None
+                                           else {"metadata": h.to_dict()["metadata"]})
                                         for h in res.hits]}, indent=1))
         return
     c = res.candidate_budget or {}

@@ -13,10 +13,12 @@ import json
 import math
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import click
 
 from ..errors import SpaceNotFound
+from ..index.filter import parse_where_json
 from ..runtime import SearchResult, UrnaFile, open_file
 from ..runtime.benchmark import run_benchmark
 from ..runtime.media import export_blobs
@@ -59,13 +61,22 @@ def result_lines(result: SearchResult) -> list[str]:
     lines += [f"index_type:   {result.index_type}", f"recall:       {recall}",
               f"truncated:    {_b(result.truncated)}", f"k_requested:  {result.k_requested}",
               f"k_returned:   {result.k_returned}",
-              f"query_time:   {result.query_time_ms:.3f} ms", "hits:"]
+              f"query_time:   {result.query_time_ms:.3f} ms"]
+    info = result.explain.filter
+    if info is not None:  # only with --where: the reference's block is unchanged without it
+        lines.append(f"filter:       {info['path']} matches={info['matches']} "
+                     f"selectivity={info['selectivity']:.6g}")
+    lines.append("hits:")
     for i, h in enumerate(result.hits, 1):
-        lines.append(
+        line = (
             f"  [{i:3}] chunk_id={h.chunk_id} score={h.score:.6f} score_type={h.score_type} "
             f"source_uri={h.source_uri} offset={h.offset_start}-{h.offset_end} "
             f"model={h.embedding_model} index_type={h.index_type} reranked={_b(h.reranked)} "
             f"file_hash={h.file_hash} content_hash={h.content_hash} citation_id={h.citation_id}")
+        if h.metadata is not None:
+            line += " metadata=" + json.dumps(h.to_dict()["metadata"], ensure_ascii=False,
+                                              sort_keys=True)
+        lines.append(line)
     return lines
 
 
@@ -79,6 +90,15 @@ def _show(result: SearchResult, as_json: bool) -> None:
 _json_flag = click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
 _k_opt = click.option("-k", "k", type=ENGINE_K, default=10, show_default=True,
                       help="Hits to return.")
+where_option = click.option(
+    "--where", "where", default=None, metavar="JSON",
+    help='Only chunks matching this filter, e.g. \'{"lang": "pt", "year": {"$gte": 2020}}\' '
+         "(see README, Metadata and filters).")
+
+
+def parse_where(text: str | None) -> dict[str, Any] | None:
+    """The --where JSON as a filter mapping (None when the option is absent)."""
+    return None if text is None else parse_where_json(text)
 
 
 def _search(file: Path, run: Callable[[Searcher], SearchResult]) -> SearchResult:
@@ -91,14 +111,15 @@ def _search(file: Path, run: Callable[[Searcher], SearchResult]) -> SearchResult
 @click.argument("file", type=FILE)
 @click.argument("query")
 @_k_opt
+@where_option
 @_json_flag
-def search_cmd(file: Path, query: str, k: int, as_json: bool) -> None:
+def search_cmd(file: Path, query: str, k: int, where: str | None, as_json: bool) -> None:
     """[engine] Exact top-k of QUERY (a JSON array of numbers) over all chunks of FILE.
 
-    Example: urna search corpus.urna "[0.1, 0.2, 0.3, 0.4]" -k 5
+    Example: urna search corpus.urna "[0.1, 0.2, 0.3, 0.4]" -k 5 --where '{"lang": "en"}'
     """
-    q = parse_query(query)
-    _show(_search(file, lambda s: s.search(q, k)), as_json)
+    q, w = parse_query(query), parse_where(where)
+    _show(_search(file, lambda s: s.search(q, k, where=w)), as_json)
 
 
 @click.command("search-ann")
@@ -107,14 +128,16 @@ def search_cmd(file: Path, query: str, k: int, as_json: bool) -> None:
 @_k_opt
 @click.option("--ef", type=BEAM, default=100, show_default=True,
               help="HNSW beam width (never below the file's ef_construction).")
+@where_option
 @_json_flag
-def search_ann_cmd(file: Path, query: str, k: int, ef: int, as_json: bool) -> None:
+def search_ann_cmd(file: Path, query: str, k: int, ef: int, where: str | None,
+                   as_json: bool) -> None:
     """[engine] HNSW candidates reranked by exact cosine; exact without an HNSW section.
 
     Example: urna search-ann corpus.urna "[0.1, 0.2, 0.3, 0.4]" -k 5 --ef 200
     """
-    q = parse_query(query)
-    _show(_search(file, lambda s: s.search_ann(q, k, ef)), as_json)
+    q, w = parse_query(query), parse_where(where)
+    _show(_search(file, lambda s: s.search_ann(q, k, ef, where=w)), as_json)
 
 
 @click.command("search-graph")
@@ -123,14 +146,16 @@ def search_ann_cmd(file: Path, query: str, k: int, ef: int, as_json: bool) -> No
 @_k_opt
 @click.option("--hops", type=HOPS, default=1, show_default=True, help="BFS levels.")
 @click.option("--ef", type=BEAM, default=100, show_default=True, help="Exact seed budget.")
+@where_option
 @_json_flag
-def search_graph_cmd(file: Path, query: str, k: int, hops: int, ef: int, as_json: bool) -> None:
+def search_graph_cmd(file: Path, query: str, k: int, hops: int, ef: int, where: str | None,
+                     as_json: bool) -> None:
     """[engine] Exact seeds expanded over the chunk graph, reranked; exact without a graph.
 
     Example: urna search-graph corpus.urna "[0.1, 0.2, 0.3, 0.4]" --hops 2
     """
-    q = parse_query(query)
-    _show(_search(file, lambda s: s.search_graph(q, k, hops, ef)), as_json)
+    q, w = parse_query(query), parse_where(where)
+    _show(_search(file, lambda s: s.search_graph(q, k, hops, ef, where=w)), as_json)
 
 
 @click.command("search-space")
@@ -139,15 +164,17 @@ def search_graph_cmd(file: Path, query: str, k: int, hops: int, ef: int, as_json
 @click.option("--space", "space", required=True, help="Space name (see `urna stats`).")
 @_k_opt
 @click.option("--expect-model-hash", default=None, help="Refuse a space built with another model.")
+@where_option
 @_json_flag
 def search_space_cmd(file: Path, query: str, space: str, k: int, expect_model_hash: str | None,
-                     as_json: bool) -> None:
+                     where: str | None, as_json: bool) -> None:
     """[engine] Exact search over one named vector space of FILE.
 
     Example: urna search-space corpus.urna "[1, 0]" --space vision -k 3
     """
-    q = parse_query(query)
-    _show(_search(file, lambda s: s.search_space(space, q, k, expect_model_hash)), as_json)
+    q, w = parse_query(query), parse_where(where)
+    _show(_search(file, lambda s: s.search_space(space, q, k, expect_model_hash, where=w)),
+          as_json)
 
 
 @click.command("stats")
@@ -179,6 +206,10 @@ def stats_cmd(file: Path, as_json: bool) -> None:
     out += [f"  0x{s['section_id']:02x} {s['name']:<24} encoding={s['encoding']:<8} "
             f"{s['size']} bytes"
             for s in d["sections"]]
+    if "metadata" in d:  # only files with section 0x18
+        schema = d["metadata"]
+        out.append(f"metadata:     {'unreadable' if schema is None else len(schema)} fields")
+        out += [f"  {name:<24} {type_}" for name, type_ in (schema or {}).items()]
     if d["spaces"] is not None:
         out.append(f"spaces:       {len(d['spaces'])}")
         out += [f"  {s['name']:<24} dim={s['dim']:<5} dtype={s['dtype']:<8} n={s['n_vectors']:<7} "

@@ -34,6 +34,19 @@ def spaces_of(spec: CorpusSpec, vectors: Mapping[str, np.ndarray],
             for m in spec.models if m.text == "space" and only in (None, m.preset)]
 
 
+def metadata_of(spec: CorpusSpec, rows: Sequence[Row]
+                ) -> tuple[list[dict[str, Any] | None] | None, dict[str, str] | None]:
+    """The ``metadata=`` / ``metadata_types=`` build options of ``rows`` (None, None: none)."""
+    if spec.source.kind == "documents":
+        from urna.forge.sources.documents import DOCUMENT_METADATA_TYPES
+
+        return [r.metadata for r in rows], dict(DOCUMENT_METADATA_TYPES)
+    if not spec.source.metadata:
+        return None, None
+    declared = spec.source.metadata_types
+    return [r.metadata for r in rows], dict(declared) if declared else None
+
+
 def stale_writes(out_dir: Path, filename: str) -> list[Path]:
     """Temp files a killed write of ``filename`` left in ``out_dir`` (``write_atomic``'s names)."""
     return [p for p in out_dir.glob(f".{filename}.*.tmp") if p.is_file()]
@@ -53,6 +66,7 @@ def emit_file(spec: CorpusSpec, path: Path, rows: Sequence[Row],
     text = vectors[dm.preset]
     meta = model_meta[dm.preset]
     chunks = [dict(r.as_chunk(), embedding=text[i]) for i, r in enumerate(rows)]
+    metadata, metadata_types = metadata_of(spec, rows)
     t0 = time.perf_counter()
     announce_compile(spec, progress)
     with progress.stage(f"index {path.name}", None):
@@ -63,7 +77,7 @@ def emit_file(spec: CorpusSpec, path: Path, rows: Sequence[Row],
                 reproducible=spec.reproducible, preset=spec.build.preset,
                 dtype=spec.build.dtype or None, mrl_dim=spec.build.mrl_dim or None,
                 with_graph=spec.build.with_graph, graph_top_m=spec.build.graph_top_m,
-                spaces=spaces or None,
+                spaces=spaces or None, metadata=metadata, metadata_types=metadata_types,
                 provenance={"dataset": spec.name, "corpus_input_hash": input_hash}))
     with progress.stage(f"write {path.name}", len(data)) as advance:
         write_atomic(path, data)

@@ -11,6 +11,7 @@ runtime's routed ``retrieve`` decides the route and candidates (``urna.runtime.r
 from __future__ import annotations
 
 import threading
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -96,20 +97,23 @@ def _embedded(searcher: Searcher, text: str, k: int, model_path: str | None,
 
 def ask(searcher: Searcher, text: str, k: int = 10, *, candidates: int | None = None,
         model_path: str | None = None, embedder: Embedder | None = None,
-        reuse_embedder: bool = False) -> SearchResult[RetrieveHit]:
+        reuse_embedder: bool = False,
+        where: Mapping[str, Any] | None = None) -> SearchResult[RetrieveHit]:
     """Answer a text question: embed with the corpus's model, gate, then the runtime's routed
     ``retrieve``; hits carry their stored text and citation, the result says how it was found.
 
     ``reuse_embedder`` keeps one loaded embedder per model for the life of the process (the
     long-running skins: MCP, adapters, async API); a one-shot CLI call loads it afresh, so a
-    model replaced on disk is always the one checked.
+    model replaced on disk is always the one checked. ``where`` restricts the answer to the
+    chunks whose metadata it matches (``urna.index.filter``).
     """
     if embedder is None and reuse_embedder:
         embedder = query_embedder(str(searcher.embedding_model), model_path)
     vec, emb = _embedded(searcher, text, k, model_path, embedder, False)
     # candidates=0 has always meant "the default", as None does
     return searcher.retrieve(vec, k, candidates=candidates or None,
-                             expected_model_hash=emb.model_hash(), query_text=text)
+                             expected_model_hash=emb.model_hash(), query_text=text,
+                             where=where)
 
 
 retrieve_text = ask  # the name the agent verbs used first
@@ -117,7 +121,9 @@ retrieve_text = ask  # the name the agent verbs used first
 
 def search_text(searcher: Searcher, text: str, k: int = 10, *, candidates: int | None = None,
                 model_path: str | None = None, skip_placeholder: bool = False,
-                embedder: Embedder | None = None) -> SearchResult[SearchHit]:
+                embedder: Embedder | None = None,
+                where: Mapping[str, Any] | None = None) -> SearchResult[SearchHit]:
     """Embed + gate + the runtime's routed search returning SearchHits (``search-text``)."""
     vec, _ = _embedded(searcher, text, k, model_path, embedder, skip_placeholder)
-    return searcher.search_routed(vec, k, candidates=candidates or None, query_text=text)
+    return searcher.search_routed(vec, k, candidates=candidates or None, query_text=text,
+                                  where=where)

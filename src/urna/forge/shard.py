@@ -68,6 +68,14 @@ def _spec_identity(spec: CorpusSpec) -> dict[str, Any]:
     return d
 
 
+def _metadata_key(rows: Sequence[Row]) -> dict[str, str]:
+    """The rows' metadata in a shard's key (empty without metadata: older keys stay valid)."""
+    if all(r.metadata is None for r in rows):
+        return {}
+    return {"metadata": canonical_hash([json.loads(json.dumps(r.metadata, sort_keys=True,
+                                                              default=str)) for r in rows])}
+
+
 def plan_shards(spec: CorpusSpec, rows: Sequence[Row], n_shards: int, out_dir: Path,
                 model_meta: dict[str, dict[str, Any]]) -> ShardPlan:
     """Assign rows to shards and key each shard by everything that changes its bytes."""
@@ -82,7 +90,7 @@ def plan_shards(spec: CorpusSpec, rows: Sequence[Row], n_shards: int, out_dir: P
             continue  # a tiny corpus may leave a shard empty: no file for it
         ih = corpus_input_hash(shard_rows)
         key = canonical_hash({"identity": ident, "shard": i, "n_shards": n_shards,
-                              "corpus_input_hash": ih})
+                              "corpus_input_hash": ih, **_metadata_key(shard_rows)})
         tasks.append(ShardTask(i, shard_file_name(spec.name, i, n_shards), shard_rows, ih, key))
     return ShardPlan(spec.name, n_shards, out_dir, tasks, model_meta)
 

@@ -7,7 +7,10 @@ SpecError saying this implementation does not build them yet.
 
 Beyond the reference: ``source.kind = "documents"`` (a folder or glob of .md/.txt/.html/.pdf
 files, chunked) with the keys ``chunker``, ``max_chars``, ``overlap``, ``word_boundaries``,
-``on_error``, ``include`` / ``exclude`` (globs), ``encoding`` and ``encoding_fallback``.
+``on_error``, ``include`` / ``exclude`` (globs), ``encoding`` and ``encoding_fallback``; and
+``source.metadata = ["col", ...]`` (with optional ``source.metadata_types = {col = "timestamp"}``)
+which stores those columns of a jsonl / csv / sqlite source as per-chunk metadata (section
+0x18, filterable with ``where=``).
 """
 
 from __future__ import annotations
@@ -82,6 +85,9 @@ class SourceSpec:
     exclude: list[str] = field(default_factory=list)
     encoding: str = "utf-8"
     encoding_fallback: str = ""
+    # per-chunk metadata columns (ours, issue #16); documents always get their file fields
+    metadata: list[str] = field(default_factory=list)
+    metadata_types: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass
@@ -302,6 +308,32 @@ def parse_spec(data: dict[str, Any]) -> CorpusSpec:
     return spec
 
 
+def _validate_metadata(s: SourceSpec) -> None:
+    """``source.metadata`` / ``source.metadata_types``: names, types, and where they apply."""
+    from urna.format.sections.metadata import BUILTIN_FIELD_TYPES, METADATA_TYPES
+
+    if not (s.metadata or s.metadata_types):
+        return
+    if s.kind == "documents":
+        raise SpecError("source.metadata: documents always store path, folder, extension, "
+                        "title and modified; metadata columns apply to jsonl, csv and sqlite")
+    for col in s.metadata:
+        if not isinstance(col, str) or not col:
+            raise SpecError(f"source.metadata: column names must be non-empty strings, "
+                            f"got {col!r}")
+        if col in BUILTIN_FIELD_TYPES:
+            raise SpecError(f"source.metadata: '{col}' is a built-in filter field; "
+                            "derive it under another name")
+    if len(set(s.metadata)) != len(s.metadata):
+        raise SpecError("source.metadata: a column is listed twice")
+    for col, type_ in s.metadata_types.items():
+        if col not in s.metadata:
+            raise SpecError(f"source.metadata_types.{col}: not listed in source.metadata")
+        if type_ not in METADATA_TYPES:
+            raise SpecError(f"source.metadata_types.{col}: must be one of "
+                            f"{', '.join(sorted(METADATA_TYPES))}, got {type_!r}")
+
+
 def validate(spec: CorpusSpec) -> None:
     """Check every rule of §3.2 this build supports; raise SpecError naming the key."""
     def need(cond: bool, msg: str) -> None:
@@ -332,6 +364,7 @@ def validate(spec: CorpusSpec) -> None:
     for col, expr in s.derive.items():
         need(isinstance(expr, str) and re.fullmatch(r"(basename_stem|lower)\(\w+\)", expr)
              is not None, f"source.derive.{col}: use basename_stem(col) or lower(col)")
+    _validate_metadata(s)
     if s.kind == "documents":
         need(s.chunker in ("chars", "paragraph"), "source.chunker: chars | paragraph")
         need(s.max_chars > 0, "source.max_chars: must be > 0")

@@ -21,7 +21,8 @@ import numpy as np
 from ._hnsw_dist import HAVE_NUMBA, dist8, dist_one, dists, jit, vectorizing
 
 __all__ = ["HAVE_NUMBA", "build_graph", "dist8", "dist_one", "dists", "greedy", "layer_search",
-           "order_key", "search_graph", "select_heuristic", "vectorizing"]
+           "order_key", "search_graph", "search_graph_filtered", "select_heuristic",
+           "vectorizing"]
 
 _F32_INF = np.float32(np.inf)
 
@@ -340,6 +341,91 @@ def search_graph(q, ef, entry_point, max_level, vecs, node_ptr, row_start, row_e
     rbits = rk.view(np.uint32)
     for j in range(rs):
         keys[j] = order_key(rk[j], rbits[j], j)  # stable: heap array order breaks distance ties
+    order = np.argsort(keys)
+    out = np.empty(rs, dtype=np.int32)
+    for j in range(rs):
+        out[j] = rv[order[j]]
+    return out
+
+
+@jit
+def _filtered_layer0(entry, q, ef, vecs, node_ptr, row_start, row_end, ids, allowed, mark,
+                     fk, fv, rk, rv, nbuf, dbuf, acc):
+    """Layer-0 beam whose results are only ``allowed`` rows; the walk crosses every node.
+
+    As hnswlib's filtered search: a neighbour enters the frontier when the result heap is not
+    full or it is closer than the worst result, but only allowed ones enter the result heap,
+    so a filter never disconnects the graph. Returns the result size.
+    """
+    fs = 0
+    rs = 0
+    d = dist_one(q, vecs, entry, acc)
+    fs = _push(fk, fv, fs, -d, entry)
+    if allowed[entry]:
+        rs = _push(rk, rv, rs, d, entry)
+    mark[entry] = 1
+    while fs > 0:
+        cdist = -fk[0]
+        c = fv[0]
+        fs = _pop_root(fk, fv, fs)
+        worst = rk[0] if rs > 0 else _F32_INF
+        if cdist > worst and rs >= ef:
+            break
+        if node_ptr[c + 1] - node_ptr[c] <= 0:
+            continue
+        row = node_ptr[c]
+        lo = row_start[row]
+        hi = row_end[row]
+        while lo < hi:
+            stop = min(lo + _CHUNK, hi)
+            cnt = 0
+            for j in range(lo, stop):
+                nb = ids[j]
+                if mark[nb] == 1:
+                    continue
+                mark[nb] = 1
+                nbuf[cnt] = nb
+                cnt += 1
+            lo = stop
+            if cnt == 0:
+                continue
+            dists(q, vecs, nbuf, cnt, dbuf, acc)
+            for j in range(cnt):
+                d = dbuf[j]
+                worst = rk[0] if rs > 0 else _F32_INF
+                if rs < ef or d < worst:
+                    fs = _push(fk, fv, fs, -d, nbuf[j])
+                    if allowed[nbuf[j]]:
+                        rs = _push(rk, rv, rs, d, nbuf[j])
+                        if rs > ef:
+                            rs = _pop_root(rk, rv, rs)
+    return rs
+
+
+@jit
+def search_graph_filtered(q, ef, entry_point, max_level, vecs, node_ptr, row_start, row_end,
+                          ids, allowed):
+    """``search_graph`` keeping only ``allowed`` rows (uint8 mask) as results."""
+    n = vecs.shape[0]
+    if n == 0:
+        return np.zeros(0, dtype=np.int32)
+    nbuf = np.empty(_CHUNK, dtype=np.int32)
+    dbuf = np.empty(_CHUNK, dtype=np.float32)
+    acc = np.empty(32, dtype=np.float32)
+    curr = entry_point
+    for layer in range(max_level, 0, -1):
+        curr = greedy(curr, q, layer, vecs, node_ptr, row_start, row_end, ids, nbuf, dbuf, acc)
+    mark = np.zeros(n, dtype=np.uint8)
+    fk = np.empty(n + 2, dtype=np.float32)
+    fv = np.empty(n + 2, dtype=np.int32)
+    rk = np.empty(ef + 3, dtype=np.float32)
+    rv = np.empty(ef + 3, dtype=np.int32)
+    rs = _filtered_layer0(curr, q, ef, vecs, node_ptr, row_start, row_end, ids, allowed, mark,
+                          fk, fv, rk, rv, nbuf, dbuf, acc)
+    keys = np.empty(rs, dtype=np.int64)
+    rbits = rk.view(np.uint32)
+    for j in range(rs):
+        keys[j] = order_key(rk[j], rbits[j], j)
     order = np.argsort(keys)
     out = np.empty(rs, dtype=np.int32)
     for j in range(rs):

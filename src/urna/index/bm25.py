@@ -357,11 +357,17 @@ class Bm25Index:
             ids = np.flatnonzero(touched)
         return ids, acc[ids]
 
-    def search_arrays(self, text: str, k: int) -> tuple[np.ndarray, np.ndarray]:
-        """Top-``k`` doc ids and f32 scores as arrays (see :meth:`search`)."""
+    def search_arrays(self, text: str, k: int,
+                      mask: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """Top-``k`` doc ids and f32 scores as arrays (see :meth:`search`).
+
+        ``mask`` (one bool per doc, a ``where=`` filter) scores only the docs it keeps; a doc
+        past its end is kept, so the caller still sees a doc id that has no chunk.
+        """
         if k <= 0 or self.n_docs == 0:
             return np.zeros(0, np.intp), np.zeros(0, _F32)
-        kernel = _numba_kernel() if len(self.docs) >= NUMBA_MIN_POSTINGS else None
+        use_kernel = mask is None and len(self.docs) >= NUMBA_MIN_POSTINGS
+        kernel = _numba_kernel() if use_kernel else None
         if kernel is not None:
             get = self.term_index.get
             tids = np.asarray([t for t in map(get, tokenize(text)) if t is not None], np.intp)
@@ -376,6 +382,10 @@ class Bm25Index:
             order = np.lexsort((ids, -sc))
             return ids[order], sc[order]
         ids, sc = self.scores(text)
+        if mask is not None:
+            keep = ids >= len(mask)
+            keep[~keep] = mask[ids[~keep]]
+            ids, sc = ids[keep], sc[keep]
         with np.errstate(invalid="ignore"):
             keep = np.isfinite(sc)
         if not keep.all():

@@ -117,12 +117,13 @@ def build_hnsw(vectors: np.ndarray, m: int = DEFAULT_M,
 
 
 def hnsw_search(graph: HnswPayload, vectors_f32: np.ndarray, q: np.ndarray,
-                ef: int) -> np.ndarray:
+                ef: int, allowed: np.ndarray | None = None) -> np.ndarray:
     """Candidate ids for normalised query ``q``, ascending by ``dot8`` distance (§7.5).
 
     The beam width is ``max(ef, graph.ef_construction)``, the reference's floor. ``vectors_f32``
-    are the graph's rows as float32 (dequantised stored rows at query time). Terminates on any
-    graph ``decode_hnsw`` accepts.
+    are the graph's rows as float32 (dequantised stored rows at query time). ``allowed`` (one
+    bool per row, a ``where=`` mask) keeps only those rows as results while the beam still walks
+    through the others. Terminates on any graph ``decode_hnsw`` accepts.
     """
     if graph.n_nodes == 0:
         return np.zeros(0, dtype=np.int64)
@@ -134,8 +135,14 @@ def hnsw_search(graph: HnswPayload, vectors_f32: np.ndarray, q: np.ndarray,
         raise ValueError(f"query has {qv.shape[0]} values, vectors have {vecs.shape[1]}")
     ef_eff = max(min(max(ef, graph.ef_construction), graph.n_nodes + 1), 0)
     with _k.vectorizing():
-        out = _k.search_graph(qv, ef_eff, graph.entry_point, graph.max_level, vecs,
-                              graph.node_ptr, graph.nbr_ptr[:-1], graph.nbr_ptr[1:], graph.ids)
+        if allowed is not None:  # a where= filter: only allowed rows are results
+            out = _k.search_graph_filtered(qv, ef_eff, graph.entry_point, graph.max_level, vecs,
+                                           graph.node_ptr, graph.nbr_ptr[:-1], graph.nbr_ptr[1:],
+                                           graph.ids, np.ascontiguousarray(allowed, np.uint8))
+        else:
+            out = _k.search_graph(qv, ef_eff, graph.entry_point, graph.max_level, vecs,
+                                  graph.node_ptr, graph.nbr_ptr[:-1], graph.nbr_ptr[1:],
+                                  graph.ids)
     return out.astype(np.int64)
 
 

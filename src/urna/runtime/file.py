@@ -15,7 +15,7 @@ import errno
 import mmap
 import os
 import stat
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -25,10 +25,13 @@ from ..format.citation import ResolvedCitation, locate_citation
 from ..format.identity import format_citation
 from ..format.layout import SECTION_BLOB_DATA, SECTION_CHUNKS_CANONICAL
 from ..index import exact
+from . import filtering as _f
 from . import search as _s
 from .hits import RetrieveHit, SearchHit, SearchResult
 from .opening import OpenedFile, open_state
 from .query import as_f32, as_i32, check_size, prepare_batch
+
+Where = Mapping[str, Any] | None
 
 
 def _io_error(exc: OSError) -> Io:
@@ -63,8 +66,9 @@ class BatchResult(Sequence):
     """Results of :meth:`UrnaFile.search_batch`: id/score arrays; one exact SearchResult per
     query, built on access."""
 
-    def __init__(self, st: OpenedFile, ids: np.ndarray, scores: np.ndarray, k: int) -> None:
-        self._st, self.ids, self.scores, self._k = st, ids, scores, k
+    def __init__(self, st: OpenedFile, ids: np.ndarray, scores: np.ndarray, k: int,
+                 fm: _f.RowMask | None = None) -> None:
+        self._st, self.ids, self.scores, self._k, self._fm = st, ids, scores, k, fm
 
     def __len__(self) -> int:
         return self.ids.shape[0]
@@ -72,7 +76,7 @@ class BatchResult(Sequence):
     def __getitem__(self, i):  # type: ignore[override]
         if isinstance(i, slice):
             return [self[j] for j in range(*i.indices(len(self)))]
-        return _s.exact_result(self._st, self.ids[i], self.scores[i], self._k, 0.0)
+        return _s.exact_result(self._st, self.ids[i], self.scores[i], self._k, 0.0, self._fm)
 
 
 class UrnaFile:
@@ -171,6 +175,20 @@ class UrnaFile:
                                doc="Manifest chunker_version (what chunk ids were made with).")
 
     @property
+    def metadata_schema(self) -> dict[str, str]:
+        """``{field: type}`` of the metadata section (0x18); empty when the file has none."""
+        return _f.schema(self._state)
+
+    def metadata(self, i: int) -> dict[str, Any]:
+        """Chunk ``i``'s metadata (null keys left out); ``{}`` when the file has none."""
+        st = self._state
+        i = check_size(i)
+        if i >= st.n:
+            raise IndexError(f"chunk {i} out of range [0, {st.n})")
+        table = st.metadata
+        return {} if table is None else table.row(i)
+
+    @property
     def space_names(self) -> list[str]:
         """Names of the opened spaces in table order (empty when none)."""
         return [s.entry.name for s in self._state.spaces or ()]
@@ -200,52 +218,58 @@ class UrnaFile:
     # -- searches --------------------------------------------------------------------------
 
     # Every search returns a SearchResult: the hit list of the reference binding plus its
-    # envelope (index_type, recall, truncated, timing, explain).
+    # envelope (index_type, recall, truncated, timing, explain). ``where=`` (a filter mapping,
+    # ``urna.index.filter``) restricts every path to the matching chunks; None = no filter.
 
-    def search(self, query, k: int) -> SearchResult[SearchHit]:
+    def search(self, query, k: int, *, where: Where = None) -> SearchResult[SearchHit]:
         """Exact top-k by cosine; recall 1.0."""
-        return _s.exact_search(self._state, as_f32(query), as_i32(k))
+        return _s.exact_search(self._state, as_f32(query), as_i32(k), where=where)
 
-    def search_ann(self, query, k: int, ef: int) -> SearchResult[SearchHit]:
+    def search_ann(self, query, k: int, ef: int, *,
+                   where: Where = None) -> SearchResult[SearchHit]:
         """HNSW candidates (beam ``max(ef, k, ef_construction)``), exact rerank; else exact."""
-        return _s.ann_search(self._state, as_f32(query), as_i32(k), check_size(ef))
+        return _s.ann_search(self._state, as_f32(query), as_i32(k), check_size(ef), where)
 
-    def search_hybrid(self, query, query_text: str, k: int,
-                      candidates: int) -> SearchResult[SearchHit]:
+    def search_hybrid(self, query, query_text: str, k: int, candidates: int, *,
+                      where: Where = None) -> SearchResult[SearchHit]:
         """Vector shortlist ∪ BM25 shortlist, fused by RRF, exact rerank (no fallback)."""
         x, k = as_f32(query), as_i32(k)
         if not isinstance(query_text, str):
             raise TypeError(f"query_text must be str, not {type(query_text).__name__}")
-        return _s.hybrid_search(self._state, x, query_text, k, check_size(candidates))
+        return _s.hybrid_search(self._state, x, query_text, k, check_size(candidates), where)
 
-    def search_bm25(self, query_text: str, k: int) -> SearchResult[SearchHit]:
+    def search_bm25(self, query_text: str, k: int, *,
+                    where: Where = None) -> SearchResult[SearchHit]:
         """Pure lexical top-k by BM25 (beyond the reference); hits carry ``score_type="bm25"``."""
         if not isinstance(query_text, str):
             raise TypeError(f"query_text must be str, not {type(query_text).__name__}")
-        return _s.bm25_search(self._state, query_text, as_i32(k))
+        return _s.bm25_search(self._state, query_text, as_i32(k), where)
 
-    def search_graph(self, query, k: int, hops: int = 1,
-                     ef: int = 100) -> SearchResult[SearchHit]:
+    def search_graph(self, query, k: int, hops: int = 1, ef: int = 100, *,
+                     where: Where = None) -> SearchResult[SearchHit]:
         """Exact seeds, bounded BFS over the chunk graph, exact rerank; exact without a graph."""
         return _s.graph_search(self._state, as_f32(query), as_i32(k), check_size(hops),
-                               check_size(ef))
+                               check_size(ef), where)
 
-    def search_space(self, name: str, query, k: int,
-                     expected_model_hash: str | None = None) -> SearchResult[SearchHit]:
+    def search_space(self, name: str, query, k: int, expected_model_hash: str | None = None, *,
+                     where: Where = None) -> SearchResult[SearchHit]:
         """Exact search over one named vector space (never falls back to the text path)."""
-        return _s.space_search(self._state, name, as_f32(query), as_i32(k), expected_model_hash)
+        return _s.space_search(self._state, name, as_f32(query), as_i32(k), expected_model_hash,
+                               where)
 
     def search_routed(self, query, k: int, candidates: int | None = None, hops: int = 1,
-                      ef: int = 100, query_text: str | None = None) -> SearchResult[SearchHit]:
+                      ef: int = 100, query_text: str | None = None, *,
+                      where: Where = None) -> SearchResult[SearchHit]:
         """The route :meth:`retrieve` takes (``runtime.routing``), returning SearchHits."""
         x, k = as_f32(query), as_i32(k)
         cand = None if candidates is None else check_size(candidates)
         return _s.routed_search(self._state, x, k, cand, check_size(hops), check_size(ef),
-                                query_text)
+                                query_text, where)
 
     def retrieve(self, query, k: int, candidates: int | None = None, hops: int = 1, ef: int = 100,
                  expected_model_hash: str | None = None,
-                 query_text: str | None = None) -> SearchResult[RetrieveHit]:
+                 query_text: str | None = None, *,
+                 where: Where = None) -> SearchResult[RetrieveHit]:
         """Routed search returning cited hits with their stored text and precision marker.
 
         Without ``query_text`` it routes by the manifest's index_type like the reference
@@ -259,14 +283,22 @@ class UrnaFile:
         if self._by_id is None:
             self._by_id = _s.texts_by_id(st, self.texts())
         return _s.retrieve(st, self._by_id, x, k, cand, check_size(hops), check_size(ef),
-                           query_text)
+                           query_text, where)
 
-    def search_batch(self, queries, k: int) -> BatchResult:
+    def search_batch(self, queries, k: int, *, where: Where = None) -> BatchResult:
         """Exact top-k for many queries with one BLAS screen; equals :meth:`search` per row."""
         st = self._state
         Q, k = prepare_batch(queries, k, st.dim)
-        ids, scores = exact.search_batch(st.scoring, Q, k)
-        return BatchResult(st, ids, scores, k)
+        fm = _f.row_mask(st, where)
+        if fm is None:
+            ids, scores = exact.search_batch(st.scoring, Q, k)
+            return BatchResult(st, ids, scores, k)
+        m = min(k, fm.matches)  # every query has the same matching rows: a rectangular batch
+        ids = np.empty((Q.shape[0], m), dtype=np.int64)
+        scores = np.empty((Q.shape[0], m), dtype=np.float32)
+        for j in range(Q.shape[0]):
+            ids[j], scores[j] = _s.filtered_exact(st, Q[j], k, fm)
+        return BatchResult(st, ids, scores, k, fm)
 
     # -- file-level accessors ------------------------------------------------------------
 

@@ -13,12 +13,23 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
+from datetime import datetime
 from typing import Any, TypeVar
 
 FULL_PRECISION = "full_precision"
 STORED_PRECISION = "stored_precision"
 DISCLOSURE = {FULL_PRECISION: "real cosine", STORED_PRECISION: "real cosine at stored precision"}
+
+
+def _hit_dict(hit: Any) -> dict[str, Any]:
+    """A hit as a dict; ``metadata`` only when the file has a metadata section (JSON-ready)."""
+    out = asdict(hit)
+    meta = out.pop("metadata")
+    if meta is not None:
+        out["metadata"] = {k: v.isoformat().replace("+00:00", "Z") if isinstance(v, datetime)
+                           else v for k, v in meta.items()}
+    return out
 
 
 def rerank_source(dtype: str) -> str:
@@ -42,10 +53,12 @@ class SearchHit:
     file_hash: str
     content_hash: str
     citation_id: str
+    # The chunk's row of section 0x18 (null keys left out); None when the file has none.
+    metadata: dict[str, Any] | None = field(default=None, compare=False)
 
     def to_dict(self) -> dict[str, Any]:
-        """The hit as a plain dict (field order as declared)."""
-        return asdict(self)
+        """The hit as a plain dict (field order as declared; ``metadata`` only when present)."""
+        return _hit_dict(self)
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,10 +76,11 @@ class RetrieveHit:
     score_type: str
     source_uri: str
     text: str
+    metadata: dict[str, Any] | None = field(default=None, compare=False)
 
     def to_dict(self) -> dict[str, Any]:
-        """The hit as a plain dict (field order as declared)."""
-        return asdict(self)
+        """The hit as a plain dict (field order as declared; ``metadata`` only when present)."""
+        return _hit_dict(self)
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,6 +95,8 @@ class SearchExplain:
     fusion_mode: str = "none"
     rerank_source: str = FULL_PRECISION
     recall_estimate: float = 1.0
+    # With where=: {"path": "exact-filtered"|"hnsw-filtered"|..., "selectivity", "matches"}
+    filter: dict[str, Any] | None = None
 
 
 HitT = TypeVar("HitT", bound="SearchHit | RetrieveHit")
@@ -140,6 +156,8 @@ class SearchResult(list[HitT]):
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form (recall NaN becomes None)."""
         ex = asdict(self.explain)
+        if ex["filter"] is None:  # the envelope without where= stays as it was
+            del ex["filter"]
         if math.isnan(ex["recall_estimate"]):
             ex["recall_estimate"] = None
         out: dict[str, Any] = {}

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -88,6 +89,17 @@ class OpenedFile:
     score_type: str
     file_hash: str
     content_hash: str
+
+    @cached_property
+    def metadata(self) -> Any | None:
+        """Section 0x18 (a ``MetadataTable``) decoded on first use; None without one.
+
+        Lazy so that opening, and every search without ``where=``, never pays for it; a
+        malformed 0x18 raises its typed error at that first use.
+        """
+        from ..format.sections.metadata import read_metadata
+
+        return read_metadata(self.view)
 
 
 def _flag(view: UrnaView, name: str) -> bool:

@@ -3,13 +3,14 @@
 Callers (the text query of ``urna.forge.query``, the HTTP API, the CLI, later the MCP server,
 the TUI and the framework adapters) type against :class:`Searcher`, never ``Any``, so either
 a single file or a shard catalog can stand behind them. Every search returns one
-``SearchResult``; ``retrieve`` returns the same envelope over RetrieveHits.
+``SearchResult``; ``retrieve`` returns the same envelope over RetrieveHits. Every search takes
+a keyword ``where=`` filter (``urna.index.filter``; None = no filter).
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from ..format.citation import ResolvedCitation
@@ -18,6 +19,8 @@ from .hits import RetrieveHit, SearchHit, SearchResult
 if TYPE_CHECKING:  # pragma: no cover
     from .catalog import Catalog
     from .file import UrnaFile
+
+Where = Mapping[str, Any] | None
 
 
 @runtime_checkable
@@ -72,37 +75,42 @@ class Searcher(Protocol):
     def space_names(self) -> list[str]:
         """Names of the named vector spaces."""
 
-    def search(self, query: Any, k: int) -> SearchResult[SearchHit]:
+    def search(self, query: Any, k: int, *, where: Where = None) -> SearchResult[SearchHit]:
         """Exact top-k by cosine."""
 
-    def search_ann(self, query: Any, k: int, ef: int) -> SearchResult[SearchHit]:
+    def search_ann(self, query: Any, k: int, ef: int, *,
+                   where: Where = None) -> SearchResult[SearchHit]:
         """HNSW candidates, exact rerank."""
 
-    def search_hybrid(self, query: Any, query_text: str, k: int,
-                      candidates: int) -> SearchResult[SearchHit]:
+    def search_hybrid(self, query: Any, query_text: str, k: int, candidates: int, *,
+                      where: Where = None) -> SearchResult[SearchHit]:
         """Vector and BM25 shortlists fused by RRF, exact rerank."""
 
-    def search_bm25(self, query_text: str, k: int) -> SearchResult[SearchHit]:
+    def search_bm25(self, query_text: str, k: int, *,
+                    where: Where = None) -> SearchResult[SearchHit]:
         """Lexical top-k by BM25."""
 
-    def search_graph(self, query: Any, k: int, hops: int = 1,
-                     ef: int = 100) -> SearchResult[SearchHit]:
+    def search_graph(self, query: Any, k: int, hops: int = 1, ef: int = 100, *,
+                     where: Where = None) -> SearchResult[SearchHit]:
         """Exact seeds expanded over the chunk graph, exact rerank."""
 
-    def search_space(self, name: str, query: Any, k: int,
-                     expected_model_hash: str | None = None) -> SearchResult[SearchHit]:
+    def search_space(self, name: str, query: Any, k: int, expected_model_hash: str | None = None,
+                     *, where: Where = None) -> SearchResult[SearchHit]:
         """Exact search over one named vector space."""
 
     def search_routed(self, query: Any, k: int, candidates: int | None = None, hops: int = 1,
-                      ef: int = 100, query_text: str | None = None) -> SearchResult[SearchHit]:
+                      ef: int = 100, query_text: str | None = None, *,
+                      where: Where = None) -> SearchResult[SearchHit]:
         """The route retrieve takes (``runtime.routing``), returning SearchHits."""
 
-    def search_batch(self, queries: Any, k: int) -> Sequence[SearchResult[SearchHit]]:
+    def search_batch(self, queries: Any, k: int, *,
+                     where: Where = None) -> Sequence[SearchResult[SearchHit]]:
         """Exact top-k for many queries; equals ``search`` per row."""
 
     def retrieve(self, query: Any, k: int, candidates: int | None = None, hops: int = 1,
                  ef: int = 100, expected_model_hash: str | None = None,
-                 query_text: str | None = None) -> SearchResult[RetrieveHit]:
+                 query_text: str | None = None, *,
+                 where: Where = None) -> SearchResult[RetrieveHit]:
         """Routed search whose hits carry their stored text and citation."""
 
     def cite(self, citation: str) -> ResolvedCitation:
@@ -127,19 +135,19 @@ SEARCH_MODES = ("exact", "ann", "hybrid", "graph")
 
 def search_by_mode(searcher: Searcher, mode: str, query: Any, k: int, *, text: str = "",
                    ef: int = 100, candidates: int | None = None,
-                   hops: int = 1) -> SearchResult[SearchHit]:
+                   hops: int = 1, where: Where = None) -> SearchResult[SearchHit]:
     """Run the path a caller named (``SEARCH_MODES``); candidates default to max(4k, 64)."""
     from .routing import default_candidates
 
     if mode == "exact":
-        return searcher.search(query, k)
+        return searcher.search(query, k, where=where)
     if mode == "ann":
-        return searcher.search_ann(query, k, ef)
+        return searcher.search_ann(query, k, ef, where=where)
     if mode == "hybrid":
         cand = default_candidates(k) if candidates is None else candidates
-        return searcher.search_hybrid(query, text, k, cand)
+        return searcher.search_hybrid(query, text, k, cand, where=where)
     if mode == "graph":
-        return searcher.search_graph(query, k, hops, ef)
+        return searcher.search_graph(query, k, hops, ef, where=where)
     raise ValueError(f"mode must be one of {', '.join(SEARCH_MODES)}, not {mode!r}")
 
 

@@ -11,11 +11,30 @@ import os
 from typing import Any
 
 from ..errors import UrnaError
-from ..format.layout import SECTION_SPACE_TABLE, section_name
+from ..format.layout import SECTION_METADATA, SECTION_SPACE_TABLE, section_name
 from ..format.reader import UrnaView
 
 SECTION_ENCODING_LABELS = {0: "raw", 1: "zstd", 2: "float16", 3: "int8", 4: "intpack", 7: "int4"}
 """How stats and inspect label a section's encoding (the others print ``unknown``)."""
+
+
+def display_section_name(section_id: int) -> str:
+    """The name stats and inspect print: the reference's, ``metadata`` for our 0x18, else
+    ``unknown``."""
+    if section_id == SECTION_METADATA:
+        return "metadata"
+    return section_name(section_id) or "unknown"
+
+
+def metadata_schema(view: UrnaView) -> dict[str, str] | None:
+    """``{field: type}`` of section 0x18 (None when it cannot be decoded)."""
+    from ..format.sections.metadata import read_metadata
+
+    try:
+        table = read_metadata(view)
+    except UrnaError:
+        return None
+    return {} if table is None else table.schema
 
 
 def stats_document(path: str | os.PathLike) -> dict[str, Any]:
@@ -32,7 +51,7 @@ def stats_document(path: str | os.PathLike) -> dict[str, Any]:
                        "model_hash": s.model_hash} for s in view.space_entries()]
         except UrnaError:  # the reference skips a table it cannot decode
             spaces = None
-    return {
+    doc = {
         "file": os.fspath(path), "size": h.file_size, "chunks": h.n_chunks,
         "embeddings": h.n_embeddings, "dim": h.embedding_dim, "mrl_dim": m.mrl_dim,
         "full_dim": m.full_dim, "dtype": m.dtype, "metric": m.metric,
@@ -40,9 +59,12 @@ def stats_document(path: str | os.PathLike) -> dict[str, Any]:
         "rerank": m.rerank_policy, "model": m.embedding_model, "model_hash": m.model_hash,
         "chunker": m.chunker_version, "supports_ann": m.capabilities.supports_ann,
         "supports_bm25": m.capabilities.supports_bm25, "simd_backend": simd_backend(),
-        "sections": [{"section_id": e.section_id, "name": section_name(e.section_id) or "unknown",
+        "sections": [{"section_id": e.section_id, "name": display_section_name(e.section_id),
                       "encoding": SECTION_ENCODING_LABELS.get(e.encoding, "unknown"),
                       "size": e.size}
                      for e in view.entries],
         "spaces": spaces, "file_hash": view.file_hash(), "content_hash": view.content_hash(),
     }
+    if view.entry(SECTION_METADATA) is not None:  # the key exists only with the section
+        doc["metadata"] = metadata_schema(view)
+    return doc

@@ -9,7 +9,8 @@ message naming the problem. Typed runtime errors (``DimensionMismatch``, ``Inval
 Handlers only check and format: a vector search runs the named path through
 ``runtime.searcher.search_by_mode``; a text question goes to ``urna.forge.query.ask`` (embed
 with the file's own model, model_hash gate, the runtime's route and candidates), as
-``urna retrieve`` does. Neither routes nor counts candidates here.
+``urna retrieve`` does. Neither routes nor counts candidates here. Both take an optional
+``where`` filter object (``urna.index.filter``); a bad filter is a 422 naming the problem.
 """
 
 from __future__ import annotations
@@ -125,12 +126,32 @@ def _vector(body: dict[str, Any], dim: int) -> np.ndarray | None:
     return arr.astype(np.float32)
 
 
+def _where(body: dict[str, Any]) -> dict[str, Any] | None:
+    value = body.get("where")
+    if value is None:
+        return None
+    if not isinstance(value, dict):
+        raise ApiError(422, "InvalidField", "where must be a JSON object (a filter)")
+    return value
+
+
 def _hit_dicts(hits: list[Any]) -> list[dict[str, Any]]:
     """Hits as plain dicts in field order (``asdict`` deep-copies and is 10x slower)."""
     if not hits:
         return []
-    names = [f.name for f in dataclasses.fields(hits[0])]
-    return [{n: getattr(h, n) for n in names} for h in hits]
+    names = [f.name for f in dataclasses.fields(hits[0]) if f.name != "metadata"]
+    out = [{n: getattr(h, n) for n in names} for h in hits]
+    if hits[0].metadata is not None:  # a file with a metadata section: JSON-ready rows
+        for d, h in zip(out, hits, strict=True):
+            d["metadata"] = h.to_dict()["metadata"]
+    return out
+
+
+def _with_filter(doc: dict[str, Any], res: Any) -> dict[str, Any]:
+    """``doc`` plus ``filter`` (path, selectivity, matches) when the request had a where."""
+    if res.explain.filter is not None:
+        doc["filter"] = res.explain.filter
+    return doc
 
 
 # ---------------------------------------------------------------------------------- corpus
@@ -201,7 +222,7 @@ class Corpus:
 
     def search(self, body: Any) -> dict[str, Any]:
         """``POST search``: a vector (or text embedded with the file's model) by one mode."""
-        b = _fields(body, ("vector", "text", "k", "mode", "ef", "candidates", "hops"))
+        b = _fields(body, ("vector", "text", "k", "mode", "ef", "candidates", "hops", "where"))
         k = _int(b, "k", 10, 1, K_MAX)
         mode = b.get("mode", "exact")
         if mode not in MODES:
@@ -210,6 +231,7 @@ class Corpus:
         ef = _int(b, "ef", 100, 1, EF_MAX)
         candidates = _opt_int(b, "candidates", 1, CANDIDATES_MAX)
         hops = _int(b, "hops", 1, 0, HOPS_MAX)
+        where = _where(b)
         vector: Any = _vector(b, int(self.file.embedding_dim))
         if vector is None and text is None:
             raise ApiError(422, "MissingField", "give a vector, or a text to embed")
@@ -220,32 +242,36 @@ class Corpus:
 
                 vector, _ = embed_query(manifest_of(f), text or "", embedder=self.embedder())
             res = search_by_mode(f, mode, vector, k, text=text or "", ef=ef,
-                                 candidates=candidates, hops=hops)
+                                 candidates=candidates, hops=hops, where=where)
         except UrnaError as e:
             raise _from_urna(e) from None
-        return {"corpus": self.name, "mode": mode, "index_type": res.index_type,
-                "k_requested": k, "k_returned": res.k_returned,
-                "query_time_ms": res.query_time_ms, "hits": _hit_dicts(res.hits)}
+        return _with_filter({"corpus": self.name, "mode": mode, "index_type": res.index_type,
+                             "k_requested": k, "k_returned": res.k_returned,
+                             "query_time_ms": res.query_time_ms}, res) | {
+            "hits": _hit_dicts(res.hits)}
 
     def retrieve(self, body: Any) -> dict[str, Any]:
         """``POST retrieve``: text embedded server-side, gated and routed like ``urna retrieve``."""
         from ..forge.embed import EmbedderError
         from ..forge.query import ask
 
-        b = _fields(body, ("text", "k", "candidates"))
+        b = _fields(body, ("text", "k", "candidates", "where"))
         text = _text(b, "text", required=True)
         k = _int(b, "k", 10, 1, K_MAX)
         candidates = _opt_int(b, "candidates", 1, CANDIDATES_MAX)
+        where = _where(b)
         emb = self.embedder()
         try:
-            res = ask(self.file, text or "", k, candidates=candidates, embedder=emb)
+            res = ask(self.file, text or "", k, candidates=candidates, embedder=emb, where=where)
         except UrnaError as e:
             raise _from_urna(e) from None
         except EmbedderError as e:
             raise ApiError(422, "EmbedderError", str(e)) from None
-        return {"corpus": self.name, "route": res.route, "candidates": res.candidate_budget,
-                "fusion": res.explain.fusion_mode, "rerank_source": res.disclosure,
-                "query_time_ms": res.query_time_ms, "hits": _hit_dicts(res.hits)}
+        return _with_filter({"corpus": self.name, "route": res.route,
+                             "candidates": res.candidate_budget,
+                             "fusion": res.explain.fusion_mode, "rerank_source": res.disclosure,
+                             "query_time_ms": res.query_time_ms}, res) | {
+            "hits": _hit_dicts(res.hits)}
 
     def cite(self, body: Any) -> dict[str, Any]:
         """``POST cite``: a citation resolved to its stored text, span and source."""

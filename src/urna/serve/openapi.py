@@ -11,6 +11,9 @@ from typing import Any
 from .corpora import CANDIDATES_MAX, CITATION_MAX, EF_MAX, HOPS_MAX, K_MAX, MODES, TEXT_MAX
 
 _ERROR = {"$ref": "#/components/schemas/Error"}
+_WHERE = {"type": "object", "description": "Only chunks matching this metadata filter "
+          "(README, Metadata and filters); a bad filter is a 422 naming the field or operator.",
+          "example": {"lang": "en", "year": {"$gte": 2020}}}
 
 
 def _json(schema: dict[str, Any], description: str) -> dict[str, Any]:
@@ -74,13 +77,15 @@ def document(names: list[str]) -> dict[str, Any]:
                 "k": _k(), "mode": {"type": "string", "enum": list(MODES), "default": "exact"},
                 "ef": {"type": "integer", "minimum": 1, "maximum": EF_MAX, "default": 100},
                 "candidates": {"type": "integer", "minimum": 1, "maximum": CANDIDATES_MAX},
-                "hops": {"type": "integer", "minimum": 0, "maximum": HOPS_MAX, "default": 1}}},
+                "hops": {"type": "integer", "minimum": 0, "maximum": HOPS_MAX, "default": 1},
+                "where": _WHERE}},
         "RetrieveRequest": {
             "type": "object", "additionalProperties": False, "required": ["text"],
             "properties": {"text": {"type": "string", "minLength": 1, "maxLength": TEXT_MAX},
                            "k": _k(),
                            "candidates": {"type": "integer", "minimum": 1,
-                                          "maximum": CANDIDATES_MAX}}},
+                                          "maximum": CANDIDATES_MAX},
+                           "where": _WHERE}},
         "CiteRequest": {
             "type": "object", "additionalProperties": False, "required": ["citation"],
             "properties": {"citation": {"type": "string", "maxLength": CITATION_MAX,

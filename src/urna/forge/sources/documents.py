@@ -21,10 +21,12 @@ from __future__ import annotations
 
 import fnmatch
 import glob
+import re
 import sys
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -174,6 +176,36 @@ def skip_summary(rows: LoadedRows) -> str:
             + (f": {why}" if why else ""))
 
 
+DOCUMENT_METADATA_TYPES = {"path": "string", "folder": "string", "extension": "string",
+                           "title": "string", "modified": "timestamp"}
+_MD_HEADING = re.compile(r"^ {0,3}#{1,6}[ \t]+(.+?)[ \t#]*$", re.MULTILINE)
+
+
+def _title(path: Path, text: str) -> str | None:
+    """The document's title: HTML <title> (else its first h1-h6), Markdown's first heading."""
+    suffix = path.suffix.lower()
+    if suffix in HTML_SUFFIXES:
+        from urna.forge.sources.html import html_title
+
+        return html_title(path.read_bytes().decode("utf-8", "replace"))
+    if suffix in (".md", ".markdown"):
+        m = _MD_HEADING.search(text)
+        return m.group(1).strip() if m else None
+    return None
+
+
+def document_fields(path: Path, rel: str, text: str) -> dict[str, Any]:
+    """The metadata every chunk of a document carries: path, folder, extension, title,
+    modified (the file's mtime, UTC)."""
+    folder = rel.rsplit("/", 1)[0] if "/" in rel else ""
+    out: dict[str, Any] = {"path": rel, "folder": folder, "extension": path.suffix.lower(),
+                           "modified": datetime.fromtimestamp(path.stat().st_mtime, tz=UTC)}
+    title = _title(path, text)
+    if title:
+        out["title"] = title
+    return out
+
+
 def load_document_rows(spec: CorpusSpec, *, sample: int | None = None,
                        report: Callable[[str], None] | None = None) -> LoadedRows:
     """Chunk every readable file of ``source.path`` into Rows, in path order."""
@@ -184,7 +216,8 @@ def load_document_rows(spec: CorpusSpec, *, sample: int | None = None,
         raise IngestError(f"source.path: no .md/.txt/.html/.pdf files under {src.path}")
     skipped: list[tuple[str, str]] = list(found.ignored)  # passed over, never an error
     notes: list[tuple[str, str]] = []
-    items: list[tuple[str, str, int, int]] = []  # key, text, byte start, byte end
+    # key, text, byte start, byte end, the document's metadata fields
+    items: list[tuple[str, str, int, int, dict[str, Any]]] = []
     uris: list[str] = []  # the source_uri of each item
     n_read = 0
     for f in found.files:
@@ -196,6 +229,7 @@ def load_document_rows(spec: CorpusSpec, *, sample: int | None = None,
                 rel = rel.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
                 raise SkipFile("file name is not UTF-8") from None
             sources = extract(f, rel, src)
+            fields = document_fields(f, rel, sources[0].text if sources else "")
         except (SkipFile, OSError) as e:
             why = str(e) if isinstance(e, SkipFile) else f"cannot read ({e.strerror})"
             if src.on_error == "stop":
@@ -212,7 +246,7 @@ def load_document_rows(spec: CorpusSpec, *, sample: int | None = None,
                                   overlap=src.overlap, word_boundaries=src.word_boundaries)
             for i, (a, b) in enumerate(ranges):
                 start, end = s.source_map.span(a, b)
-                items.append((f"{s.source_uri}#{i}", s.text[a:b], start, end))
+                items.append((f"{s.source_uri}#{i}", s.text[a:b], start, end, fields))
                 uris.append(s.source_uri)
     rows = LoadedRows()
     rows.skipped, rows.notes, rows.n_files = skipped, notes, n_read
@@ -225,7 +259,7 @@ def load_document_rows(spec: CorpusSpec, *, sample: int | None = None,
         n = len(items)
         order = [int(i * n / sample) for i in range(sample)]
     for ordinal, idx in enumerate(order):
-        key, text, start, end = items[idx]
+        key, text, start, end, fields = items[idx]
         rows.append(Row(ordinal, key, "", text, uris[idx], start, end,
-                        item_input_hash(text, "", spec.chunker_version)))
+                        item_input_hash(text, "", spec.chunker_version), fields))
     return rows

@@ -145,3 +145,44 @@ def extract_html(page: str, byte_offsets: array) -> tuple[str, SourceMap]:
     starts = array("q", (byte_offsets[i] for i in out.starts[first:]))
     ends = array("q", (byte_offsets[i] for i in out.ends[first:]))
     return "".join(out.chars[first:]), SourceMap(starts, ends)
+
+
+class _TitleFinder(HTMLParser):
+    """Collects the text of <title> and of the first h1-h6."""
+
+    HEADINGS = frozenset({"h1", "h2", "h3", "h4", "h5", "h6"})
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.title: list[str] = []
+        self.heading: list[str] = []
+        self._in: str | None = None
+        self._heading_done = False
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag == "title" or (tag in self.HEADINGS and not self._heading_done):
+            self._in = tag
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == self._in:
+            if tag in self.HEADINGS:
+                self._heading_done = True
+            self._in = None
+
+    def handle_data(self, data: str) -> None:
+        if self._in == "title":
+            self.title.append(data)
+        elif self._in is not None:
+            self.heading.append(data)
+
+
+def html_title(page: str) -> str | None:
+    """A page's title: its <title> text, else its first heading's; None when it has neither."""
+    finder = _TitleFinder()
+    finder.feed(page)
+    finder.close()
+    for parts in (finder.title, finder.heading):
+        text = " ".join("".join(parts).split())
+        if text:
+            return text
+    return None

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 
@@ -20,6 +20,8 @@ class Row:
     byte_start: int
     byte_end: int
     input_hash: str
+    # per-chunk metadata for section 0x18 (None: the source stores none for this row)
+    metadata: dict[str, Any] | None = field(default=None, compare=False)
 
     def as_chunk(self) -> dict[str, Any]:
         """The ``urna.build`` chunk dict without the embedding."""

@@ -198,10 +198,52 @@ def render_template(template: str, row: Mapping[str, Any]) -> str:
     return "\n".join(kept)
 
 
+_TRUE, _FALSE = ("true", "1", "yes"), ("false", "0", "no")
+
+
+def _metadata_value(col: str, type_: str | None, value: Any, key: str) -> Any:
+    """A column value as metadata: blank text is null; declared types parse CSV text."""
+    if value is None or (isinstance(value, str) and not value.strip() and type_ != "string"):
+        return None
+    if not isinstance(value, str) or type_ in (None, "string", "timestamp"):
+        return value
+    text = value.strip()
+    try:
+        if type_ == "int":
+            return int(text)
+        if type_ == "float":
+            return float(text)
+        if type_ == "bool" and text.lower() in _TRUE + _FALSE:
+            return text.lower() in _TRUE
+        if type_ == "string_list":
+            return [part.strip() for part in text.split(",") if part.strip()]
+    except ValueError:
+        pass
+    raise IngestError(f"row {key!r}: source.metadata column '{col}' = {value!r} is not of type "
+                      f"{type_}")
+
+
+def check_metadata_columns(spec: CorpusSpec, records: list[dict[str, Any]]) -> None:
+    """Check that every ``source.metadata`` column exists in some record (SpecError naming it)."""
+    for col in spec.source.metadata:
+        if not any(col in rec for rec in records):
+            raise SpecError(f"source.metadata: column '{col}' is not in the source")
+
+
+def _metadata_of(spec: CorpusSpec, rec: dict[str, Any], key: str) -> dict[str, Any] | None:
+    cols = spec.source.metadata
+    if not cols:
+        return None
+    types = spec.source.metadata_types
+    out = {c: _metadata_value(c, types.get(c), rec.get(c), key) for c in cols}
+    return {c: v for c, v in out.items() if v is not None}
+
+
 def rows_to_items(spec: CorpusSpec, records: list[dict[str, Any]], *,
                   sample: int | None = None) -> list[Row]:
     """Order, sample and render records into Rows (§3.4 steps 1-7)."""
     cols = spec.source.order_by
+    check_metadata_columns(spec, records)
     keyed: list[tuple[tuple[str, ...], dict[str, Any]]] = []
     for i, rec in enumerate(records):
         missing = [c for c in cols if c not in rec]
@@ -235,5 +277,6 @@ def rows_to_items(spec: CorpusSpec, records: list[dict[str, Any]], *,
                 raise IngestError(f"row {key!r}: {what} is not valid Unicode ({e.reason} at "
                                   f"character {e.start})") from None
         out.append(Row(ordinal, key, label, text, source_uri, ordinal, ordinal + 1,
-                       item_input_hash(text, label, spec.chunker_version)))
+                       item_input_hash(text, label, spec.chunker_version),
+                       _metadata_of(spec, rec, key)))
     return out

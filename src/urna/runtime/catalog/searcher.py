@@ -9,6 +9,8 @@ query run per shard, each shard routing by its own sections (``runtime.routing``
 candidates can differ from one big file's; every score is still the exact cosine. Hits keep
 the citation of the shard they came from; :meth:`Catalog.cite` resolves it on that shard.
 Pure BM25 search is refused: BM25 scores use each shard's own statistics and do not compare.
+``where=`` is compiled by each shard against its own metadata schema; a shard that lacks a
+field the filter names contributes no hits, and a field no shard knows is UnknownFilterField.
 """
 
 from __future__ import annotations
@@ -17,13 +19,13 @@ import math
 import os
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from ...errors import CatalogError, CitationError, CitationRemoved
+from ...errors import CatalogError, CitationError, CitationRemoved, UnknownFilterField
 from ...format.citation import ResolvedCitation
 from ...format.identity import format_citation, parse_citation
 from ..file import UrnaFile, open_file
@@ -44,22 +46,57 @@ from .versions import (
 )
 
 Ranked = tuple[SearchResult, list[int]]  # one shard's result and each hit's ordinal there
+Where = Mapping[str, Any] | None
 
 
-def _ranked(search: Callable[[UrnaFile], SearchResult]) -> Callable[[Shard], Ranked]:
-    def call(shard: Shard) -> Ranked:
-        res = search(shard.file)
+@dataclass(frozen=True)
+class UnknownOnShard:
+    """A shard's answer when the filter names a field its schema lacks (picklable for Ray)."""
+
+    field: str
+
+
+def _ranked(search: Callable[[UrnaFile], SearchResult]
+            ) -> Callable[[Shard], Ranked | UnknownOnShard]:
+    def call(shard: Shard) -> Ranked | UnknownOnShard:
+        try:
+            res = search(shard.file)
+        except UnknownFilterField as exc:
+            return UnknownOnShard(exc.field)
         table = shard.ordinals()
         return res, [table[h.chunk_id] for h in res.hits]
     return call
 
 
-def _ranked_batch(queries: Any, k: int) -> Callable[[Shard], list[Ranked]]:
-    def call(shard: Shard) -> list[Ranked]:
+def _ranked_batch(queries: Any, k: int,
+                  where: Where) -> Callable[[Shard], list[Ranked] | UnknownOnShard]:
+    def call(shard: Shard) -> list[Ranked] | UnknownOnShard:
         table = shard.ordinals()
-        return [(r, [table[h.chunk_id] for h in r.hits])
-                for r in shard.file.search_batch(queries, k)]
+        try:
+            batch = shard.file.search_batch(queries, k, where=where)
+        except UnknownFilterField as exc:
+            return UnknownOnShard(exc.field)
+        return [(r, [table[h.chunk_id] for h in r.hits]) for r in batch]
     return call
+
+
+def known_shards(per_shard: list[Any]) -> list[Any]:
+    """The shards whose schema knows the filter's fields; UnknownFilterField if none does."""
+    known = [r for r in per_shard if not isinstance(r, UnknownOnShard)]
+    if not known:
+        raise UnknownFilterField(per_shard[0].field)
+    return known
+
+
+def _merged_filter(explains: list[SearchExplain]) -> dict[str, Any] | None:
+    infos = [e.filter for e in explains if e.filter is not None]
+    if not infos:
+        return None
+    matches = sum(int(i["matches"]) for i in infos)
+    total = sum(round(int(i["matches"]) / i["selectivity"]) if i["selectivity"] else 0
+                for i in infos)
+    return {"path": _same([str(i["path"]) for i in infos]),
+            "selectivity": matches / total if total else 0.0, "matches": matches}
 
 
 def _same(values: list[str], mixed: str = "mixed") -> str:
@@ -85,7 +122,7 @@ def merge(per_shard: list[Ranked], k: int, population: int, ms: float) -> Search
         sum(e.ann_candidates for e in ex), sum(e.bm25_candidates for e in ex),
         sum(e.graph_candidates for e in ex), _same([e.fusion_mode for e in ex]),
         sources.pop() if len(sources) == 1 else STORED_PRECISION,
-        1.0 if all(e.recall_estimate == 1.0 for e in ex) else math.nan)
+        1.0 if all(e.recall_estimate == 1.0 for e in ex) else math.nan, _merged_filter(ex))
     budgets = [r.candidate_budget for r in results]
     budget = None if any(b is None for b in budgets) else \
         {key: sum(b[key] for b in budgets if b is not None) for key in budgets[0] or {}}
@@ -222,54 +259,59 @@ class Catalog:
     def _merged(self, k: int, search: Callable[[UrnaFile], SearchResult],
                 population: int | None = None) -> SearchResult:
         t0 = time.perf_counter()
-        per_shard = self._fanout().each(_ranked(search))
+        per_shard = known_shards(self._fanout().each(_ranked(search)))
         n = self.n_embeddings if population is None else population
         return merge(per_shard, k, n, (time.perf_counter() - t0) * 1000.0)
 
-    def search(self, query: Any, k: int) -> SearchResult[SearchHit]:
+    def search(self, query: Any, k: int, *, where: Where = None) -> SearchResult[SearchHit]:
         """Exact top-k over every shard; equals one file holding all the chunks."""
-        return self._merged(k, lambda f: f.search(query, k))
+        return self._merged(k, lambda f: f.search(query, k, where=where))
 
-    def search_ann(self, query: Any, k: int, ef: int) -> SearchResult[SearchHit]:
+    def search_ann(self, query: Any, k: int, ef: int, *,
+                   where: Where = None) -> SearchResult[SearchHit]:
         """Each shard's HNSW top-k (exact rerank), merged by score."""
-        return self._merged(k, lambda f: f.search_ann(query, k, ef))
+        return self._merged(k, lambda f: f.search_ann(query, k, ef, where=where))
 
-    def search_hybrid(self, query: Any, query_text: str, k: int,
-                      candidates: int) -> SearchResult[SearchHit]:
+    def search_hybrid(self, query: Any, query_text: str, k: int, candidates: int, *,
+                      where: Where = None) -> SearchResult[SearchHit]:
         """Each shard's hybrid top-k (``candidates`` per path per shard), merged by score."""
-        return self._merged(k, lambda f: f.search_hybrid(query, query_text, k, candidates))
+        return self._merged(k, lambda f: f.search_hybrid(query, query_text, k, candidates,
+                                                         where=where))
 
-    def search_graph(self, query: Any, k: int, hops: int = 1,
-                     ef: int = 100) -> SearchResult[SearchHit]:
+    def search_graph(self, query: Any, k: int, hops: int = 1, ef: int = 100, *,
+                     where: Where = None) -> SearchResult[SearchHit]:
         """Each shard's graph search (edges never cross shards), merged by score."""
-        return self._merged(k, lambda f: f.search_graph(query, k, hops, ef))
+        return self._merged(k, lambda f: f.search_graph(query, k, hops, ef, where=where))
 
-    def search_space(self, name: str, query: Any, k: int,
-                     expected_model_hash: str | None = None) -> SearchResult[SearchHit]:
+    def search_space(self, name: str, query: Any, k: int, expected_model_hash: str | None = None,
+                     *, where: Where = None) -> SearchResult[SearchHit]:
         """Each shard's exact search of space ``name`` (SpaceNotFound if a shard lacks it)."""
         t0 = time.perf_counter()
-        per_shard = self._fanout().each(
-            _ranked(lambda f: f.search_space(name, query, k, expected_model_hash)))
+        per_shard = known_shards(self._fanout().each(
+            _ranked(lambda f: f.search_space(name, query, k, expected_model_hash, where=where))))
         population = sum(r.explain.exact_candidates for r, _ in per_shard)
         return merge(per_shard, k, population, (time.perf_counter() - t0) * 1000.0)
 
-    def search_bm25(self, query_text: str, k: int) -> SearchResult[SearchHit]:
+    def search_bm25(self, query_text: str, k: int, *,
+                    where: Where = None) -> SearchResult[SearchHit]:
         """Refused: BM25 scores use each shard's own statistics, so they cannot be merged."""
         raise CatalogError("search_bm25 cannot span a catalog: BM25 scores use each shard's own "
                            "statistics (IDF, average length) and do not compare across shards; "
                            "use search_hybrid, whose scores are exact cosines")
 
     def search_routed(self, query: Any, k: int, candidates: int | None = None, hops: int = 1,
-                      ef: int = 100, query_text: str | None = None) -> SearchResult[SearchHit]:
+                      ef: int = 100, query_text: str | None = None, *,
+                      where: Where = None) -> SearchResult[SearchHit]:
         """Each shard's routed search (its own route), merged by score."""
         return self._merged(k, lambda f: f.search_routed(query, k, candidates, hops, ef,
-                                                         query_text))
+                                                         query_text, where=where))
 
-    def search_batch(self, queries: Any, k: int) -> list[SearchResult[SearchHit]]:
+    def search_batch(self, queries: Any, k: int, *,
+                     where: Where = None) -> list[SearchResult[SearchHit]]:
         """Exact top-k for many queries (each shard's batch screen), merged per query."""
         t0 = time.perf_counter()
         rows = queries if isinstance(queries, np.ndarray) else list(queries)
-        per_shard = self._fanout().each(_ranked_batch(rows, k))
+        per_shard = known_shards(self._fanout().each(_ranked_batch(rows, k, where)))
         ms = (time.perf_counter() - t0) * 1000.0
         n = self.n_embeddings
         return [merge([shard[i] for shard in per_shard], k, n, ms)
@@ -277,11 +319,12 @@ class Catalog:
 
     def retrieve(self, query: Any, k: int, candidates: int | None = None, hops: int = 1,
                  ef: int = 100, expected_model_hash: str | None = None,
-                 query_text: str | None = None) -> SearchResult[RetrieveHit]:
+                 query_text: str | None = None, *,
+                 where: Where = None) -> SearchResult[RetrieveHit]:
         """Each shard's routed retrieve, merged by score; hits carry their shard's citation."""
         return self._merged(k, lambda f: f.retrieve(
             query, k, candidates=candidates, hops=hops, ef=ef,
-            expected_model_hash=expected_model_hash, query_text=query_text))
+            expected_model_hash=expected_model_hash, query_text=query_text, where=where))
 
     def cite(self, citation: str) -> ResolvedCitation:
         """Resolve a citation on the shard whose content_hash it names.
