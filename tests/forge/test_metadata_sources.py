@@ -88,7 +88,7 @@ def test_documents_carry_their_file_fields(docs_dir: Path) -> None:
                            "modified": datetime(2024, 5, 1, tzinfo=UTC)}
     html = next(r for r in rows if r.source_uri == "e.html")
     assert html.metadata is not None and html.metadata["title"] == "Offline"
-    pdf = next(r for r in rows if r.source_uri == "sub/d.pdf")
+    pdf = next(r for r in rows if r.source_uri == "sub/d.pdf#page=1")  # a PDF cites by page
     assert pdf.metadata is not None
     assert (pdf.metadata["folder"], pdf.metadata["extension"]) == ("sub", ".pdf")
     assert "title" not in pdf.metadata
