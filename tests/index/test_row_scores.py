@@ -42,9 +42,9 @@ finite32 = st.floats(width=32, allow_nan=False, allow_infinity=False, min_value=
 @settings(max_examples=400, deadline=None)
 @given(st.lists(st.tuples(finite32, finite32, finite32), min_size=1, max_size=20))
 def test_fma32_rounds_once(triples) -> None:
-    a, b, c = (np.array(t, dtype=F32) for t in zip(*triples))
+    a, b, c = (np.array(t, dtype=F32) for t in zip(*triples, strict=True))
     got = row_scores.fma32(a.astype(np.float64) * b.astype(np.float64), c)
-    for x, y, z, g in zip(a, b, c, got):
+    for x, y, z, g in zip(a, b, c, got, strict=True):
         want = _nearest_f32(Fraction(float(x)) * Fraction(float(y)) + Fraction(float(z)))
         if want == 0:  # IEEE: an exact zero sum is -0 only for (-0) + (-0)
             want = F32(x * y) + z
@@ -57,7 +57,7 @@ def test_fma32_near_ties_and_tiny_addends() -> None:
     b = np.array([1 + 2.0 ** -23, 1 - 2.0 ** -12, 1 + 2.0 ** -22, 2.0 ** -30], dtype=F32)
     c = np.array([-1.0, -1.0, 2.0 ** 25, 1.0], dtype=F32)
     got = row_scores.fma32(a.astype(np.float64) * b.astype(np.float64), c)
-    for x, y, z, g in zip(a, b, c, got):
+    for x, y, z, g in zip(a, b, c, got, strict=True):
         want = _nearest_f32(Fraction(float(x)) * Fraction(float(y)) + Fraction(float(z)))
         assert g.tobytes() == want.tobytes()
 
@@ -75,7 +75,7 @@ def test_every_reference_score_is_bit_identical() -> None:
                     pairs.append((f.search_graph(q["vector"], 5), q["search_graph"]))
                 for got, want in pairs:
                     assert [h.chunk_id for h in got] == [w["chunk_id"] for w in want]
-                    for h, w in zip(got, want):
+                    for h, w in zip(got, want, strict=True):
                         assert F32(h.score).tobytes() == F32(w["score"]).tobytes(), name
                         hits += 1
     assert hits > 500
@@ -149,8 +149,8 @@ def test_screened_search_equals_the_full_scan(dtype, seed, k, ties) -> None:
 def test_sequential_order_is_left_to_right(m) -> None:
     q = np.linspace(-1, 1, 16).astype(F32)
     got = row_scores.score_block("float32", m, None, q, order="sequential")
-    for row, g in zip(m, got):
+    for row, g in zip(m, got, strict=True):
         acc = F32(0.0)
-        for x, y in zip(row, q):
+        for x, y in zip(row, q, strict=True):
             acc = F32(acc + F32(x * y))
         assert g.tobytes() == acc.tobytes()

@@ -18,17 +18,17 @@ from . import row_scores
 def _build() -> dict:
     import numba
 
-    plain = dict(nogil=True, cache=True, boundscheck=False)
-    fused = dict(plain, fastmath={"contract"})
+    plain = numba.njit(nogil=True, cache=True, boundscheck=False)
+    fused = numba.njit(nogil=True, cache=True, boundscheck=False, fastmath={"contract"})
 
-    @numba.njit(**plain)
+    @plain
     def tail(M, q, i, start):
         t = np.float32(0.0)
         for j in range(start, M.shape[1]):
             t += M[i, j] * q[j]
         return t
 
-    @numba.njit(**fused)
+    @fused
     def lanes(M, q, i):
         a0 = a1 = a2 = a3 = a4 = a5 = a6 = a7 = np.float32(0.0)
         nb = M.shape[1] // 8
@@ -44,7 +44,7 @@ def _build() -> dict:
             a7 = a7 + q[o + 7] * np.float32(M[i, o + 7])
         return a0, a1, a2, a3, a4, a5, a6, a7
 
-    @numba.njit(**plain)
+    @plain
     def lane_sum(M, q, i):
         a0, a1, a2, a3, a4, a5, a6, a7 = lanes(M, q, i)
         s = a0 + a1
@@ -56,12 +56,12 @@ def _build() -> dict:
         s = s + a7
         return s + tail(M, q, i, (M.shape[1] // 8) * 8)
 
-    @numba.njit(**plain)
+    @plain
     def f32(M, q, rows, out):
         for t in range(rows.shape[0]):
             out[t] = lane_sum(M, q, rows[t])
 
-    @numba.njit(**plain)
+    @plain
     def i8(C, scales, q, rows, out):
         for t in range(rows.shape[0]):
             i = rows[t]
@@ -69,7 +69,7 @@ def _build() -> dict:
 
     two112 = np.float32(2.0 ** 112)  # exact power of two: rescales a shifted half to its value
 
-    @numba.njit(**plain)
+    @plain
     def f16(H, q, rows, out):
         d = H.shape[1]
         bits = np.empty(d, dtype=np.uint32)
@@ -86,7 +86,7 @@ def _build() -> dict:
                 acc += ((vals[j] * two112) * sign) * q[j]
             out[t] = acc
 
-    @numba.njit(**plain)
+    @plain
     def i4(P, scales, q, rows, out):
         for t in range(rows.shape[0]):
             i = rows[t]

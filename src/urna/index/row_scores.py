@@ -98,7 +98,7 @@ def score_block(dtype: str, a: np.ndarray, scales: np.ndarray | None, q: np.ndar
         return _dot(a.astype(F32), q, order) * scales
     assert scales is not None
     codes = unpack_int4(a).astype(F32)
-    acc = np.zeros(a.shape[0], dtype=F32)
+    acc: np.ndarray = np.zeros(a.shape[0], dtype=F32)
     sc = scales.astype(F32)
     for g in range(sc.shape[1]):  # groups in order, scale applied per finished group
         part = _sequential(codes[:, g * 64:(g + 1) * 64] * q[g * 64:(g + 1) * 64])
