@@ -53,8 +53,10 @@ def _force_scalar() -> bool:
 def _load_numba():
     if _order() != "lanes":  # the compiled kernels implement the lane order only
         return None
-    from . import _row_scores_jit
-
+    try:
+        from . import _row_scores_jit
+    except Exception:  # numba is an optional extra; its absence means the numpy path
+        return None
     return _row_scores_jit.load()
 
 
@@ -71,6 +73,15 @@ def _kernels():
                 _NUMBA = _load_numba()
                 _NUMBA_LOADED = True
     return _NUMBA
+
+
+def load_kernels() -> bool:
+    """Load the compiled kernels now (long-running processes: every rescoring then uses them).
+
+    Returns whether they are in use. Scores are the same bits either way; a CLI call never
+    needs this (numpy rescoring of a few hundred rows costs ~1-2 ms, loading ~0.3 s).
+    """
+    return _kernels() is not None
 
 
 def backend() -> str:
@@ -166,6 +177,7 @@ class Slab:
             return np.asarray(self.a[lo:hi], dtype=F32)
         if self.dtype == "float16":
             return self.a[lo:hi].astype(F32)
+        assert self.scales is not None  # quantised slabs always carry their scales
         if self.dtype == "int8":
             return self.a[lo:hi].astype(F32) * self.scales[lo:hi, None]
         codes = unpack_int4(self.a[lo:hi]).astype(F32)
