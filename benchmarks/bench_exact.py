@@ -51,8 +51,8 @@ def clustered(n: int, dim: int, n_queries: int, centres: int, seed: int = 7):
     c = rng.normal(size=(centres, dim)).astype(np.float32)
 
     def draw(m: int) -> np.ndarray:
-        noise = rng.normal(scale=0.35, size=(m, dim))
-        x = (c[rng.integers(0, centres, m)] + noise).astype(np.float32)
+        centre = c[rng.integers(0, centres, m)]  # drawn before the noise (cached files)
+        x = (centre + rng.normal(scale=0.35, size=(m, dim))).astype(np.float32)
         return x / np.linalg.norm(x, axis=1, keepdims=True)
 
     return draw(n), draw(n_queries)
