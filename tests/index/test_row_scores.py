@@ -45,8 +45,9 @@ def test_fma32_rounds_once(triples) -> None:
     a, b, c = (np.array(t, dtype=F32) for t in zip(*triples, strict=True))
     got = row_scores.fma32(a.astype(np.float64) * b.astype(np.float64), c)
     for x, y, z, g in zip(a, b, c, got, strict=True):
-        want = _nearest_f32(Fraction(float(x)) * Fraction(float(y)) + Fraction(float(z)))
-        if want == 0:  # IEEE: an exact zero sum is -0 only for (-0) + (-0)
+        exact_sum = Fraction(float(x)) * Fraction(float(y)) + Fraction(float(z))
+        want = _nearest_f32(exact_sum)  # a tiny sum rounds to a zero of its own sign
+        if exact_sum == 0:  # IEEE: an exact zero sum is -0 only for (-0) + (-0)
             want = F32(x * y) + z
         assert g.tobytes() == want.tobytes(), (x, y, z)
 

@@ -234,6 +234,13 @@ def score_rows(slab: Slab, q: np.ndarray, rows: np.ndarray | None = None) -> np.
         raise IndexError("row index out of range")
     if not len(rows) or not _use_numba(len(rows), slab.dim):
         return _score_numpy(slab, q, rows)
+    from ._hnsw_dist import vectorizing  # numba is loaded by now
+
+    with vectorizing():  # a new array layout compiles on this call: lanes into SIMD
+        return _score_compiled(slab, q, rows)
+
+
+def _score_compiled(slab: Slab, q: np.ndarray, rows: np.ndarray) -> np.ndarray:
     k = _kernels()
     out = np.empty(len(rows), dtype=F32)
     if slab.dtype == "float32":

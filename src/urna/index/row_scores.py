@@ -47,9 +47,10 @@ def fma32(p: np.ndarray, c: np.ndarray) -> np.ndarray:
 @np.errstate(over="ignore", invalid="ignore")
 def _sequential(prod: np.ndarray) -> np.ndarray:
     """Left-to-right f32 sums of the rows of ``prod`` (rows, width), from 0."""
-    if prod.shape[1] == 0:
-        return np.zeros(prod.shape[0], dtype=F32)
-    return np.add.accumulate(prod, axis=1, dtype=F32)[:, -1]
+    # the leading 0 column starts every sum at +0.0, so all-(-0.0) products give +0.0
+    padded = np.zeros((prod.shape[0], prod.shape[1] + 1), dtype=F32)
+    padded[:, 1:] = prod
+    return np.add.accumulate(padded, axis=1, dtype=F32)[:, -1]
 
 
 @np.errstate(over="ignore", invalid="ignore")
