@@ -38,3 +38,13 @@ def test_open_and_small_search_stay_on_numpy() -> None:
                "f.search(np.ones(f.embedding_dim, np.float32), 3)\n"
                "print('numba' in sys.modules)")
     assert out == "False"
+
+
+def test_exact_search_of_a_large_float32_slab_stays_on_numpy() -> None:
+    # 3,000 x 384 is past NUMBA_MIN_VALUES: the screen + numpy rescoring still answers it
+    out = _run("import sys\nimport numpy as np\nfrom urna.index import exact\n"
+               "m = np.random.default_rng(1).standard_normal((3000, 384)).astype(np.float32)\n"
+               "assert m.size >= exact.NUMBA_MIN_VALUES\n"
+               "ids, _ = exact.search(exact.Slab.float32(m), m[7], 5)\n"
+               "print(ids[0], 'numba' in sys.modules)")
+    assert out == "7 False"

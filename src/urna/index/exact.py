@@ -5,17 +5,20 @@ normalised float32 query, score rows and select the best k. Knows nothing of fil
 
 Invariants:
 * **Rerank invariant.** :func:`score_rows` gives every row a score that depends only on
-  (query, row bytes, dtype): one compiled kernel per dtype walks the requested rows, whether
-  that is every row (exact search) or a candidate list (HNSW / hybrid / graph rerank).
+  (query, row bytes, dtype): the reference's own operation order per dtype
+  (:mod:`urna.index.row_scores`), whether that is every row (exact search) or a candidate
+  list (HNSW / hybrid / graph rerank), so scores equal the reference wheel's bit for bit.
 * **Exact top-k.** :func:`top_k` returns exactly the first k of the full sort by
   (score desc, index asc, NaN last); ties at the cut-off go to the lower index.
 * The batch path (:func:`search_batch`) screens with one BLAS ``sgemm`` and then rescores the
   screened rows with :func:`score_rows`, widening the screen by a rigorous bound on the f32
   rounding of both computations, so it returns exactly what :func:`search` returns.
 
-Backends: ``numba`` (compiled row loops, SIMD through LLVM) when numba imports and
-``URNA_FORCE_SCALAR`` is unset or "0"; otherwise ``numpy`` (per-row reductions along the
-contiguous axis, which numpy evaluates identically for every row). Chosen once per process.
+Backends compute the same bits: ``numpy`` (:mod:`row_scores`, vectorised across rows) for
+short row lists, so a CLI query never imports numba; ``numba`` (:mod:`_row_scores_jit`) for
+long scans when it imports, passes its self-check and ``URNA_FORCE_SCALAR`` is unset or "0".
+The order follows :func:`simd_backend`: the reference's AVX2 lanes, or its sequential scalar
+sums when that label is ``scalar``.
 """
 
 from __future__ import annotations
@@ -28,14 +31,16 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .row_scores import score_block, unpack_int4
+
 F32 = np.float32
 _U = 2.0 ** -24  # unit roundoff of binary32
 _BLOCK = 8192  # rows per block in the numpy / BLAS paths (bounds the temporaries)
-# Slabs smaller than this many values are scored by numpy: importing numba costs ~1 s, more
-# than a lifetime of scans of a small file. The choice is per slab, so every row of one slab
-# is always scored by the same kernel (the rerank invariant holds per slab).
+# Row lists shorter than this many values are scored by numpy: importing numba and loading
+# its kernels costs ~0.5 s, more than a lifetime of short rescoring. Both give the same bits.
 NUMBA_MIN_VALUES = 1 << 20
-_TWO112 = np.float32(2.0 ** 112)  # exact power of two: rescales a shifted half to its value
+# Slabs with more rows than this are screened (one BLAS product) before the exact rescoring.
+SCREEN_MIN_ROWS = 64
 
 
 # --- backend --------------------------------------------------------------------------------
@@ -46,13 +51,13 @@ def _force_scalar() -> bool:
 
 
 def _load_numba():
-    if _force_scalar():
+    if _order() != "lanes":  # the compiled kernels implement the lane order only
         return None
     try:
-        import numba  # noqa: F401
+        from . import _row_scores_jit
     except Exception:  # numba is an optional extra; its absence means the numpy path
         return None
-    return _build_numba_kernels()
+    return _row_scores_jit.load()
 
 
 _NUMBA = None
@@ -70,12 +75,13 @@ def _kernels():
     return _NUMBA
 
 
-def _numba_available() -> bool:
-    if _NUMBA_LOADED:
-        return _NUMBA is not None
-    import importlib.util
+def load_kernels() -> bool:
+    """Load the compiled kernels now (long-running processes: every rescoring then uses them).
 
-    return not _force_scalar() and importlib.util.find_spec("numba") is not None
+    Returns whether they are in use. Scores are the same bits either way; a CLI call never
+    needs this (numpy rescoring of a few hundred rows costs ~1-2 ms, loading ~0.3 s).
+    """
+    return _kernels() is not None
 
 
 def backend() -> str:
@@ -83,13 +89,26 @@ def backend() -> str:
     return "numba" if _kernels() is not None else "numpy"
 
 
+_SIMD: list[str] = []
+
+
 def simd_backend() -> str:
     """The reference's label for this machine's kernels: ``scalar``, ``avx2`` or ``neon``.
 
-    Answered without importing numba (~0.5 s) when no kernel has been needed yet: whether
-    numba is installed (and not disabled) decides, as it decides which kernels would run.
+    Detected once per process like the reference: ``URNA_FORCE_SCALAR``, then the CPU.
     """
-    if not _numba_available():
+    if not _SIMD:
+        _SIMD.append(_detect_simd())
+    return _SIMD[0]
+
+
+def _order() -> str:
+    """The reduction order of the scores: the reference's on this machine's label."""
+    return "sequential" if simd_backend() == "scalar" else "lanes"
+
+
+def _detect_simd() -> str:
+    if _force_scalar():
         return "scalar"
     machine = platform.machine().lower()
     if machine in ("arm64", "aarch64"):
@@ -158,9 +177,10 @@ class Slab:
             return np.asarray(self.a[lo:hi], dtype=F32)
         if self.dtype == "float16":
             return self.a[lo:hi].astype(F32)
+        assert self.scales is not None  # quantised slabs always carry their scales
         if self.dtype == "int8":
             return self.a[lo:hi].astype(F32) * self.scales[lo:hi, None]
-        codes = _unpack_int4(self.a[lo:hi]).astype(F32)
+        codes = unpack_int4(self.a[lo:hi]).astype(F32)
         g = self.dim // 64
         sc = self.scales[lo:hi].astype(F32).reshape(hi - lo, g, 1)
         return (codes.reshape(hi - lo, g, 64) * sc).reshape(hi - lo, self.dim)
@@ -180,40 +200,27 @@ class Slab:
         return self._get("rnorm", make)
 
 
-def _unpack_int4(packed: np.ndarray) -> np.ndarray:
-    """Packed nibbles (rows, dim/2) -> int8 codes (rows, dim); low nibble = even component."""
-    p = np.asarray(packed, dtype=np.uint8)
-    out = np.empty(p.shape[:-1] + (p.shape[-1] * 2,), dtype=np.int8)
-    out[..., 0::2] = ((p & 0x0F).astype(np.int8) ^ 8) - 8
-    out[..., 1::2] = ((p >> 4).astype(np.int8) ^ 8) - 8
-    return out
-
-
 # --- deterministic per-row scores -----------------------------------------------------------
 
-# overflow gives inf or NaN as f32 does (NaN ranks last)
-@np.errstate(over="ignore", invalid="ignore")
+_NUMPY_BLOCK = 1024  # rows per numpy block: the f64 products of a block stay in cache
+
+
 def _score_numpy(slab: Slab, q: np.ndarray, rows: np.ndarray) -> np.ndarray:
-    """Row-wise reductions along the contiguous axis: the same arithmetic for every row."""
+    """The rows' scores by :func:`row_scores.score_block`, block by block."""
+    order = _order()
     out = np.empty(len(rows), dtype=F32)
-    for lo in range(0, len(rows), _BLOCK):
-        r = rows[lo:lo + _BLOCK]
-        if slab.dtype == "float32":
-            s = (slab.a[r] * q).sum(axis=1, dtype=F32)
-        elif slab.dtype == "float16":
-            s = (slab.a[r].astype(F32) * q).sum(axis=1, dtype=F32)
-        elif slab.dtype == "int8":
-            s = (slab.a[r].astype(F32) * q).sum(axis=1, dtype=F32) * slab.scales[r]
-        else:
-            g = slab.dim // 64
-            prod = _unpack_int4(slab.a[r]).astype(F32) * q
-            parts = prod.reshape(len(r), g, 64).sum(axis=2, dtype=F32)
-            sc = slab.scales[r].astype(F32)
-            s = np.zeros(len(r), dtype=F32)
-            for j in range(g):  # groups in order, scale applied per finished group (§2.3)
-                s += parts[:, j] * sc[:, j]
-        out[lo:lo + len(r)] = s
+    for lo in range(0, len(rows), _NUMPY_BLOCK):
+        r = rows[lo:lo + _NUMPY_BLOCK]
+        sc = None if slab.scales is None else slab.scales[r]
+        out[lo:lo + len(r)] = score_block(slab.dtype, slab.a[r], sc, q, order)
     return out
+
+
+def _use_numba(rows: int, dim: int) -> bool:
+    """Long scans go to the compiled kernels (same bits); short ones never import numba."""
+    if _NUMBA_LOADED:
+        return _NUMBA is not None
+    return rows * dim >= NUMBA_MIN_VALUES and _order() == "lanes" and _kernels() is not None
 
 
 def score_rows(slab: Slab, q: np.ndarray, rows: np.ndarray | None = None) -> np.ndarray:
@@ -225,10 +232,16 @@ def score_rows(slab: Slab, q: np.ndarray, rows: np.ndarray | None = None) -> np.
         rows = np.ascontiguousarray(rows, dtype=np.int64)
     if len(rows) and (rows.min() < 0 or rows.max() >= slab.n):
         raise IndexError("row index out of range")
-    k = slab._get("kernels", lambda: _kernels() if slab.n * slab.dim >= NUMBA_MIN_VALUES
-                  else False)
-    if not k:
+    if not len(rows) or not _use_numba(len(rows), slab.dim):
         return _score_numpy(slab, q, rows)
+    from ._hnsw_dist import vectorizing  # numba is loaded by now
+
+    with vectorizing():  # a new array layout compiles on this call: lanes into SIMD
+        return _score_compiled(slab, q, rows)
+
+
+def _score_compiled(slab: Slab, q: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    k = _kernels()
     out = np.empty(len(rows), dtype=F32)
     if slab.dtype == "float32":
         k["f32"](slab.a, q, rows, out)
@@ -239,8 +252,7 @@ def score_rows(slab: Slab, q: np.ndarray, rows: np.ndarray | None = None) -> np.
         k["i8"](slab.a, slab.scales, q, rows, out)
     else:
         sc = slab._get("sc32", lambda: np.ascontiguousarray(slab.scales, dtype=F32))
-        k["i4"](slab.a, sc, np.ascontiguousarray(q[0::2]), np.ascontiguousarray(q[1::2]),
-                rows, out)
+        k["i4"](slab.a, sc, q, rows, out)
     return out
 
 
@@ -272,14 +284,17 @@ def top_k(scores: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
 def search(slab: Slab, q: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
     """Exact top-k of the slab for one normalised query: (row ids, scores).
 
-    Large float32 slabs are screened with one BLAS ``sgemv`` over the map (the memory-bound
-    floor) and only the rows near the cut-off are scored by the kernel; the result is the
-    same as scoring every row with the kernel (see :func:`search_batch`).
+    Slabs past a few rows are screened with one BLAS product (float32 straight over the map)
+    and only the rows near the cut-off are scored exactly; the result is the same as scoring
+    every row (see :func:`search_batch`). Long quantised slabs are scanned by the compiled
+    kernels instead when numba is there (faster than dequantising for the screen).
     """
-    if (slab.dtype == "float32" and 0 < k < slab.n and slab.n * slab.dim >= NUMBA_MIN_VALUES
-            and _kernels() is not None):
-        ids, scores = search_batch(slab, np.asarray(q, dtype=F32)[None, :], k)
-        return ids[0], scores[0]
+    if 0 < k < slab.n and slab.n > SCREEN_MIN_ROWS:
+        scan = (slab.dtype != "float32" and slab.n * slab.dim >= NUMBA_MIN_VALUES
+                and _use_numba(slab.n, slab.dim))
+        if not scan:
+            ids, scores = search_batch(slab, np.asarray(q, dtype=F32)[None, :], k)
+            return ids[0], scores[0]
     return top_k(score_rows(slab, q), k)
 
 
@@ -336,71 +351,3 @@ def _screen(slab: Slab, Qc: np.ndarray) -> np.ndarray:
         with np.errstate(all="ignore"):
             S[:, lo:hi] = Qc @ slab.dequantize(lo, hi).T
     return S
-
-
-# --- numba kernels --------------------------------------------------------------------------
-
-def _build_numba_kernels() -> dict:
-    """Compile the per-dtype row loops (lazily, cached on disk by numba)."""
-    import numba
-
-    # reassociation lets LLVM vectorise the reductions; no nnan/ninf, so an overflow stays inf
-    opts = dict(nogil=True, cache=True, boundscheck=False,
-                fastmath={"reassoc", "contract", "nsz", "arcp"})
-
-    @numba.njit(**opts)
-    def f32(M, q, rows, out):
-        d = M.shape[1]
-        for t in range(rows.shape[0]):
-            i = rows[t]
-            acc = np.float32(0.0)
-            for j in range(d):
-                acc += M[i, j] * q[j]
-            out[t] = acc
-
-    @numba.njit(**opts)
-    def f16(H, q, rows, out):
-        d = H.shape[1]
-        bits = np.empty(d, dtype=np.uint32)
-        vals = bits.view(np.float32)
-        for t in range(rows.shape[0]):
-            i = rows[t]
-            # Exact binary16 -> binary32 widening: move exponent+mantissa into place, scale
-            # by 2^112 (also exact for subnormal halves), then apply the sign. Rows are
-            # finite (checked at open), so Inf/NaN halves never reach this loop.
-            for j in range(d):
-                bits[j] = np.uint32(H[i, j] & 0x7FFF) << np.uint32(13)
-            acc = np.float32(0.0)
-            for j in range(d):
-                sign = np.float32(1.0) - np.float32(2.0) * np.float32(H[i, j] >> 15)
-                acc += (vals[j] * _TWO112) * sign * q[j]
-            out[t] = acc
-
-    @numba.njit(**opts)
-    def i8(C, scales, q, rows, out):
-        d = C.shape[1]
-        for t in range(rows.shape[0]):
-            i = rows[t]
-            acc = np.float32(0.0)
-            for j in range(d):
-                acc += q[j] * np.float32(C[i, j])
-            out[t] = acc * scales[i]
-
-    @numba.njit(**opts)
-    def i4(P, scales, qe, qo, rows, out):
-        g_count = scales.shape[1]
-        for t in range(rows.shape[0]):
-            i = rows[t]
-            acc = np.float32(0.0)
-            for g in range(g_count):
-                part = np.float32(0.0)
-                base = g * 32
-                for b in range(32):
-                    byte = np.int32(P[i, base + b])
-                    lo = ((byte & 0x0F) ^ 8) - 8
-                    hi = ((byte >> 4) ^ 8) - 8
-                    part += qe[base + b] * np.float32(lo) + qo[base + b] * np.float32(hi)
-                acc += part * scales[i, g]
-            out[t] = acc
-
-    return {"f32": f32, "f16": f16, "i8": i8, "i4": i4}
