@@ -129,6 +129,14 @@ class CheckStep(NamedTuple):
         return f"{self.check} 0x{self.section_id:02x}"
 
 
+# The passed form of each step that carries no count (steps are immutable: shared, not rebuilt).
+_PASSED = {number: CheckStep(number, check) for number, check in (
+    ("2", "magic"), ("3", "version"), ("4", "header checksum"), ("5", "file size"),
+    ("12", "manifest JSON"), ("13", "manifest fields"), ("15", "manifest agrees with header"),
+    ("16", "required sections"), ("17", "embeddings layout"), ("18", "space bands"),
+    ("19", "search contract"))}
+
+
 class CheckSteps:
     """The open checks as an iterator of ``CheckStep``, stopping after the first failure.
 
@@ -192,13 +200,13 @@ class CheckSteps:
             except UrnaError as exc:
                 yield CheckStep("12", "manifest JSON", _detached(exc))
                 return
-            yield CheckStep("12", "manifest JSON")
+            yield _PASSED["12"]
             try:
                 manifest.validate()
             except UrnaError as exc:
                 yield CheckStep("13", "manifest fields", _detached(exc))
                 return
-            yield CheckStep("13", "manifest fields")
+            yield _PASSED["13"]
             footer = Footer.unpack(buf, body_end)
             body_hash = body_job.result()
         if body_hash.digest() != footer.file_hash:
@@ -213,14 +221,14 @@ class CheckSteps:
             yield CheckStep("15", "manifest agrees with header",
                             ManifestInvalid("manifest n_chunks disagrees with header"))
             return
-        yield CheckStep("15", "manifest agrees with header")
+        yield _PASSED["15"]
         view = UrnaView(buf, header, entries, manifest, manifest_bytes)
         view._body_hash = body_hash
         for section_id, name in CANONICAL_SECTIONS:
             if view.entry(section_id) is None:
                 yield CheckStep("16", "required sections", MissingRequiredSection(name))
                 return
-        yield CheckStep("16", "required sections")
+        yield _PASSED["16"]
         for step in _semantic_steps(view):
             yield step
             if step.error is not None:
@@ -251,17 +259,16 @@ def _first_failure(steps: CheckSteps) -> UrnaError | None:
 
 def _header_steps(buf: memoryview, header: Header, length: int) -> Iterator[CheckStep]:
     """Steps 2-6b, each yielded; the caller stops at the first failure."""
-    yield CheckStep("2", "magic", None if header.magic in (URNA_MAGIC, LEGACY_MAGIC)
-                    else MagicMismatch(URNA_MAGIC, header.magic))
+    yield (_PASSED["2"] if header.magic in (URNA_MAGIC, LEGACY_MAGIC)
+           else CheckStep("2", "magic", MagicMismatch(URNA_MAGIC, header.magic)))
     version_ok = (header.version_major == URNA_VERSION_MAJOR
                   and header.version_minor <= URNA_VERSION_MINOR)
-    yield CheckStep("3", "version", None if version_ok
-                    else UnsupportedVersion(header.version_major, header.version_minor))
-    yield CheckStep("4", "header checksum",
-                    None if header_checksum(buf[:URNA_HEADER_SIZE]) == header.header_checksum
-                    else InvalidHeaderChecksum())
-    yield CheckStep("5", "file size", None if header.file_size == length
-                    else FileSizeMismatch(header.file_size, length))
+    yield (_PASSED["3"] if version_ok else CheckStep(
+        "3", "version", UnsupportedVersion(header.version_major, header.version_minor)))
+    yield (_PASSED["4"] if header_checksum(buf[:URNA_HEADER_SIZE]) == header.header_checksum
+           else CheckStep("4", "header checksum", InvalidHeaderChecksum()))
+    yield (_PASSED["5"] if header.file_size == length
+           else CheckStep("5", "file size", FileSizeMismatch(header.file_size, length)))
     table_offset = header.section_table_offset
     table_len = header.section_table_count * URNA_SECTION_ENTRY_SIZE
     error: UrnaError | None = None
@@ -303,7 +310,7 @@ def _semantic_steps(view: UrnaView) -> Iterator[CheckStep]:
         except UrnaError as exc:
             yield CheckStep(number, name, _detached(exc))
             return
-        yield CheckStep(number, name)
+        yield _PASSED[number]
 
 
 class UrnaView:
