@@ -23,7 +23,7 @@ REF_FILES = sorted(REF.glob("*.urna"))
 # The §10.1 steps that come after the per-section ones, in order (when every check passes).
 TAIL = ["manifest bounds", "manifest JSON", "manifest fields", "footer hash",
         "manifest agrees with header", "required sections", "embeddings layout", "space bands",
-        "search contract"]
+        "contract agrees with manifest"]
 HEAD = ["file length", "magic", "version", "header checksum", "file size",
         "section table bounds"]
 

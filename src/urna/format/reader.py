@@ -134,7 +134,7 @@ _PASSED = {number: CheckStep(number, check) for number, check in (
     ("2", "magic"), ("3", "version"), ("4", "header checksum"), ("5", "file size"),
     ("12", "manifest JSON"), ("13", "manifest fields"), ("15", "manifest agrees with header"),
     ("16", "required sections"), ("17", "embeddings layout"), ("18", "space bands"),
-    ("19", "search contract"))}
+    ("19", "contract agrees with manifest"))}
 
 
 class CheckSteps:
@@ -300,7 +300,7 @@ def _semantic_steps(view: UrnaView) -> Iterator[CheckStep]:
         ("17", "embeddings layout", view.check_embeddings_layout),
         ("18", "space bands",
          view.check_space_bands if view.entry(SECTION_SPACE_TABLE) is not None else None),
-        ("19", "search contract", view.check_contract)]
+        ("19", "contract agrees with manifest", view.check_contract)]
     for number, name, check in checks:
         if check is None:
             yield CheckStep(number, name, note="no space table")
