@@ -11,10 +11,33 @@ from textual.widgets import DataTable, Input, OptionList, Static
 from tui_support import EXPECTED, ROOT, Explore
 
 from urna.tui.app import UrnaTUI
+from urna.tui.bars import human_size
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(300)]
 
 QUESTION = "can I use this offline"
+
+# The open's checks (01-container §10.1) around the per-section ones, then validate's own.
+HEAD = ["file length", "magic", "version", "header checksum", "file size",
+        "section table bounds"]
+TAIL = ["manifest bounds", "manifest JSON", "manifest fields", "footer hash",
+        "manifest agrees with header", "required sections", "embeddings layout", "space bands",
+        "contract agrees with manifest"]
+LATER = ["embedding values", "search contract", "chunk ids", "spans", "canonical texts",
+         "content hash", "inlined blobs"]
+
+
+def sections_ids(info: dict) -> list[int]:
+    """The section ids of ``urna inspect``, in table order."""
+    return [int(s["section_id"]) for s in info["sections"]]
+
+
+def open_check_names(info: dict) -> list[str]:
+    """The row names of the open's checks for a file whose table ``info`` lists."""
+    middle = []
+    for sid in sections_ids(info):
+        middle += [f"section entry 0x{sid:02x}", f"section checksum 0x{sid:02x}"]
+    return HEAD + middle + TAIL
 
 
 def cli_ask_top(path, question: str) -> tuple[str, str]:
@@ -83,18 +106,20 @@ async def test_corpus_tab_shows_manifest_every_check_sections_and_hashes(explore
         assert "minishlab/potion-base-8M/v1" in manifest and "chunks 12" in manifest
         assert "dtype float32" in manifest and "bm25" in manifest
         checks = table_rows(app, "#corpus-checks")
-        assert [r[0] for r in checks] == ["container", "embedding values", "search contract",
-                                           "chunk ids", "spans", "canonical texts",
-                                           "content hash", "inlined blobs"]
-        assert {r[1] for r in checks} == {"ok"}
         with __import__("urna").open(explore.quickstart) as f:
             info = f.inspect()
+        assert [r[0] for r in checks] == open_check_names(info) + LATER
+        assert {r[1] for r in checks} == {"ok"}
+        # each section's checksum row says how far the hashing of the table's sections got
+        sizes = [int(s["size"]) for s in info["sections"]]
+        last = next(r for r in checks if r[0] == f"section checksum 0x{sections_ids(info)[-1]:02x}")
+        assert last[2].endswith(f"{human_size(sum(sizes))} of {human_size(sum(sizes))} hashed")
         sections = table_rows(app, "#corpus-sections")
         assert [r[1] for r in sections] == [s["name"] for s in info["sections"]]
         assert any(r[1] == "embeddings" and r[4] == "█" * 16 for r in sections)
         hashes = static_text(app, "#corpus-hashes")
         assert info["file_hash"] in hashes and info["content_hash"] in hashes
-        assert checks[6][2] == info["content_hash"]
+        assert dict((r[0], r[2]) for r in checks)["content hash"] == info["content_hash"]
 
 
 @pytest.mark.parametrize("which", ["flipped", "ref_case"])
@@ -108,8 +133,12 @@ async def test_hostile_file_shows_the_failed_check_and_never_crashes(
     async with app.run_test(size=(80, 24)) as pilot:
         await settle(pilot)
         checks = table_rows(app, "#corpus-checks")
-        assert checks[0] == ["container", "fail", want]
-        assert {r[1] for r in checks[1:]} == {"skip"}
+        failed = [i for i, r in enumerate(checks) if r[1] == "fail"]
+        assert len(failed) == 1 and checks[failed[0]] == ["section checksum 0x04", "fail", want]
+        before = [r[0] for r in checks[:failed[0]]]
+        assert before[:6] == HEAD and before[-1] == "section entry 0x04"
+        assert {r[1] for r in checks[:failed[0]]} == {"ok"}
+        assert [r[:2] for r in checks[failed[0] + 1:]] == [[n, "skip"] for n in LATER]
         assert want in static_text(app, "#corpus-manifest")
         for key in ("3", "slash"):
             await pilot.press(key)

@@ -1,8 +1,9 @@
 """UrnaView: the format reader over a bytes-like object (01-container §10).
 
 ``UrnaView.from_bytes`` runs the reference's 19 checks in the reference's order and stops at
-the first failure; each table entry is fully checked (encoding class, alignment, bounds,
-checksum) before the next one. It does no I/O: it takes bytes, a memoryview or an mmap.
+the first failure (``CheckSteps`` yields them one ``CheckStep`` at a time, for a UI); each
+table entry is fully checked (encoding class, alignment, bounds, checksum) before the next
+one. It does no I/O: it takes bytes, a memoryview or an mmap.
 What it deliberately does not enforce (§10.4): an allow-list of section ids, unique ids,
 a sorted table, non-overlapping sections, flags/reserved/footer_size, n_embeddings vs
 n_chunks, and the contents of 0x01..0x05 (decoded on demand).
@@ -11,7 +12,8 @@ n_chunks, and the contents of 0x01..0x05 (decoded on demand).
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable
+from collections.abc import Callable, Generator, Iterable, Iterator
+from typing import NamedTuple
 
 from ..errors import (
     EmbeddingSizeMismatch,
@@ -35,6 +37,7 @@ from ..errors import (
     UnsupportedScoreType,
     UnsupportedSectionEncoding,
     UnsupportedVersion,
+    UrnaError,
 )
 from . import encodings
 from .ahead import Job, Lane
@@ -91,6 +94,225 @@ def checked_size(dtype: str, n: int, dim: int) -> int | None:
     return size
 
 
+def _byte_view(data: bytes | bytearray | memoryview) -> memoryview:
+    buf = memoryview(data)
+    if buf.format != "B" or buf.ndim != 1:
+        buf = buf.cast("B")
+    return buf
+
+
+class CheckStep(NamedTuple):
+    """One check of the open (01-container §10.1): its step number, name, and outcome.
+
+    ``error`` is None when it passed, else the exact error ``UrnaView.from_bytes`` raises
+    for the file. The section steps carry the entry's id and ``nbytes`` (its payload size);
+    the file-length and footer-hash steps carry the bytes they covered.
+    """
+
+    step: str
+    check: str
+    error: UrnaError | None = None
+    section_id: int | None = None
+    nbytes: int = 0
+    note: str = ""
+
+    @property
+    def ok(self) -> bool:
+        """Whether this check passed."""
+        return self.error is None
+
+    @property
+    def name(self) -> str:
+        """The check's label, with the section id for the per-section steps."""
+        if self.section_id is None:
+            return self.check
+        return f"{self.check} 0x{self.section_id:02x}"
+
+
+# The passed form of each step that carries no count (steps are immutable: shared, not rebuilt).
+_PASSED = {number: CheckStep(number, check) for number, check in (
+    ("2", "magic"), ("3", "version"), ("4", "header checksum"), ("5", "file size"),
+    ("12", "manifest JSON"), ("13", "manifest fields"), ("15", "manifest agrees with header"),
+    ("16", "required sections"), ("17", "embeddings layout"), ("18", "space bands"),
+    ("19", "contract agrees with manifest"))}
+
+
+class CheckSteps:
+    """The open checks as an iterator of ``CheckStep``, stopping after the first failure.
+
+    The section checksums and the footer digest start at once on worker threads (as in the
+    open); each checksum step is yielded when its own digest is in, so a large file reports
+    progress section by section. ``planned`` (the step count when all pass) and
+    ``checksum_bytes`` are known once the section table's bounds step has passed; ``view`` is
+    the opened ``UrnaView`` once the last step has passed. Run the iterator out, or close it,
+    before releasing ``data``: closing waits for the digests still running.
+    """
+
+    def __init__(self, data: bytes | bytearray | memoryview) -> None:
+        self.buf = _byte_view(data)
+        self.planned: int | None = None
+        self.checksum_bytes: int | None = None
+        self.view: UrnaView | None = None
+
+    def __iter__(self) -> Generator[CheckStep, None, None]:
+        return self._run()
+
+    def _run(self) -> Generator[CheckStep, None, None]:
+        buf = self.buf
+        length = len(buf)
+        if length < URNA_HEADER_SIZE + URNA_FOOTER_SIZE:
+            yield CheckStep("1", "file length", FileTruncated(), nbytes=length)
+            return
+        yield CheckStep("1", "file length", nbytes=length)
+        header = Header.unpack(buf)
+        for step in _header_steps(buf, header, length):
+            yield step
+            if step.error is not None:
+                return
+        body_end = length - URNA_FOOTER_SIZE
+        with Lane() as lane:
+            # The body digest and each section checksum are independent passes over the same
+            # bytes: they start at once on worker threads and are claimed in the check order.
+            body_job = lane.start_over(_body_digest, buf, 0, body_end)
+            sums, bad_entry = _start_checksums(buf, header, body_end, lane)
+            self.planned = 15 + 2 * len(sums)
+            self.checksum_bytes = sum(entry.size for entry, _ in sums)
+            entries: list[SectionEntry] = []
+            for entry, job in sums:  # entry i's checksum is judged before entry i+1's bounds
+                yield CheckStep("7-9", "section entry", None, entry.section_id, entry.size)
+                error = (None if job.result() == entry.checksum
+                         else SectionChecksumMismatch(entry.section_id))
+                yield CheckStep("10", "section checksum", error, entry.section_id, entry.size)
+                if error is not None:
+                    return
+                entries.append(entry)
+            if bad_entry is not None:
+                yield bad_entry
+                return
+            m_off, m_size = header.manifest_offset, header.manifest_size
+            if m_off + m_size > U64_MAX or m_off + m_size > body_end:
+                yield CheckStep("11", "manifest bounds", FileTruncated(), nbytes=m_size)
+                return
+            yield CheckStep("11", "manifest bounds", nbytes=m_size)
+            manifest_bytes = bytes(buf[m_off:m_off + m_size])
+            try:
+                manifest = Manifest.from_json_bytes(manifest_bytes)
+            except UrnaError as exc:
+                yield CheckStep("12", "manifest JSON", _detached(exc))
+                return
+            yield _PASSED["12"]
+            try:
+                manifest.validate()
+            except UrnaError as exc:
+                yield CheckStep("13", "manifest fields", _detached(exc))
+                return
+            yield _PASSED["13"]
+            footer = Footer.unpack(buf, body_end)
+            body_hash = body_job.result()
+        if body_hash.digest() != footer.file_hash:
+            yield CheckStep("14", "footer hash", FooterHashMismatch(), nbytes=body_end)
+            return
+        yield CheckStep("14", "footer hash", nbytes=body_end)
+        if manifest.embedding_dim != header.embedding_dim:
+            yield CheckStep("15", "manifest agrees with header",
+                            ManifestInvalid("manifest embedding_dim disagrees with header"))
+            return
+        if manifest.n_chunks != header.n_chunks:
+            yield CheckStep("15", "manifest agrees with header",
+                            ManifestInvalid("manifest n_chunks disagrees with header"))
+            return
+        yield _PASSED["15"]
+        view = UrnaView(buf, header, entries, manifest, manifest_bytes)
+        view._body_hash = body_hash
+        for section_id, name in CANONICAL_SECTIONS:
+            if view.entry(section_id) is None:
+                yield CheckStep("16", "required sections", MissingRequiredSection(name))
+                return
+        yield _PASSED["16"]
+        for step in _semantic_steps(view):
+            yield step
+            if step.error is not None:
+                return
+        self.view = view
+
+
+def _detached(exc: UrnaError) -> UrnaError:
+    """``exc`` without its traceback: a kept step must not keep the check's frames alive.
+
+    Those frames hold memoryviews of the file and arrays over them; kept in a reference cycle,
+    the collector may clear a memoryview that still exports a buffer, which crashes CPython.
+    """
+    return exc.with_traceback(None)
+
+
+def _first_failure(steps: CheckSteps) -> UrnaError | None:
+    """The first failed step's error, or None; the digests still running are waited for."""
+    run = iter(steps)
+    try:
+        for step in run:
+            if step.error is not None:
+                return step.error
+    finally:
+        run.close()
+    return None
+
+
+def _header_steps(buf: memoryview, header: Header, length: int) -> Iterator[CheckStep]:
+    """Steps 2-6b, each yielded; the caller stops at the first failure."""
+    yield (_PASSED["2"] if header.magic in (URNA_MAGIC, LEGACY_MAGIC)
+           else CheckStep("2", "magic", MagicMismatch(URNA_MAGIC, header.magic)))
+    version_ok = (header.version_major == URNA_VERSION_MAJOR
+                  and header.version_minor <= URNA_VERSION_MINOR)
+    yield (_PASSED["3"] if version_ok else CheckStep(
+        "3", "version", UnsupportedVersion(header.version_major, header.version_minor)))
+    yield (_PASSED["4"] if header_checksum(buf[:URNA_HEADER_SIZE]) == header.header_checksum
+           else CheckStep("4", "header checksum", InvalidHeaderChecksum()))
+    yield (_PASSED["5"] if header.file_size == length
+           else CheckStep("5", "file size", FileSizeMismatch(header.file_size, length)))
+    table_offset = header.section_table_offset
+    table_len = header.section_table_count * URNA_SECTION_ENTRY_SIZE
+    error: UrnaError | None = None
+    if table_len > U64_MAX or table_offset + table_len > U64_MAX:
+        error = SectionOffsetOutOfBounds(0, 0)
+    elif table_offset + table_len > length - URNA_FOOTER_SIZE:
+        error = FileTruncated()
+    yield CheckStep("6", "section table bounds", error, nbytes=table_len)
+
+
+def _start_checksums(buf: memoryview, header: Header, body_end: int,
+                     lane: Lane) -> tuple[list[tuple[SectionEntry, Job]], CheckStep | None]:
+    """Steps 7-9 per entry in table order, starting each checksum; stops at a bad entry."""
+    sums: list[tuple[SectionEntry, Job]] = []
+    for i in range(header.section_table_count):
+        entry = SectionEntry.unpack(buf, header.section_table_offset + i * URNA_SECTION_ENTRY_SIZE)
+        try:
+            UrnaView._check_entry_bounds(entry, body_end)
+        except UrnaError as exc:
+            bad = CheckStep("7-9", "section entry", _detached(exc), entry.section_id, entry.size)
+            return sums, bad
+        sums.append((entry, lane.start_over(h8, buf, entry.offset, entry.offset + entry.size)))
+    return sums, None
+
+
+def _semantic_steps(view: UrnaView) -> Iterator[CheckStep]:
+    """Steps 17-19 on the opened view; the caller stops at the first failure."""
+    checks: list[tuple[str, str, Callable[[], object] | None]] = [
+        ("17", "embeddings layout", view.check_embeddings_layout),
+        ("18", "space bands",
+         view.check_space_bands if view.entry(SECTION_SPACE_TABLE) is not None else None),
+        ("19", "contract agrees with manifest", view.check_contract)]
+    for number, name, check in checks:
+        if check is None:
+            yield CheckStep(number, name, note="no space table")
+            continue
+        try:
+            check()
+        except UrnaError as exc:
+            yield CheckStep(number, name, _detached(exc))
+            return
+        yield _PASSED[number]
+
+
 class UrnaView:
     """A validated view of a .urna file's bytes."""
 
@@ -110,77 +332,23 @@ class UrnaView:
     @classmethod
     def from_bytes(cls, data: bytes | bytearray | memoryview) -> UrnaView:
         """Parse and validate ``data`` (steps 1-19 of 01-container §10.1)."""
-        buf = memoryview(data)
-        if buf.format != "B" or buf.ndim != 1:
-            buf = buf.cast("B")
-        length = len(buf)
-        if length < URNA_HEADER_SIZE + URNA_FOOTER_SIZE:
-            raise FileTruncated()
-        header = Header.unpack(buf)
-        if header.magic not in (URNA_MAGIC, LEGACY_MAGIC):
-            raise MagicMismatch(URNA_MAGIC, header.magic)
-        if header.version_major != URNA_VERSION_MAJOR or header.version_minor > URNA_VERSION_MINOR:
-            raise UnsupportedVersion(header.version_major, header.version_minor)
-        if header_checksum(buf[:URNA_HEADER_SIZE]) != header.header_checksum:
-            raise InvalidHeaderChecksum()
-        if header.file_size != length:
-            raise FileSizeMismatch(header.file_size, length)
-        body_end = length - URNA_FOOTER_SIZE
-        count, table_offset = header.section_table_count, header.section_table_offset
-        table_len = count * URNA_SECTION_ENTRY_SIZE
-        if table_len > U64_MAX or table_offset + table_len > U64_MAX:
-            raise SectionOffsetOutOfBounds(0, 0)
-        if table_offset + table_len > body_end:
-            raise FileTruncated()
-        with Lane() as lane:
-            # The body digest and each section checksum are independent passes over the same
-            # bytes: they start at once on worker threads and are claimed in the check order.
-            body_job = lane.start_over(_body_digest, buf, 0, body_end)
-            entries = cls._checked_entries(buf, header, body_end, lane)
-            m_off, m_size = header.manifest_offset, header.manifest_size
-            if m_off + m_size > U64_MAX or m_off + m_size > body_end:
-                raise FileTruncated()
-            manifest_bytes = bytes(buf[m_off:m_off + m_size])
-            manifest = Manifest.from_json_bytes(manifest_bytes)
-            manifest.validate()
-            footer = Footer.unpack(buf, body_end)
-            body_hash = body_job.result()
-        if body_hash.digest() != footer.file_hash:
-            raise FooterHashMismatch()
-        if manifest.embedding_dim != header.embedding_dim:
-            raise ManifestInvalid("manifest embedding_dim disagrees with header")
-        if manifest.n_chunks != header.n_chunks:
-            raise ManifestInvalid("manifest n_chunks disagrees with header")
-        view = cls(buf, header, entries, manifest, manifest_bytes)
-        view._body_hash = body_hash
-        for section_id, name in CANONICAL_SECTIONS:
-            if view.entry(section_id) is None:
-                raise MissingRequiredSection(name)
-        view.check_embeddings_layout()
-        if view.entry(SECTION_SPACE_TABLE) is not None:
-            view.check_space_bands()
-        view.check_contract()
-        return view
+        steps = CheckSteps(data)
+        error = _first_failure(steps)
+        if error is None:
+            assert steps.view is not None  # every step passed
+            return steps.view
+        # No cycle error -> traceback -> this frame -> error / buffer: the collector may not
+        # clear a memoryview that still exports (a cycle holding one can crash it).
+        del steps
+        try:
+            raise error
+        finally:
+            del error
 
     @staticmethod
-    def _checked_entries(buf: memoryview, header: Header, body_end: int,
-                         lane: Lane) -> list[SectionEntry]:
-        """Steps 7-11 per entry in table order; the checksums run ahead, claimed in order."""
-        entries: list[SectionEntry] = []
-        sums: list[tuple[SectionEntry, Job]] = []
-        try:
-            for i in range(header.section_table_count):
-                entry = SectionEntry.unpack(
-                    buf, header.section_table_offset + i * URNA_SECTION_ENTRY_SIZE)
-                UrnaView._check_entry_bounds(entry, body_end)
-                end = entry.offset + entry.size
-                sums.append((entry, lane.start_over(h8, buf, entry.offset, end)))
-                entries.append(entry)
-        finally:  # an earlier entry's bad checksum wins over a later entry's bad bounds
-            for entry, job in sums:
-                if job.result() != entry.checksum:
-                    raise SectionChecksumMismatch(entry.section_id)
-        return entries
+    def check_steps(data: bytes | bytearray | memoryview) -> CheckSteps:
+        """The open checks one by one, in the reference's order (see ``CheckSteps``)."""
+        return CheckSteps(data)
 
     @staticmethod
     def _check_entry_bounds(entry: SectionEntry, body_end: int) -> None:

@@ -7,13 +7,18 @@ one-line change in this module. Nothing here imports textual.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from urna.errors import UrnaError
 from urna.runtime.searcher import Searcher, open_searcher
+
+from .bars import human_size
+
+if TYPE_CHECKING:
+    from urna.format.reader import CheckSteps
 
 CATALOG_SUFFIX = ".catalog.json"
 MAX_LISTED = 200  # home lists at most this many files (a huge folder must not stall it)
@@ -99,8 +104,58 @@ def encoding_name(encoding: int) -> str:
     return str(ENCODING_NAMES.get(encoding, f"#{encoding}"))
 
 
+# The validate checks that follow the open's own steps, in order (see _file_checks).
+LATER_CHECKS = ("embedding values", "search contract", "chunk ids", "spans", "canonical texts",
+                "content hash", "inlined blobs")
+# What a passed open step without a count established.
+STEP_DETAILS = {
+    "magic": "URNA (or NEST, 0.4.0)", "version": "1.0", "header checksum": "matches",
+    "file size": "matches the header", "manifest JSON": "parses", "manifest fields": "valid",
+    "manifest agrees with header": "embedding_dim and n_chunks", "required sections":
+    "0x01..0x06 present", "embeddings layout": "dtype, encoding and size agree",
+    "space bands": "each band's size matches its table", "contract agrees with manifest":
+    "metric, score, normalize, index, rerank"}
+_HEADER_STEPS = 6  # open steps 1-6, before the table's per-section steps
+
+
+def open_step_verdicts(steps: CheckSteps, prefix: str = "") -> Iterator[CheckVerdict]:
+    """One verdict per open check of ``steps`` (``UrnaView.check_steps(...)``), as each ends.
+
+    A section checksum's detail says how many bytes of the table's sections are hashed so far.
+    """
+    hashed = 0
+    for step in steps:
+        if not step.ok:
+            yield CheckVerdict(prefix + step.name, "fail", error_text(step.error or UrnaError()))
+            return
+        if step.check == "section checksum":
+            hashed += step.nbytes
+            detail = (f"{human_size(step.nbytes)}; {human_size(hashed)} of "
+                      f"{human_size(steps.checksum_bytes or 0)} hashed")
+        elif step.section_id is not None:
+            detail = f"{section_label(step.section_id)}: encoding, alignment, bounds"
+        elif step.check in ("file length", "footer hash", "manifest bounds"):
+            detail = f"{human_size(step.nbytes)} ({step.nbytes} bytes)"
+        elif step.check == "section table bounds":
+            detail = f"{step.nbytes // 32} entries inside the body"
+        else:
+            detail = step.note or STEP_DETAILS.get(step.check, "")
+        yield CheckVerdict(prefix + step.name, "ok", detail)
+
+
+def section_label(section_id: int) -> str:
+    """The spec's name of a section id (``unknown`` for an id it does not list)."""
+    from urna.format.layout import section_name
+
+    return section_name(section_id) or "unknown"
+
+
 def _file_checks(path: Path, prefix: str = "") -> Iterator[CheckVerdict]:
-    """The ``urna validate`` checks of one file, one verdict each; stops at the first failure."""
+    """The ``urna validate`` checks of one file, one verdict each; stops at the first failure.
+
+    The open's checks come one by one (magic, version, ..., each section's checksum, footer
+    hash, ..., search contract), then the checks ``validate`` adds on the opened view.
+    """
     from urna.format import verify as v
     from urna.format.layout import (
         SECTION_CHUNK_IDS,
@@ -110,63 +165,89 @@ def _file_checks(path: Path, prefix: str = "") -> Iterator[CheckVerdict]:
     from urna.format.reader import UrnaView
     from urna.format.sections.canonical import decode_chunk_ids, decode_spans, decode_texts
 
-    state: dict[str, Any] = {}
-
-    def container() -> str:
+    try:
         data = path.read_bytes()
-        state["view"] = UrnaView.from_bytes(data)
-        view = state["view"]
-        return f"{len(data)} bytes, {len(view.entries)} sections, checksums and footer hash match"
+    except OSError as e:
+        yield CheckVerdict(prefix + "read file", "fail", error_text(e))
+        yield from _skipped(prefix, LATER_CHECKS)
+        return
+    steps = UrnaView.check_steps(data)
+    yield from open_step_verdicts(steps, prefix)
+    view = steps.view
+    if view is None:
+        yield from _skipped(prefix, LATER_CHECKS)
+        return
 
     def values() -> str:
-        state["view"].validate_embeddings_values()
+        view.validate_embeddings_values()
         return "no NaN or Inf"
 
     def contract() -> str:
-        return f"{len(state['view'].search_contract())} keys"
+        return f"{len(view.search_contract())} keys"
 
     def chunk_ids() -> str:
-        view = state["view"]
         decode_chunk_ids(view.decoded(SECTION_CHUNK_IDS), view.header.n_embeddings)
         return f"{view.header.n_embeddings} ids"
 
     def spans() -> str:
-        view = state["view"]
         decode_spans(view.decoded(SECTION_CHUNKS_ORIGINAL_SPANS), view.header.n_embeddings)
         return f"{view.header.n_embeddings} spans"
 
     def texts() -> str:
-        view = state["view"]
         decode_texts(view.decoded(SECTION_CHUNKS_CANONICAL), view.header.n_chunks)
         return f"{view.header.n_chunks} texts"
 
     def content() -> str:
-        return state["view"].content_hash()
+        return view.content_hash()
 
     def blobs() -> str:
-        n = v.verify_blobs(state["view"])
+        n = v.verify_blobs(view)
         return "no inlined blobs" if n is None else f"{n} blobs match their sha256"
 
-    steps: list[tuple[str, Callable[[], str]]] = [
-        ("container", container), ("embedding values", values), ("search contract", contract),
-        ("chunk ids", chunk_ids), ("spans", spans), ("canonical texts", texts),
-        ("content hash", content), ("inlined blobs", blobs)]
-    failed = False
-    for name, step in steps:
-        if failed:
-            yield CheckVerdict(prefix + name, "skip", "not run: an earlier check failed")
-            continue
-        try:
-            yield CheckVerdict(prefix + name, "ok", step())
-        except (UrnaError, OSError) as e:
-            failed = True
-            yield CheckVerdict(prefix + name, "fail", error_text(e))
-    view = state.get("view")
-    if view is not None:
+    later: list[Callable[[], str]] = [values, contract, chunk_ids, spans, texts, content, blobs]
+    try:
+        for i, (name, check) in enumerate(zip(LATER_CHECKS, later, strict=True)):
+            try:
+                detail = check()
+            except UrnaError as e:
+                yield CheckVerdict(prefix + name, "fail", error_text(e))
+                yield from _skipped(prefix, LATER_CHECKS[i + 1:])
+                return
+            yield CheckVerdict(prefix + name, "ok", detail)
+    finally:
         view.release()
 
 
-CHECKS_PER_FILE = 8  # the steps of _file_checks, for a progress bar's total
+def _skipped(prefix: str, names: Iterable[str]) -> Iterator[CheckVerdict]:
+    for name in names:
+        yield CheckVerdict(prefix + name, "skip", "not run: an earlier check failed")
+
+
+def file_check_count(path: Path) -> int:
+    """How many verdicts ``_file_checks`` yields when every check passes (read from the header).
+
+    A header too short or a table out of the file counts no sections: that file fails early.
+    """
+    from urna.format.layout import (
+        URNA_FOOTER_SIZE,
+        URNA_HEADER_SIZE,
+        URNA_SECTION_ENTRY_SIZE,
+        Header,
+    )
+
+    try:
+        with path.open("rb") as fh:
+            head = fh.read(URNA_HEADER_SIZE)
+        size = path.stat().st_size
+    except OSError:
+        return 1 + len(LATER_CHECKS)
+    count = 0
+    if len(head) == URNA_HEADER_SIZE and size >= URNA_HEADER_SIZE + URNA_FOOTER_SIZE:
+        header = Header.unpack(memoryview(head))
+        end = header.section_table_offset + header.section_table_count * URNA_SECTION_ENTRY_SIZE
+        if end <= size - URNA_FOOTER_SIZE:
+            count = header.section_table_count
+    return _HEADER_STEPS + 2 * count + 9 + len(LATER_CHECKS)
 
 
 def validate_checks(path: str | os.PathLike) -> Iterator[CheckVerdict]:
@@ -188,16 +269,17 @@ def validate_checks(path: str | os.PathLike) -> Iterator[CheckVerdict]:
 
 
 def check_count(path: str | os.PathLike) -> int:
-    """How many verdicts ``validate_checks`` will yield (for a progress total)."""
+    """How many verdicts ``validate_checks`` yields when all pass (a progress bar's total)."""
     p = Path(path)
     if not p.name.endswith(CATALOG_SUFFIX):
-        return CHECKS_PER_FILE
+        return file_check_count(p)
     from urna.runtime.catalog import read_catalog
 
     try:
-        return 1 + CHECKS_PER_FILE * len(read_catalog(p)["shards"])
+        shards = read_catalog(p)["shards"]
     except (UrnaError, OSError):
         return 1
+    return 1 + sum(file_check_count(p.parent / entry["file"]) for entry in shards)
 
 
 def ask(corpus: Any, text: str, k: int = 10, **options: Any) -> Answer:

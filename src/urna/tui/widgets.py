@@ -52,7 +52,7 @@ class HomePane(Vertical):
 
 
 class CorpusPane(VerticalScroll):
-    """Manifest, validate verdicts as they arrive, section table with size bars, hashes."""
+    """Manifest, a verdict per validate check as it ends, section table with size bars, hashes."""
 
     def compose(self) -> ComposeResult:
         yield Static("No corpus open: pick one on the home tab.", id="corpus-manifest")
@@ -81,7 +81,11 @@ class CorpusPane(VerticalScroll):
         """Show one check's verdict as soon as it is known."""
         self.query_one("#corpus-checks", DataTable).add_row(
             verdict.name, status_cell(verdict.status), verdict.detail)
-        self.query_one("#corpus-progress", ProgressBar).advance(1)
+        progress = self.query_one("#corpus-progress", ProgressBar)
+        if verdict.status == "fail":  # the checks stop here: what follows is skipped
+            progress.update(progress=progress.total or 0)
+        else:
+            progress.advance(1)
 
     def show_inspect(self, label: str, info: dict[str, Any]) -> None:
         """Manifest, sections and hashes of an opened file or catalog."""
