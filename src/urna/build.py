@@ -28,9 +28,12 @@ from .errors import (
     ManifestInvalid,
 )
 from .format import layout
+from .format.ahead import Job
+from .format.fanout import Fanout
 from .format.identity import chunk_id
 from .format.manifest import CapabilitiesExt, Manifest
 from .format.sections import canonical
+from .format.sections.hnsw import HnswPayload
 from .format.writer import EncodedSection, assemble
 
 CHUNK_KEYS = ("canonical_text", "source_uri", "byte_start", "byte_end", "embedding")
@@ -180,48 +183,40 @@ def build_bytes(embedding_model: str, embedding_dim: int, chunker_version: str, 
     _check_chunks(manifest, rows, spans)
     metadata_section = _metadata_section(options, len(rows))  # checked before any index work
     matrix = np.stack(rows).astype(np.float32) if rows else np.zeros((0, effective_dim), np.float32)
-    optional = _optional_sections(manifest, options, storage, matrix, texts)
-    ids = [chunk_id(t, s[0], s[1], s[2], chunker_version)
-           for t, s in zip(texts, spans, strict=True)]
-    sections = _canonical_sections(manifest, storage, texts, spans, ids, matrix, provenance_json)
+    # The heavy steps run side by side and are claimed in the sequential order (HNSW, BM25,
+    # media, the core sections), so errors and bytes are those of a one-thread build.
+    with Fanout(3) as fan:
+        graph_job = (fan.start(_hnsw_graph, options, matrix)
+                     if storage.with_hnsw or _wants_graph(options, len(matrix)) else None)
+        bm25_job = fan.start(_bm25_payload, storage, texts) if storage.with_bm25 else None
+        core_job = fan.start(_core_sections, storage, chunker_version, texts, spans, matrix)
+        optional = _index_sections(manifest, options, storage, len(matrix), graph_job, bm25_job)
+        optional += _media_sections(manifest, options, len(texts))
+        sections = core_job.result()
     if metadata_section is not None:
         optional.append(metadata_section)
+    sections += _provenance_and_contract(manifest, storage, provenance_json)
     return assemble(manifest.to_json_bytes(), manifest.embedding_dim, manifest.n_chunks,
                     len(rows), sections + optional)
 
 
-def _optional_sections(manifest: Manifest, options: BuildOptions, storage: Storage,
-                       matrix: np.ndarray, texts: list[str]) -> list[EncodedSection]:
-    """Every optional section the options ask for, with the manifest flags each one sets.
-
-    A new optional section is one more call here (the writer sorts sections by id).
-    """
-    out: list[EncodedSection] = []
-    out += _index_sections(manifest, options, storage, matrix, texts)
-    out += _media_sections(manifest, options, len(texts))
-    return out
-
-
-def _canonical_sections(manifest: Manifest, storage: Storage, texts: list[str],
-                        spans: list[tuple[str, int, int]], ids: list[str], matrix: np.ndarray,
-                        provenance_json: bytes) -> list[EncodedSection]:
+def _core_sections(storage: Storage, chunker_version: str, texts: list[str],
+                   spans: list[tuple[str, int, int]], matrix: np.ndarray) -> list[EncodedSection]:
+    """Embeddings, chunk ids, texts (+ their aux sections) and spans, encoded."""
     from .format import encodings
 
+    ids = [chunk_id(t, s[0], s[1], s[2], chunker_version)
+           for t, s in zip(texts, spans, strict=True)]
     raw_ids = canonical.encode_chunk_ids(ids)
     raw_texts = canonical.encode_texts(texts)
     raw_spans = canonical.encode_spans(spans)
-    raw_prov = canonical.encode_provenance(provenance_json)
-    raw_contract = canonical.encode_contract(
-        {k: getattr(manifest, k) for k in canonical.CONTRACT_KEYS})
     emb_encoding, emb_payload = encodings.encode_embeddings(matrix, storage.dtype)
     out = [EncodedSection(layout.SECTION_EMBEDDINGS, emb_encoding, emb_payload)]
     if storage.text_encoding is TextEncoding.RAW:
         raw = layout.ENCODING_RAW
         out += [EncodedSection(layout.SECTION_CHUNK_IDS, raw, raw_ids),
                 EncodedSection(layout.SECTION_CHUNKS_CANONICAL, raw, raw_texts),
-                EncodedSection(layout.SECTION_CHUNKS_ORIGINAL_SPANS, raw, raw_spans),
-                EncodedSection(layout.SECTION_PROVENANCE, raw, raw_prov),
-                EncodedSection(layout.SECTION_SEARCH_CONTRACT, raw, raw_contract)]
+                EncodedSection(layout.SECTION_CHUNKS_ORIGINAL_SPANS, raw, raw_spans)]
         return out
     enc, payload = encodings.choose_chunk_ids(raw_ids, ids)
     out.append(EncodedSection(layout.SECTION_CHUNK_IDS, enc, payload))
@@ -230,9 +225,20 @@ def _canonical_sections(manifest: Manifest, storage: Storage, texts: list[str],
     out += [EncodedSection(sid, layout.ENCODING_RAW, body) for sid, body in aux]
     enc, payload = encodings.choose_spans(raw_spans, spans)
     out.append(EncodedSection(layout.SECTION_CHUNKS_ORIGINAL_SPANS, enc, payload))
-    out.append(_zstd_section(layout.SECTION_PROVENANCE, raw_prov))
-    out.append(_zstd_section(layout.SECTION_SEARCH_CONTRACT, raw_contract))
     return out
+
+
+def _provenance_and_contract(manifest: Manifest, storage: Storage,
+                             provenance_json: bytes) -> list[EncodedSection]:
+    """Provenance and the search contract (read after the index setters changed the manifest)."""
+    raw_prov = canonical.encode_provenance(provenance_json)
+    raw_contract = canonical.encode_contract(
+        {k: getattr(manifest, k) for k in canonical.CONTRACT_KEYS})
+    if storage.text_encoding is TextEncoding.RAW:
+        return [EncodedSection(layout.SECTION_PROVENANCE, layout.ENCODING_RAW, raw_prov),
+                EncodedSection(layout.SECTION_SEARCH_CONTRACT, layout.ENCODING_RAW, raw_contract)]
+    return [_zstd_section(layout.SECTION_PROVENANCE, raw_prov),
+            _zstd_section(layout.SECTION_SEARCH_CONTRACT, raw_contract)]
 
 
 def _zstd_section(section_id: int, raw: bytes) -> EncodedSection:
@@ -241,41 +247,54 @@ def _zstd_section(section_id: int, raw: bytes) -> EncodedSection:
     return EncodedSection(section_id, layout.ENCODING_ZSTD, encodings.zstd_compress(raw))
 
 
-def _index_sections(manifest: Manifest, options: BuildOptions, storage: Storage,
-                    vectors: np.ndarray, texts: list[str]) -> list[EncodedSection]:
-    """HNSW, BM25 and graph payloads, with the manifest changes their setters make."""
+def _wants_graph(options: BuildOptions, n: int) -> bool:
+    return bool(options.with_graph) and n >= 2
+
+
+def _hnsw_graph(options: BuildOptions, vectors: np.ndarray) -> HnswPayload:
+    from .index.hnsw import build_hnsw
+
+    return build_hnsw(vectors, int(options.hnsw_m), int(options.hnsw_ef_construction),
+                      int(options.hnsw_seed))
+
+
+def _bm25_payload(storage: Storage, texts: list[str]) -> EncodedSection:
+    from .index.bm25 import Bm25Index
+
+    payload = Bm25Index.build(texts).to_bytes()
+    if storage.text_encoding is TextEncoding.ZSTD:
+        return _zstd_section(layout.SECTION_BM25_INDEX, payload)
+    return EncodedSection(layout.SECTION_BM25_INDEX, layout.ENCODING_RAW, payload)
+
+
+def _index_sections(manifest: Manifest, options: BuildOptions, storage: Storage, n: int,
+                    graph_job: Job | None, bm25_job: Job | None) -> list[EncodedSection]:
+    """HNSW, BM25 and graph payloads, with the manifest changes their setters make.
+
+    A new optional section is one more step here or in ``_media_sections`` (the writer
+    sorts sections by id).
+    """
     out: list[EncodedSection] = []
-    want_graph = bool(options.with_graph) and len(vectors) >= 2
-    graph = None
-    if storage.with_hnsw or want_graph:
+    graph: HnswPayload | None = graph_job.result() if graph_job is not None else None
+    if storage.with_hnsw and graph is not None:
         from .format.sections.hnsw import encode_hnsw
-        from .index.hnsw import build_hnsw
 
-        graph = build_hnsw(vectors, int(options.hnsw_m), int(options.hnsw_ef_construction),
-                           int(options.hnsw_seed))
-        if storage.with_hnsw:
-            out.append(EncodedSection(layout.SECTION_HNSW_INDEX, layout.ENCODING_RAW,
-                                      encode_hnsw(graph)))
-            manifest.index_type, manifest.rerank_policy = "hnsw", "exact"
-            manifest.capabilities.supports_ann = True
-    if storage.with_bm25:
-        from .index.bm25 import Bm25Index
-
-        payload = Bm25Index.build(texts).to_bytes()
-        if storage.text_encoding is TextEncoding.ZSTD:
-            out.append(_zstd_section(layout.SECTION_BM25_INDEX, payload))
-        else:
-            out.append(EncodedSection(layout.SECTION_BM25_INDEX, layout.ENCODING_RAW, payload))
+        out.append(EncodedSection(layout.SECTION_HNSW_INDEX, layout.ENCODING_RAW,
+                                  encode_hnsw(graph)))
+        manifest.index_type, manifest.rerank_policy = "hnsw", "exact"
+        manifest.capabilities.supports_ann = True
+    if bm25_job is not None:
+        out.append(bm25_job.result())
         manifest.capabilities.supports_bm25 = True
-    if want_graph and graph is not None:  # want_graph built the HNSW graph above
+    if _wants_graph(options, n) and graph is not None:
         from .format.sections.graph import encode_graph
         from .index.graph import graph_edges
         from .index.hnsw import level0_neighbors
 
-        level0 = [level0_neighbors(graph, i) for i in range(len(vectors))]
-        edges = graph_edges(len(vectors), level0, int(options.graph_top_m))
+        level0 = [level0_neighbors(graph, i) for i in range(n)]
+        edges = graph_edges(n, level0, int(options.graph_top_m))
         out.append(EncodedSection(layout.SECTION_GRAPH_ADJACENCY, layout.ENCODING_RAW,
-                                  encode_graph(len(vectors), edges)))
+                                  encode_graph(n, edges)))
         _ext(manifest).graph_present = True
     return out
 

@@ -19,8 +19,10 @@ from urna.format.encodings import decode_chunks_canonical_section, decode_sectio
 from urna.format.encodings.fsst import _Encoder, build_table, decode_fsst, encode_fsst
 from urna.format.encodings.intpack import pack_u64s
 from urna.format.encodings.textcontainer import (
+    KIND_FSST,
     decode_txt_streams,
     encode_txt_streams,
+    parse_container,
     txt_streams_text,
 )
 from urna.format.encodings.zstd import zstd_compress
@@ -233,3 +235,32 @@ def test_corruption_raises_only_typed_errors(texts, kind, draw):
     cut = draw.draw(st.integers(0, len(payload)))
     with contextlib.suppress(MalformedSectionPayload):
         PREFIX[kind][1](bytes(payload[:cut]))
+
+
+def _naive_table(corpus: bytes) -> list[bytes]:
+    """§6.4's ranking spelled out: every 1..8-byte substring, (len-1)*count desc, bytes asc."""
+    from collections import Counter
+
+    counts = Counter(corpus[i:i + n] for n in range(1, 9) for i in range(len(corpus) - n + 1))
+    return sorted(counts, key=lambda s: (-(len(s) - 1) * counts[s], s))[:255]
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.binary(max_size=300), st.sampled_from([b"", b"ab", b"\x00", b"abcdefgh"]))
+def test_fsst_table_matches_the_spelled_out_ranking(data, motif):
+    corpus = data + motif * 5 + data[:7]
+    assert build_table(corpus) == _naive_table(corpus)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.text(alphabet="abcdefgh é", max_size=40), max_size=12))
+def test_fsst_corpus_pass_codes_each_text_as_alone(texts):
+    # encode_fsst finds 8-byte matches in one pass over the joined texts; each text's codes
+    # must be those of the text coded on its own (no match may straddle two texts).
+    raw = [t.encode("utf-8") for t in texts]
+    coder = _Encoder(build_table(b"".join(raw)))
+    alone = [coder.encode(r) for r in raw]
+    box = parse_container(encode_fsst(texts), KIND_FSST, check_final=False)
+    table_len = int.from_bytes(bytes(box.region[:4]), "little")
+    streams = box.region[4 + table_len:]
+    assert [bytes(box.frame(i, streams)) for i in range(box.count)] == alone

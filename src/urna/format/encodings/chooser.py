@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from ...errors import InvalidInput, UnsupportedSectionEncoding
+from ..fanout import Fanout
 from ..layout import SECTION_DEDUP_MAP, SECTION_DICTIONARY
 from ..sections.canonical import encode_texts
 from .dedup import dedup, encode_map
@@ -43,25 +44,54 @@ def choose_spans(raw_payload: bytes, spans: list[tuple[str, int, int]]) -> tuple
     return ENCODING_ZSTD, compressed
 
 
-def _candidates(texts: list[str]) -> Iterator[tuple[int, bytes, list[tuple[int, bytes]]]]:
-    """The five candidates of §8, in the reference's order (absent ones skipped)."""
-    raw = encode_texts(texts)
-    yield ENCODING_ZSTD, zstd_compress(raw), []
-    yield ENCODING_TXT_STREAMS, encode_txt_streams(texts), []
+Candidate = tuple[int, bytes, list[tuple[int, bytes]]]
+
+
+def _zstd_candidate(texts: list[str]) -> Candidate:
+    return ENCODING_ZSTD, zstd_compress(encode_texts(texts)), []
+
+
+def _txt_streams_candidate(texts: list[str]) -> Candidate:
+    return ENCODING_TXT_STREAMS, encode_txt_streams(texts), []
+
+
+def _dict_candidate(texts: list[str]) -> Candidate | None:
     dictionary = train_dict(texts)
-    if dictionary is not None:
-        yield (ENCODING_ZSTD_DICT, encode_zstd_dict(texts, dictionary),
-               [(SECTION_DICTIONARY, dictionary)])
-    yield ENCODING_FSST, encode_fsst(texts), []
+    if dictionary is None:
+        return None
+    return (ENCODING_ZSTD_DICT, encode_zstd_dict(texts, dictionary),
+            [(SECTION_DICTIONARY, dictionary)])
+
+
+def _fsst_candidate(texts: list[str]) -> Candidate:
+    return ENCODING_FSST, encode_fsst(texts), []
+
+
+def _dedup_candidate(texts: list[str]) -> Candidate | None:
     pool, refs = dedup(texts)
-    if len(pool) < len(texts):
-        yield (ENCODING_ZSTD, zstd_compress(encode_texts(pool)),
-               [(SECTION_DEDUP_MAP, encode_map(refs))])
+    if len(pool) >= len(texts):
+        return None
+    return ENCODING_ZSTD, zstd_compress(encode_texts(pool)), [(SECTION_DEDUP_MAP, encode_map(refs))]
+
+
+# The five candidates of §8, in the reference's order (a None result is an absent candidate).
+_CANDIDATES = (_zstd_candidate, _txt_streams_candidate, _dict_candidate, _fsst_candidate,
+               _dedup_candidate)
+
+
+def _candidates(texts: list[str]) -> Iterator[Candidate]:
+    """The candidates, computed side by side (libzstd releases the GIL), yielded in order."""
+    with Fanout(len(_CANDIDATES)) as fan:
+        jobs = [fan.start(make, texts) for make in _CANDIDATES]
+        for job in jobs:
+            candidate = job.result()
+            if candidate is not None:
+                yield candidate
 
 
 def choose_chunks_canonical(texts: list[str]) -> tuple[int, bytes, list[tuple[int, bytes]]]:
     """0x02: the smallest of the five candidates; returns (encoding, payload, aux raw sections)."""
-    best: tuple[int, bytes, list[tuple[int, bytes]]] | None = None
+    best: Candidate | None = None
     best_total = 0
     for encoding, payload, aux in _candidates(texts):
         total = len(payload) + sum(len(body) for _, body in aux)

@@ -37,17 +37,37 @@ def _windows_be(data: bytes) -> np.ndarray:
     return view.astype(np.uint64)
 
 
+def _length_counts(ordered: np.ndarray, tail: np.ndarray, length: int
+                   ) -> tuple[np.ndarray, np.ndarray]:
+    """Distinct ``length``-byte prefixes of the windows and their counts, ascending.
+
+    ``ordered`` is every window sorted; masking to a big-endian prefix keeps that order, so
+    one sort serves all eight lengths. ``tail`` holds the last ``length - 1`` windows, which
+    run into the padding and are not substrings of that length: they are taken back out.
+    """
+    mask = np.uint64(((1 << (8 * length)) - 1) << (8 * (8 - length)))
+    masked = ordered & mask
+    starts = np.flatnonzero(np.concatenate(([True], masked[1:] != masked[:-1])))
+    values = masked[starts]
+    counts = np.diff(np.append(starts, len(masked))).astype(np.int64)
+    if len(tail):
+        np.subtract.at(counts, np.searchsorted(values, tail & mask), 1)
+        keep = counts > 0
+        values, counts = values[keep], counts[keep]
+    return values, counts
+
+
 def build_table(corpus: bytes) -> list[bytes]:
     """The ranked symbol list (code = index) for ``corpus``."""
     n = len(corpus)
     packed = _windows_be(corpus + bytes(7))
+    ordered = np.sort(packed)
     ranked: list[tuple[int, int, int]] = []  # (-gain, packed value, length)
     for length in range(1, MAX_SYMBOL_LEN + 1):
         if n < length:
             break
-        mask = np.uint64(((1 << (8 * length)) - 1) << (8 * (8 - length)))
-        values, counts = np.unique(packed[:n - length + 1] & mask, return_counts=True)
-        gains = counts.astype(np.int64) * (length - 1)
+        values, counts = _length_counts(ordered, packed[n - length + 1:], length)
+        gains = counts * (length - 1)
         order = np.lexsort((values, -gains))[:N_CODES]
         ranked.extend(zip((-gains[order]).tolist(), values[order].tolist(),
                           [length] * len(order), strict=True))
@@ -77,13 +97,20 @@ class _Encoder:
             buf[1::2] = run
             out += buf
 
-    def encode(self, text: bytes) -> bytes:
-        """Codes of one text."""
+    def hits8(self, corpus: bytes) -> np.ndarray:
+        """Offsets in ``corpus`` where an 8-byte symbol starts (one pass for every text)."""
+        if len(corpus) < MAX_SYMBOL_LEN or not len(self.keys8):
+            return np.zeros(0, dtype=np.int64)
+        return np.flatnonzero(np.isin(_windows_be(corpus), self.keys8))
+
+    def encode(self, text: bytes, hits: list[int] | None = None) -> bytes:
+        """Codes of one text; ``hits`` are its 8-byte symbol offsets (default: ``hits8(text)``)."""
         out = bytearray()
         n = len(text)
         p = 0
-        if n >= MAX_SYMBOL_LEN and len(self.keys8):
-            hits = np.flatnonzero(np.isin(_windows_be(text), self.keys8)).tolist()
+        if n >= MAX_SYMBOL_LEN:
+            if hits is None:
+                hits = self.hits8(text).tolist()
             for h in hits:
                 if h < p:
                     continue
@@ -113,10 +140,19 @@ class _Encoder:
 def encode_fsst(texts: list[str]) -> bytes:
     """V3 payload: offsets, ``u32 table_len``, the table, then each text's codes."""
     raw = [t.encode("utf-8") for t in texts]
-    symbols = build_table(b"".join(raw))
+    corpus = b"".join(raw)
+    symbols = build_table(corpus)
     table = serialize_table(symbols)
     coder = _Encoder(symbols)
-    return write_container(KIND_FSST, [coder.encode(r) for r in raw], _U32.pack(len(table)) + table)
+    # A window of the joined corpus lying inside one text is that text's window.
+    hits = coder.hits8(corpus)
+    ends = np.cumsum([len(r) for r in raw], dtype=np.int64)
+    starts = ends - np.array([len(r) for r in raw], dtype=np.int64)
+    lo = np.searchsorted(hits, starts)
+    hi = np.searchsorted(hits, ends - MAX_SYMBOL_LEN, side="right")
+    codes = [coder.encode(r, (hits[a:b] - s).tolist() if b > a else [])
+             for r, s, a, b in zip(raw, starts.tolist(), lo.tolist(), hi.tolist(), strict=True)]
+    return write_container(KIND_FSST, codes, _U32.pack(len(table)) + table)
 
 
 def _parse_table(buf: memoryview) -> tuple[list[bytes], int]:

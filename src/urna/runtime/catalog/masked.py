@@ -62,10 +62,11 @@ class MaskedFile:
             return _trim(method(*bound.args, **bound.kwargs), self.tombstones, k)
         return call
 
-    def search_batch(self, queries: Any, k: int) -> list[SearchResult]:
-        """Exact top-k of the live rows for many queries."""
+    def search_batch(self, queries: Any, k: int, **options: Any) -> list[SearchResult]:
+        """Exact top-k of the live rows for many queries (``where=`` passes through)."""
         wide = min(k + len(self.tombstones), max(int(self.file.n_embeddings), k))
-        return [_trim(r, self.tombstones, k) for r in self.file.search_batch(queries, wide)]
+        return [_trim(r, self.tombstones, k)
+                for r in self.file.search_batch(queries, wide, **options)]
 
     def __getattr__(self, name: str) -> Any:
         if name in SEARCHES:
