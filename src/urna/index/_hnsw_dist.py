@@ -13,8 +13,11 @@ from __future__ import annotations
 import contextlib
 import threading
 from collections.abc import Iterator
+from typing import Any
 
 import numpy as np
+
+_numba_config: Any  # numba's config module (its flags are set at run time), or None
 
 try:  # numba is the "fast" extra; the plain path gives the same answers
     from numba import njit as _njit

@@ -23,7 +23,8 @@ from ._unicode_tables import LOWER, WORD_RANGES
 def _class(ranges: tuple[tuple[int, int], ...]) -> str:
     parts = []
     for lo, hi in ranges:
-        parts.append(re.escape(chr(lo)) if lo == hi else f"{re.escape(chr(lo))}-{re.escape(chr(hi))}")
+        one = re.escape(chr(lo))
+        parts.append(one if lo == hi else f"{one}-{re.escape(chr(hi))}")
     return "[" + "".join(parts) + "]"
 
 
@@ -114,7 +115,8 @@ def _python_differs() -> tuple[re.Pattern, re.Pattern]:
     """Word characters whose ``str.lower`` here is not the reference's lowercase (BMP, astral).
 
     That is whatever this interpreter's Unicode tables get wrong (characters newer than its
-    ``unicodedata``; capital sigma, str.lower's other difference, is replaced before). Computed once, on the first non-ASCII text; two classes because astral members slow a
+    ``unicodedata``; capital sigma, str.lower's other difference, is replaced before).
+    Computed once, on the first non-ASCII text; two classes because astral members slow a
     class down for every character (see ``_BMP_RUN``).
     """
     global _DIFFERS
