@@ -3,7 +3,7 @@ PY ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: install venv system-packages quickstart test bench quality pins fuzz fuzz-atheris clean
+.PHONY: install venv lint system-packages quickstart test bench quality pins fuzz fuzz-atheris clean
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -27,7 +27,12 @@ SYSTEM_PACKAGES := chromium chromium-driver tmux
 system-packages:
 	@tools/ensure-debian-packages.sh $(SYSTEM_PACKAGES)
 
-test: system-packages venv
+# ruff and mypy over src/ (configured in pyproject.toml); a finding fails make test.
+lint: venv
+	$(BIN)/ruff check src
+	$(BIN)/mypy
+
+test: system-packages venv lint
 	$(BIN)/python -m pytest tests
 
 # Side-by-side benchmarks (peers measured in the same run); figures go in the README.
