@@ -134,11 +134,17 @@ def _entry(path: Path) -> dict[str, Any]:
 def write_segment(folder: Path, name: str, version: int, fmt: SegmentFormat,
                   chunks: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """Build ``chunks`` into ``<name>-v<version>-<hash>.urna`` in ``folder``; its catalog entry."""
+    import dataclasses
+
     from ..._atomic import write_atomic
     from ...format.hashing import sha256_bytes
 
+    plain = [{k: v for k, v in c.items() if k != "metadata"} for c in chunks]
+    meta = [c.get("metadata") or None for c in chunks]
+    options = (dataclasses.replace(fmt.options, metadata=meta) if any(meta) else
+               dataclasses.replace(fmt.options, metadata=None))
     data = build_bytes(fmt.embedding_model, fmt.embedding_dim, fmt.chunker_version,
-                       fmt.model_hash, [dict(c) for c in chunks], fmt.options)
+                       fmt.model_hash, plain, options)
     path = folder / f"{name}-v{version:06d}-{sha256_bytes(data)[7:19]}.urna"
     write_atomic(path, data)
     return _entry(path)
@@ -171,7 +177,8 @@ def segment_chunks(f: UrnaFile, keep: Sequence[int] | None = None) -> list[dict[
     emb = f.vectors(picked)
     return [{"canonical_text": rows[i].text, "source_uri": rows[i].source_uri,
              "byte_start": rows[i].byte_start, "byte_end": rows[i].byte_end,
-             "embedding": emb[j]} for j, i in enumerate(picked)]
+             "embedding": emb[j], "metadata": f.metadata(i) or None}
+            for j, i in enumerate(picked)]
 
 
 class Writer:
@@ -246,27 +253,35 @@ class Writer:
                source_glob: str | None = None,
                where: Mapping[str, Any] | None = None) -> list[str]:
         """Stage tombstones for the live rows matching any selector; the citations removed."""
-        from ...index.filter import RowFields, compile_filter
+        from ...errors import UnknownFilterField
+        from ..filtering import row_mask
 
         ids, uris = set(chunk_ids), set(sources)
-        flt = compile_filter(where, {}) if where else None
         gone: list[str] = []
+        unknown: UnknownFilterField | None = None
+        known_somewhere = False
         for s in self.segments:
             with self.open_segment(s) as f:
                 rows = segment_rows(f)
+                mask = None
+                if where:  # each segment's own metadata schema, as a catalog search does
+                    try:
+                        found = row_mask(f._state, where)
+                        mask = None if found is None else found.mask
+                        known_somewhere = True
+                    except UnknownFilterField as exc:
+                        unknown = exc
             hit = [r.chunk_id in ids or r.source_uri in uris or
                    (source_glob is not None and fnmatch.fnmatchcase(r.source_uri, source_glob))
                    for r in rows]
-            if flt is not None:
-                mask = flt.mask(RowFields([r.source_uri for r in rows],
-                                          [r.chunk_id for r in rows],
-                                          [r.byte_start for r in rows],
-                                          [r.byte_end for r in rows]))
+            if mask is not None:
                 hit = [a or bool(b) for a, b in zip(hit, mask.tolist(), strict=True)]
             for r, h in zip(rows, hit, strict=True):
                 if h and (r.segment, r.chunk_id) not in self.tombstones:
                     self.tombstones[(r.segment, r.chunk_id)] = self.version
                     gone.append(format_citation(r.segment, r.chunk_id))
+        if where and not known_somewhere and unknown is not None:
+            raise unknown  # a field no segment has is an error, as on a catalog search
         return gone
 
     def compact(self, min_rows: int | None = None) -> dict[str, Any] | None:
