@@ -129,3 +129,11 @@ def test_no_color_and_urna_color_none_turn_colour_off(monkeypatch: pytest.Monkey
     for key, value in {**env, **colour_environment(env)}.items():
         monkeypatch.setenv(key, value)
     assert UrnaTUI(REF).no_color is True
+
+
+@pytest.mark.parametrize("target", ["/nonexistent/corpus.urna", ""])
+def test_a_bad_target_is_one_usage_line(target: str) -> None:
+    res = subprocess.run([*CLI, "tui", target], env=_env(), capture_output=True, text=True,
+                         timeout=60, cwd=ROOT)
+    assert res.returncode == 2
+    assert "Traceback" not in res.stderr and len(res.stderr.strip().splitlines()) == 1
