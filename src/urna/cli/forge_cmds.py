@@ -153,6 +153,15 @@ def _query_options(fn: Any) -> Any:
     return click.argument("file", type=click.Path(exists=True, dir_okay=False))(fn)
 
 
+def _rank_option(fn: Any) -> Any:
+    from urna.runtime.ranks import RANKS
+
+    # default None: forge.query.DEFAULT_RANK decides, without importing forge at start-up
+    return click.option("--rank", type=click.Choice(RANKS), default=None,
+                        help="fused (the default, the best measured): cosine + BM25; "
+                             "cosine: the reference's order exactly.")(fn)
+
+
 def _recall(route: str) -> str:
     return "1" if route == "exact" else "(not computed; rerank guarantees real cosine)"
 
@@ -160,24 +169,29 @@ def _recall(route: str) -> str:
 def _hit_dict(h: Any) -> dict[str, Any]:
     keys = ("chunk_id", "score", "score_type", "source_uri", "offset_start", "offset_end",
             "citation_id", "text", "file_hash", "content_hash", "rerank_source")
-    return {k: getattr(h, k) for k in keys}
+    out = {k: getattr(h, k) for k in keys}
+    if h.fused_score is not None:  # a fused list: the evidence that ordered it
+        out["lexical_score"], out["fused_score"] = h.lexical_score, h.fused_score
+    return out
 
 
 @click.command("ask")
 @_query_options
+@_rank_option
 @click.option("--disclose", type=click.Choice(["answer", "explain"]), default="answer",
               show_default=True, help="explain: also print route, candidates, rerank.")
 @click.option("--json", "as_json", is_flag=True, help="One JSON document on stdout.")
 def ask_cmd(file: str, text: str, k: int, candidates: int | None, model_path: str | None,
-            disclose: str, as_json: bool) -> None:
+            rank: str | None, disclose: str, as_json: bool) -> None:
     """[agent] Ask a question in plain text; prints cited passages.
 
     Example: urna ask quickstart.urna "can I use this offline" -k 1
     """
-    from urna.forge.query import ask
+    from urna.forge.query import DEFAULT_RANK, ask
 
     with _open(file) as f:
-        res = ask(f, text, k, candidates=candidates, model_path=model_path)
+        res = ask(f, text, k, candidates=candidates, model_path=model_path,
+                  rank=rank or DEFAULT_RANK)
     budget = res.candidate_budget or {}
     if as_json:
         click.echo(json.dumps({"route": res.route, "candidates": budget,
@@ -202,18 +216,20 @@ def ask_cmd(file: str, text: str, k: int, candidates: int | None, model_path: st
 
 @click.command("retrieve")
 @_query_options
+@_rank_option
 @click.option("--format", "fmt", type=click.Choice(["jsonl", "json"]), default="jsonl",
               show_default=True)
 def retrieve_cmd(file: str, text: str, k: int, candidates: int | None, model_path: str | None,
-                 fmt: str) -> None:
+                 rank: str | None, fmt: str) -> None:
     """[agent] Retrieve cited hits as JSON lines (or one JSON array) for a program.
 
     Example: urna retrieve quickstart.urna "how do citations work" -k 2 --format jsonl
     """
-    from urna.forge.query import ask
+    from urna.forge.query import DEFAULT_RANK, ask
 
     with _open(file) as f:
-        res = ask(f, text, k, candidates=candidates, model_path=model_path)
+        res = ask(f, text, k, candidates=candidates, model_path=model_path,
+                  rank=rank or DEFAULT_RANK)
     hits = [_hit_dict(h) for h in res.hits]
     if fmt == "json":
         click.echo(json.dumps(hits, indent=2))

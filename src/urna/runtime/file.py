@@ -29,6 +29,7 @@ from . import search as _s
 from .hits import RetrieveHit, SearchHit, SearchResult
 from .opening import OpenedFile, open_state
 from .query import as_f32, as_i32, check_size, prepare_batch
+from .ranks import check_rank
 
 
 def _io_error(exc: OSError) -> Io:
@@ -208,13 +209,15 @@ class UrnaFile:
         """HNSW candidates (beam ``max(ef, k, ef_construction)``), exact rerank; else exact."""
         return _s.ann_search(self._state, as_f32(query), as_i32(k), check_size(ef))
 
-    def search_hybrid(self, query, query_text: str, k: int,
-                      candidates: int) -> SearchResult[SearchHit]:
-        """Vector shortlist ∪ BM25 shortlist, fused by RRF, exact rerank (no fallback)."""
+    def search_hybrid(self, query, query_text: str, k: int, candidates: int, *,
+                      rank: str = "cosine") -> SearchResult[SearchHit]:
+        """Vector shortlist ∪ BM25 shortlist, exact rerank (no fallback); ordered by cosine, or
+        by the fused cosine + BM25 score with ``rank="fused"``."""
         x, k = as_f32(query), as_i32(k)
         if not isinstance(query_text, str):
             raise TypeError(f"query_text must be str, not {type(query_text).__name__}")
-        return _s.hybrid_search(self._state, x, query_text, k, check_size(candidates))
+        return _s.hybrid_search(self._state, x, query_text, k, check_size(candidates),
+                                check_rank(rank))
 
     def search_bm25(self, query_text: str, k: int) -> SearchResult[SearchHit]:
         """Pure lexical top-k by BM25 (beyond the reference); hits carry ``score_type="bm25"``."""
@@ -222,11 +225,13 @@ class UrnaFile:
             raise TypeError(f"query_text must be str, not {type(query_text).__name__}")
         return _s.bm25_search(self._state, query_text, as_i32(k))
 
-    def search_graph(self, query, k: int, hops: int = 1,
-                     ef: int = 100) -> SearchResult[SearchHit]:
-        """Exact seeds, bounded BFS over the chunk graph, exact rerank; exact without a graph."""
+    def search_graph(self, query, k: int, hops: int = 1, ef: int = 100, *,
+                     rank: str = "cosine",
+                     query_text: str | None = None) -> SearchResult[SearchHit]:
+        """Exact seeds, bounded BFS over the chunk graph, exact rerank; exact without a graph.
+        ``rank="fused"`` with ``query_text`` orders the BFS union by cosine + BM25."""
         return _s.graph_search(self._state, as_f32(query), as_i32(k), check_size(hops),
-                               check_size(ef))
+                               check_size(ef), check_rank(rank), query_text)
 
     def search_space(self, name: str, query, k: int,
                      expected_model_hash: str | None = None) -> SearchResult[SearchHit]:
@@ -234,21 +239,25 @@ class UrnaFile:
         return _s.space_search(self._state, name, as_f32(query), as_i32(k), expected_model_hash)
 
     def search_routed(self, query, k: int, candidates: int | None = None, hops: int = 1,
-                      ef: int = 100, query_text: str | None = None) -> SearchResult[SearchHit]:
+                      ef: int = 100, query_text: str | None = None, *,
+                      rank: str = "cosine") -> SearchResult[SearchHit]:
         """The route :meth:`retrieve` takes (``runtime.routing``), returning SearchHits."""
         x, k = as_f32(query), as_i32(k)
         cand = None if candidates is None else check_size(candidates)
         return _s.routed_search(self._state, x, k, cand, check_size(hops), check_size(ef),
-                                query_text)
+                                query_text, check_rank(rank))
 
     def retrieve(self, query, k: int, candidates: int | None = None, hops: int = 1, ef: int = 100,
                  expected_model_hash: str | None = None,
-                 query_text: str | None = None) -> SearchResult[RetrieveHit]:
+                 query_text: str | None = None, *,
+                 rank: str = "cosine") -> SearchResult[RetrieveHit]:
         """Routed search returning cited hits with their stored text and precision marker.
 
         Without ``query_text`` it routes by the manifest's index_type like the reference
         (hnsw -> ANN, hybrid -> hybrid with empty text, else exact); with it, by the sections
-        present (BM25 -> hybrid on that text, else HNSW -> ANN, else exact).
+        present (BM25 -> hybrid on that text, else HNSW -> ANN, else exact). ``rank="fused"``
+        orders the hybrid pool by cosine + BM25 (``runtime.fused``); ``"cosine"`` is the
+        reference's order.
         """
         st = self._state
         _s.check_model_hash(st, expected_model_hash)
@@ -257,7 +266,7 @@ class UrnaFile:
         if self._by_id is None:
             self._by_id = _s.texts_by_id(st, self.texts())
         return _s.retrieve(st, self._by_id, x, k, cand, check_size(hops), check_size(ef),
-                           query_text)
+                           query_text, check_rank(rank))
 
     def search_batch(self, queries, k: int) -> BatchResult:
         """Exact top-k for many queries with one BLAS screen; equals :meth:`search` per row."""

@@ -1,6 +1,10 @@
 """Result types: SearchHit, RetrieveHit and the per-search envelope (03-runtime §6).
 
-Fields and values as the reference fills them: ``score_type`` is always ``"cosine"``,
+Fields and values as the reference fills them: ``score`` is always the exact cosine and
+``score_type`` is ``"cosine"`` on the reference's paths. A ``rank="fused"`` search (beyond the
+reference) keeps ``score`` the cosine, sets ``score_type`` to ``"fused"`` (the fused score
+orders the list) and fills the additive ``lexical_score`` / ``fused_score``; ``to_dict`` leaves
+them out while they are None, so a cosine-ranked hit's dict is the reference's.
 ``citation_id`` is ``urna://<content_hash>/<chunk_id>``, spans are the ones after the blob
 overlay. Every search returns one :class:`SearchResult`: a sequence of hits that behaves as
 the reference binding's plain list (``len``, iteration, indexing, slicing, ``== [hit, ...]``)
@@ -26,6 +30,16 @@ def rerank_source(dtype: str) -> str:
     return FULL_PRECISION if dtype == "float32" else STORED_PRECISION
 
 
+_FUSED_FIELDS = ("lexical_score", "fused_score")
+
+
+def _plain(hit: Any) -> dict[str, Any]:
+    """A hit's fields in declared order, the fused ones only when set (fields are scalars, so
+    no deep copy is needed: ``asdict`` is ~10x slower)."""
+    return {n: v for n in hit.__slots__ if (v := getattr(hit, n)) is not None
+            or n not in _FUSED_FIELDS}
+
+
 @dataclass(frozen=True, slots=True)
 class SearchHit:
     """One ranked chunk with its real cosine score and citation."""
@@ -42,10 +56,12 @@ class SearchHit:
     file_hash: str
     content_hash: str
     citation_id: str
+    lexical_score: float | None = None  # BM25 score, set by rank="fused" only
+    fused_score: float | None = None    # the score that ordered a fused list
 
     def to_dict(self) -> dict[str, Any]:
-        """The hit as a plain dict (field order as declared)."""
-        return asdict(self)
+        """The hit as a plain dict (field order as declared; fused fields only when set)."""
+        return _plain(self)
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,10 +79,12 @@ class RetrieveHit:
     score_type: str
     source_uri: str
     text: str
+    lexical_score: float | None = None
+    fused_score: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        """The hit as a plain dict (field order as declared)."""
-        return asdict(self)
+        """The hit as a plain dict (field order as declared; fused fields only when set)."""
+        return _plain(self)
 
 
 @dataclass(frozen=True, slots=True)

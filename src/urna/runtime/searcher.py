@@ -78,15 +78,16 @@ class Searcher(Protocol):
     def search_ann(self, query: Any, k: int, ef: int) -> SearchResult[SearchHit]:
         """HNSW candidates, exact rerank."""
 
-    def search_hybrid(self, query: Any, query_text: str, k: int,
-                      candidates: int) -> SearchResult[SearchHit]:
+    def search_hybrid(self, query: Any, query_text: str, k: int, candidates: int, *,
+                      rank: str = "cosine") -> SearchResult[SearchHit]:
         """Vector and BM25 shortlists fused by RRF, exact rerank."""
 
     def search_bm25(self, query_text: str, k: int) -> SearchResult[SearchHit]:
         """Lexical top-k by BM25."""
 
-    def search_graph(self, query: Any, k: int, hops: int = 1,
-                     ef: int = 100) -> SearchResult[SearchHit]:
+    def search_graph(self, query: Any, k: int, hops: int = 1, ef: int = 100, *,
+                     rank: str = "cosine",
+                     query_text: str | None = None) -> SearchResult[SearchHit]:
         """Exact seeds expanded over the chunk graph, exact rerank."""
 
     def search_space(self, name: str, query: Any, k: int,
@@ -94,7 +95,8 @@ class Searcher(Protocol):
         """Exact search over one named vector space."""
 
     def search_routed(self, query: Any, k: int, candidates: int | None = None, hops: int = 1,
-                      ef: int = 100, query_text: str | None = None) -> SearchResult[SearchHit]:
+                      ef: int = 100, query_text: str | None = None, *,
+                      rank: str = "cosine") -> SearchResult[SearchHit]:
         """The route retrieve takes (``runtime.routing``), returning SearchHits."""
 
     def search_batch(self, queries: Any, k: int) -> Sequence[SearchResult[SearchHit]]:
@@ -102,7 +104,8 @@ class Searcher(Protocol):
 
     def retrieve(self, query: Any, k: int, candidates: int | None = None, hops: int = 1,
                  ef: int = 100, expected_model_hash: str | None = None,
-                 query_text: str | None = None) -> SearchResult[RetrieveHit]:
+                 query_text: str | None = None, *,
+                 rank: str = "cosine") -> SearchResult[RetrieveHit]:
         """Routed search whose hits carry their stored text and citation."""
 
     def cite(self, citation: str) -> ResolvedCitation:
@@ -127,8 +130,9 @@ SEARCH_MODES = ("exact", "ann", "hybrid", "graph")
 
 def search_by_mode(searcher: Searcher, mode: str, query: Any, k: int, *, text: str = "",
                    ef: int = 100, candidates: int | None = None,
-                   hops: int = 1) -> SearchResult[SearchHit]:
-    """Run the path a caller named (``SEARCH_MODES``); candidates default to max(4k, 64)."""
+                   hops: int = 1, rank: str = "cosine") -> SearchResult[SearchHit]:
+    """Run the path a caller named (``SEARCH_MODES``); candidates default to max(4k, 64).
+    ``rank`` orders the hybrid and graph paths (the others have no lexical pool)."""
     from .routing import default_candidates
 
     if mode == "exact":
@@ -137,9 +141,9 @@ def search_by_mode(searcher: Searcher, mode: str, query: Any, k: int, *, text: s
         return searcher.search_ann(query, k, ef)
     if mode == "hybrid":
         cand = default_candidates(k) if candidates is None else candidates
-        return searcher.search_hybrid(query, text, k, cand)
+        return searcher.search_hybrid(query, text, k, cand, rank=rank)
     if mode == "graph":
-        return searcher.search_graph(query, k, hops, ef)
+        return searcher.search_graph(query, k, hops, ef, rank=rank, query_text=text or None)
     raise ValueError(f"mode must be one of {', '.join(SEARCH_MODES)}, not {mode!r}")
 
 
