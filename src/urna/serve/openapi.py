@@ -67,7 +67,8 @@ def document(names: list[str]) -> dict[str, Any]:
 
     _NAME = [{"name": "name", "in": "path", "required": True,
               "description": "Corpus name (the file's stem)",
-              "schema": {"type": "string", "enum": list(names)}}]
+              "schema": {"type": "string", "enum": list(names)},
+              **({"example": names[0]} if names else {})}]
     hits = {"type": "array", "items": {"$ref": "#/components/schemas/SearchHit"}}
     rhits = {"type": "array", "items": {"$ref": "#/components/schemas/RetrieveHit"}}
     schemas: dict[str, Any] = {
