@@ -202,3 +202,23 @@ def test_doctor_passes_on_this_install() -> None:
                in line for line in lines)
     data = json.loads(CliRunner().invoke(cli, ["doctor", "--json"]).stdout)
     assert data["ok"] is True and data["exit_code"] == 0
+
+
+@pytest.mark.parametrize("text", ["how do citations work", "can I use this offline"])
+def test_retrieve_rank_cosine_is_the_python_api_and_the_default_is_fused(text: str) -> None:
+    from urna.forge.query import embed_query, manifest_of
+
+    with urna.open(HYBRID) as f:
+        vec, _ = embed_query(manifest_of(f), text)
+        cosine = [h.to_dict() for h in f.retrieve(vec, 4, query_text=text)]
+        fused = f.retrieve(vec, 4, query_text=text, rank="fused")
+    got = [json.loads(ln) for ln in run("retrieve", HYBRID, text, "-k", "4", "--rank",
+                                        "cosine").stdout.splitlines()]
+    assert [{k: h[k] for k in RETRIEVE_KEYS} for h in cosine] == got
+    default = [json.loads(ln) for ln in run("retrieve", HYBRID, text, "-k", "4").stdout
+               .splitlines()]
+    assert [h["chunk_id"] for h in default] == [h.chunk_id for h in fused]
+    assert all(h["score_type"] == "fused" and "fused_score" in h for h in default)
+    assert [h["score"] for h in default] == [h.score for h in fused]  # the exact cosine
+    explain = run("ask", HYBRID, text, "-k", "2", "--disclose", "explain").stdout
+    assert "fusion=gated-z" in explain.splitlines()[1]
