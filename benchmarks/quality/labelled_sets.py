@@ -32,8 +32,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import urna
-from urna.forge.chunk import chunk_paragraphs
 from urna.forge.embed import potion_embedder
+from urna.forge.sources.chunk import chunk_paragraphs
 
 CACHE = Path(os.environ.get("URNA_QUALITY_CACHE", Path.home() / ".cache" / "urna-quality"))
 SETS = ("manpages-page", "manpages-para", "wordnet-gloss", "wordnet-word")

@@ -52,7 +52,8 @@ def test_ask_returns_the_reference_top_hit(qi: int) -> None:
 
 
 def test_ask_explain_discloses_the_route() -> None:
-    res = run("ask", HYBRID, "can I use this offline", "-k", "2", "--disclose", "explain")
+    res = run("ask", HYBRID, "can I use this offline", "-k", "2", "--disclose", "explain",
+              "--rank", "cosine")
     lines = res.stdout.splitlines()
     assert lines[:5] == ["route:         hybrid",
                          "candidates:    exact=0 ann=12 bm25=12 graph=0 fusion=rrf",
@@ -74,7 +75,7 @@ def test_ask_explain_discloses_the_route() -> None:
 def test_retrieve_jsonl_equals_the_reference_retrieve(name: str) -> None:
     for q in EXPECTED[name]["queries"]:
         want = q["retrieve"]
-        res = run("retrieve", REF / name, q["text"], "-k", len(want))
+        res = run("retrieve", REF / name, q["text"], "-k", len(want), "--rank", "cosine")
         assert res.exit_code == 0, res.output
         got = [json.loads(line) for line in res.stdout.splitlines()]
         assert [h["chunk_id"] for h in got] == [h["chunk_id"] for h in want]
@@ -86,7 +87,8 @@ def test_retrieve_jsonl_equals_the_reference_retrieve(name: str) -> None:
 
 
 def test_retrieve_json_is_one_array() -> None:
-    res = run("retrieve", HYBRID, "how do citations work", "-k", "2", "--format", "json")
+    res = run("retrieve", HYBRID, "how do citations work", "-k", "2", "--format", "json",
+              "--rank", "cosine")
     hits = json.loads(res.stdout)
     assert [h["source_uri"] for h in hits] == ["demo/03-citations.md"] * 2
     assert hits[0]["score"] == pytest.approx(0.5005, abs=1e-4)
@@ -149,12 +151,14 @@ def test_quickstart_loop_build_then_ask(tmp_path: Path, monkeypatch: pytest.Monk
     built = run("build", "--spec", "examples/quickstart/corpus.toml", "--out-dir", out,
                 "--cache-dir", tmp_path / "cache")
     assert built.exit_code == 0, built.output
-    res = run("ask", out / "quickstart.urna", "can I use this offline", "-k", "1")
+    res = run("ask", out / "quickstart.urna", "can I use this offline", "-k", "1",
+              "--rank", "cosine")
     text, cite = res.stdout.splitlines()[:2]
     assert text.startswith("to keep that promise for a brand-new user")
     assert cite.endswith("/sha256:eed9a60b68133464e91c831f8af5960491f6c444cf1645fc5e4864435ab4bd44"
                          " (demo/04-offline-sovereignty.md)")
-    jl = run("retrieve", out / "quickstart.urna", "how do citations work", "-k", "2")
+    jl = run("retrieve", out / "quickstart.urna", "how do citations work", "-k", "2",
+             "--rank", "cosine")
     hits = [json.loads(line) for line in jl.stdout.splitlines()]
     assert [(h["offset_start"], h["offset_end"]) for h in hits] == [(7, 8), (8, 9)]
     assert hits[0]["chunk_id"] == (
@@ -198,3 +202,23 @@ def test_doctor_passes_on_this_install() -> None:
                in line for line in lines)
     data = json.loads(CliRunner().invoke(cli, ["doctor", "--json"]).stdout)
     assert data["ok"] is True and data["exit_code"] == 0
+
+
+@pytest.mark.parametrize("text", ["how do citations work", "can I use this offline"])
+def test_retrieve_rank_cosine_is_the_python_api_and_the_default_is_fused(text: str) -> None:
+    from urna.forge.query import embed_query, manifest_of
+
+    with urna.open(HYBRID) as f:
+        vec, _ = embed_query(manifest_of(f), text)
+        cosine = [h.to_dict() for h in f.retrieve(vec, 4, query_text=text)]
+        fused = f.retrieve(vec, 4, query_text=text, rank="fused")
+    got = [json.loads(ln) for ln in run("retrieve", HYBRID, text, "-k", "4", "--rank",
+                                        "cosine").stdout.splitlines()]
+    assert [{k: h[k] for k in RETRIEVE_KEYS} for h in cosine] == got
+    default = [json.loads(ln) for ln in run("retrieve", HYBRID, text, "-k", "4").stdout
+               .splitlines()]
+    assert [h["chunk_id"] for h in default] == [h.chunk_id for h in fused]
+    assert all(h["score_type"] == "fused" and "fused_score" in h for h in default)
+    assert [h["score"] for h in default] == [h.score for h in fused]  # the exact cosine
+    explain = run("ask", HYBRID, text, "-k", "2", "--disclose", "explain").stdout
+    assert "fusion=gated-z" in explain.splitlines()[1]

@@ -125,3 +125,12 @@ def test_bad_arguments(tiny: Path, tmp_path: Path) -> None:
     with pytest.raises(InvalidInput, match="k must be"):
         evaluate_path(tiny, q, k=0)
     assert evaluate_path(tiny, q, modes=["bm25"]).modes[0].mrr == 1.0
+
+
+def test_fused_mode_is_the_runtime_fused_rank(tiny: Path) -> None:
+    # "siblings" is a word of the kitten chunk only: BM25 covers the whole query there
+    with urna.open(tiny) as f:
+        kitten = f.chunk_ids()[1]
+        report = evaluate(f, [EvalQuery("s", "siblings", {kitten: 1.0})], k=3,
+                          modes=["bm25", "fused"])
+    assert [(m.mode, m.mrr) for m in report.modes] == [("bm25", 1.0), ("fused", 1.0)]

@@ -84,7 +84,8 @@ def test_search_modes_equal_the_reference(client, name: str) -> None:
 @pytest.mark.parametrize("name", ["quickstart-hybrid", "quickstart-exact"])
 def test_retrieve_embeds_server_side_and_equals_the_reference(client, name: str) -> None:
     for q in EXPECTED[f"{name}.urna"]["queries"]:
-        res = client.post(f"/api/corpora/{name}/retrieve", json={"text": q["text"], "k": 5})
+        res = client.post(f"/api/corpora/{name}/retrieve",
+                          json={"text": q["text"], "k": 5, "rank": "cosine"})
         assert res.status_code == 200, res.text
         body = res.json()
         assert all(set(h) == RETRIEVE_KEYS for h in body["hits"])

@@ -170,6 +170,15 @@ def _query_options(fn: Any) -> Any:
     return click.argument("file", type=input_file(exists=True, dir_okay=False, as_path=False))(fn)
 
 
+def _rank_option(fn: Any) -> Any:
+    from urna.runtime.ranks import RANKS
+
+    # default None: forge.query.DEFAULT_RANK decides, without importing forge at start-up
+    return click.option("--rank", type=click.Choice(RANKS), default=None,
+                        help="fused (the default, the best measured): cosine + BM25; "
+                             "cosine: the reference's order exactly.")(fn)
+
+
 def _recall(route: str) -> str:
     return "1" if route == "exact" else "(not computed; rerank guarantees real cosine)"
 
@@ -178,6 +187,8 @@ def _hit_dict(h: Any) -> dict[str, Any]:
     keys = ("chunk_id", "score", "score_type", "source_uri", "offset_start", "offset_end",
             "citation_id", "text", "file_hash", "content_hash", "rerank_source")
     out = {k: getattr(h, k) for k in keys}
+    if h.fused_score is not None:  # a fused list: the evidence that ordered it
+        out["lexical_score"], out["fused_score"] = h.lexical_score, h.fused_score
     if h.metadata is not None:  # only files with a metadata section
         out["metadata"] = h.to_dict()["metadata"]
     return out
@@ -191,20 +202,22 @@ def _where(text: str | None) -> dict[str, Any] | None:
 
 @click.command("ask")
 @_query_options
+@_rank_option
 @click.option("--disclose", type=click.Choice(["answer", "explain"]), default="answer",
               show_default=True, help="explain: also print route, candidates, rerank.")
 @click.option("--json", "as_json", is_flag=True, help="One JSON document on stdout.")
 def ask_cmd(file: str, text: str, k: int, candidates: int | None, model_path: str | None,
-            where: str | None, disclose: str, as_json: bool) -> None:
+            where: str | None, rank: str | None, disclose: str, as_json: bool) -> None:
     """[agent] Ask a question in plain text; prints cited passages.
 
     Example: urna ask quickstart.urna "can I use this offline" -k 1
     """
-    from urna.forge.query import ask
+    from urna.forge.query import DEFAULT_RANK, ask
 
     w = _where(where)
     with _open(file) as f:
-        res = ask(f, text, k, candidates=candidates, model_path=model_path, where=w)
+        res = ask(f, text, k, candidates=candidates, model_path=model_path, where=w,
+                  rank=rank or DEFAULT_RANK)
     budget = res.candidate_budget or {}
     if as_json:
         doc: dict[str, Any] = {"route": res.route, "candidates": budget,
@@ -237,19 +250,21 @@ def ask_cmd(file: str, text: str, k: int, candidates: int | None, model_path: st
 
 @click.command("retrieve")
 @_query_options
+@_rank_option
 @click.option("--format", "fmt", type=click.Choice(["jsonl", "json"]), default="jsonl",
               show_default=True)
 def retrieve_cmd(file: str, text: str, k: int, candidates: int | None, model_path: str | None,
-                 where: str | None, fmt: str) -> None:
+                 where: str | None, rank: str | None, fmt: str) -> None:
     """[agent] Retrieve cited hits as JSON lines (or one JSON array) for a program.
 
     Example: urna retrieve quickstart.urna "how do citations work" -k 2 --format jsonl
     """
-    from urna.forge.query import ask
+    from urna.forge.query import DEFAULT_RANK, ask
 
     w = _where(where)
     with _open(file) as f:
-        res = ask(f, text, k, candidates=candidates, model_path=model_path, where=w)
+        res = ask(f, text, k, candidates=candidates, model_path=model_path, where=w,
+                  rank=rank or DEFAULT_RANK)
     hits = [_hit_dict(h) for h in res.hits]
     if fmt == "json":
         click.echo(json.dumps(hits, indent=2))

@@ -13,8 +13,8 @@ counts for its source_uri, a document ranks where its best chunk ranks (later ch
 same document are dropped). Queries with no relevant id are kept out of the means.
 
 Modes: ``cosine`` (exact search), ``bm25`` (lexical), ``hybrid`` (the reference's
-``retrieve``: RRF-ordered union, exact-cosine rerank) and ``fused`` (index.fusion over the
-same candidate pool).
+``retrieve``: RRF-ordered union, exact-cosine rerank) and ``fused`` (the same ``retrieve``
+with ``rank="fused"``: ``runtime.fused`` orders the same candidate pool).
 """
 
 from __future__ import annotations
@@ -31,15 +31,11 @@ import numpy as np
 
 from ..errors import InvalidInput
 from ..index import metrics
-from ..index.fusion import fuse, lexical_coverage
-from ..index.tokenize import tokenize
 from ..runtime.file import open_file
 from .query import default_candidates, embed_query, manifest_of
 
 MODES = ("cosine", "bm25", "hybrid", "fused")
 RECALL_DEPTH = 100
-# fused mode: BM25 scores of vector-only candidates are read from this lexical depth
-BM25_LOOKUP_DEPTH = 1000
 
 
 @dataclass(frozen=True)
@@ -178,61 +174,8 @@ def ranked_keys(hits: Iterable[Any], level: str) -> list[str]:
     return out
 
 
-@dataclass(frozen=True)
-class LexicalStats:
-    """Per-row term sets and document frequencies of a file's texts (BM25's tokenizer).
-
-    Part of the code to REPLACE by ``rank="fused"``: the runtime reads df from the BM25
-    section instead of re-tokenising the texts.
-    """
-
-    n_docs: int
-    df: dict[str, int]
-    row_terms: list[frozenset[str]]
-
-    @classmethod
-    def of(cls, f: Any) -> LexicalStats:
-        """Tokenise every stored text of an open file once."""
-        rows = [frozenset(tokenize(t)) for t in f.texts()]
-        df: dict[str, int] = {}
-        for terms in rows:
-            for term in terms:
-                df[term] = df.get(term, 0) + 1
-        return cls(len(rows), df, rows)
-
-
-def _fused_hits(f: Any, vec: np.ndarray, text: str, depth: int, cand: int,
-                stats: LexicalStats) -> list[Any]:
-    """The fused ranking from public searches + index.fusion.
-
-    REPLACE by the runtime's ``rank="fused"`` once it exists: the runtime has every
-    candidate's exact cosine from its rerank kernel and can score vector-only candidates
-    with BM25 directly instead of reading them from a deep lexical search.
-    """
-    vec_hits = f.search(vec, cand)
-    lex_hits = f.search_bm25(text, cand) if f.has_bm25 else []
-    by_id = {h.chunk_id: h for h in vec_hits}
-    for h in lex_hits:
-        by_id.setdefault(h.chunk_id, h)
-    row_of = {c: i for i, c in enumerate(f.chunk_ids())}
-    pool = list(by_id)
-    rows = np.asarray([row_of[c] for c in pool], dtype=np.int64)
-    cosine = f.vectors(rows) @ vec if rows.size else np.zeros(0)
-    lexical = np.zeros(len(pool))
-    if f.has_bm25:
-        bm25 = {h.chunk_id: h.score for h in f.search_bm25(text, BM25_LOOKUP_DEPTH)}
-        lexical = np.asarray([bm25.get(c, 0.0) for c in pool])
-    ids = f.chunk_ids()
-    coverage = None
-    if lex_hits:
-        top = stats.row_terms[row_of[lex_hits[0].chunk_id]]
-        coverage = lexical_coverage(tokenize(text), top, stats.df, stats.n_docs)
-    ranking = fuse(rows, cosine, lexical, coverage=coverage, k=depth)
-    return [by_id[ids[int(r)]] for r in ranking.ids]
-
-
 def _run_mode(f: Any, mode: str, vec: np.ndarray, text: str, depth: int, cand: int,
-              model_hash: str, stats: LexicalStats | None) -> list[Any]:
+              model_hash: str) -> list[Any]:
     if mode == "cosine":
         return list(f.search(vec, depth))
     if mode == "bm25":
@@ -240,8 +183,9 @@ def _run_mode(f: Any, mode: str, vec: np.ndarray, text: str, depth: int, cand: i
     if mode == "hybrid":
         return list(f.retrieve(vec, depth, candidates=cand, expected_model_hash=model_hash,
                                query_text=text))
-    if mode == "fused" and stats is not None:
-        return _fused_hits(f, vec, text, depth, cand, stats)
+    if mode == "fused":  # the runtime's fused order over the same pool as hybrid
+        return list(f.retrieve(vec, depth, candidates=cand, expected_model_hash=model_hash,
+                               query_text=text, rank="fused"))
     raise InvalidInput(f"unknown mode {mode!r} (valid: {', '.join(MODES)})")
 
 
@@ -270,13 +214,12 @@ def evaluate(f: Any, queries: Sequence[EvalQuery], *, k: int = 10,
         vecs.append(vec)
     report = EvalReport(k, level, len(queries),
                         sum(1 for q in queries if any(g > 0 for g in q.relevant.values())))
-    stats = LexicalStats.of(f) if "fused" in modes else None
     for mode in modes:
         per: dict[str, list[float]] = {"ndcg": [], "mrr": [], "r1": [], "rk": [], "r100": []}
         spent = 0.0
         for q, vec in zip(queries, vecs, strict=True):
             t0 = time.perf_counter()
-            hits = _run_mode(f, mode, vec, q.text, depth, cand, model_hash, stats)
+            hits = _run_mode(f, mode, vec, q.text, depth, cand, model_hash)
             spent += time.perf_counter() - t0
             ranked = ranked_keys(hits, level)
             per["ndcg"].append(metrics.ndcg_at_k(ranked, q.relevant, k))

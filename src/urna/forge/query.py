@@ -5,6 +5,8 @@ API, and later the MCP server, the TUI and the framework adapters): the text is 
 in-process by the embedder the manifest names (potion, the floor, or a local
 sentence-transformers directory), the three-layer gate refuses a different model, and the
 runtime's routed ``retrieve`` decides the route and candidates (``urna.runtime.routing``).
+Its ordering is :data:`DEFAULT_RANK` unless the caller passes ``rank="cosine"`` (the reference's
+answers exactly); this is the one place that default lives.
 :func:`search_text` is the same over SearchHits (the ``search-text`` verb).
 """
 
@@ -19,13 +21,18 @@ import numpy as np
 from urna.errors import DimensionMismatch, InvalidInput, ModelHashMismatch
 from urna.forge.embed import PLACEHOLDER_HASH, Embedder, embedder_for_model
 from urna.runtime.hits import RetrieveHit, SearchHit, SearchResult
+from urna.runtime.ranks import FUSED, RANKS
 from urna.runtime.routing import default_candidates
 from urna.runtime.searcher import Searcher
 
-__all__ = ["ask", "default_candidates", "embed_query", "manifest_of", "query_embedder",
-           "retrieve_text",
-           "search_text"]
+__all__ = ["DEFAULT_RANK", "RANKS", "ask", "default_candidates", "embed_query", "manifest_of",
+           "query_embedder", "retrieve_text", "search_text"]
 
+
+# The ordering of every text question (CLI ask/retrieve, serve, MCP, adapters, async API): the
+# fused cosine + BM25 order measures best on every labelled set (README "Answer quality").
+# The Python API's searches keep the reference's cosine order.
+DEFAULT_RANK = FUSED
 
 _embedders: dict[tuple[str, str | None], Embedder] = {}
 _embedders_lock = threading.Lock()
@@ -97,15 +104,17 @@ def _embedded(searcher: Searcher, text: str, k: int, model_path: str | None,
 
 def ask(searcher: Searcher, text: str, k: int = 10, *, candidates: int | None = None,
         model_path: str | None = None, embedder: Embedder | None = None,
-        reuse_embedder: bool = False,
-        where: Mapping[str, Any] | None = None) -> SearchResult[RetrieveHit]:
+        reuse_embedder: bool = False, where: Mapping[str, Any] | None = None,
+        rank: str = DEFAULT_RANK) -> SearchResult[RetrieveHit]:
     """Answer a text question: embed with the corpus's model, gate, then the runtime's routed
     ``retrieve``; hits carry their stored text and citation, the result says how it was found.
 
     ``reuse_embedder`` keeps one loaded embedder per model for the life of the process (the
     long-running skins: MCP, adapters, async API); a one-shot CLI call loads it afresh, so a
     model replaced on disk is always the one checked. ``where`` restricts the answer to the
-    chunks whose metadata it matches (``urna.index.filter``).
+    chunks whose metadata it matches (``urna.index.filter``); ``rank="cosine"`` reproduces the
+    reference's order, the default (:data:`DEFAULT_RANK`) is the fused one. The filter narrows
+    the candidates before the ranking orders them.
     """
     if embedder is None and reuse_embedder:
         embedder = query_embedder(str(searcher.embedding_model), model_path)
@@ -113,7 +122,7 @@ def ask(searcher: Searcher, text: str, k: int = 10, *, candidates: int | None = 
     # candidates=0 has always meant "the default", as None does
     return searcher.retrieve(vec, k, candidates=candidates or None,
                              expected_model_hash=emb.model_hash(), query_text=text,
-                             where=where)
+                             where=where, rank=rank)
 
 
 retrieve_text = ask  # the name the agent verbs used first

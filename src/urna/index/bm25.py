@@ -357,6 +357,37 @@ class Bm25Index:
             ids = np.flatnonzero(touched)
         return ids, acc[ids]
 
+    def scores_of(self, text: str, rows: np.ndarray) -> np.ndarray:
+        """The f32 BM25 score of each of ``rows`` for ``text`` (0 where a row has no match)."""
+        rows = np.asarray(rows, dtype=np.int64)
+        out = np.zeros(rows.shape, dtype=_F32)
+        ids, sc = self.scores(text)
+        if len(ids) == 0 or rows.size == 0:
+            return out
+        dense = np.zeros(self.n_docs, dtype=_F32)
+        with np.errstate(invalid="ignore"):
+            dense[ids] = np.where(np.isfinite(sc), sc, _F32(0.0))
+        inside = (rows >= 0) & (rows < self.n_docs)  # n_docs is not tied to the chunk count
+        out[inside] = dense[rows[inside]]
+        return out
+
+    def document_frequency(self, term: str) -> int:
+        """How many docs contain ``term`` (0 for a term the index lacks)."""
+        t = self.term_index.get(term)
+        return 0 if t is None else int(self.offsets[t + 1] - self.offsets[t])
+
+    def doc_has_term(self, doc: int, term: str) -> bool:
+        """Whether ``doc``'s postings hold ``term`` (a binary search in the term's postings)."""
+        t = self.term_index.get(term)
+        if t is None:
+            return False
+        lo, hi = int(self.offsets[t]), int(self.offsets[t + 1])
+        posts = self.docs[lo:hi]
+        if self._simple[t]:  # strictly increasing postings
+            j = int(np.searchsorted(posts, doc))
+            return j < len(posts) and int(posts[j]) == doc
+        return bool(np.any(posts == doc))
+
     def search_arrays(self, text: str, k: int,
                       mask: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
         """Top-``k`` doc ids and f32 scores as arrays (see :meth:`search`).

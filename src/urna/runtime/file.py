@@ -30,6 +30,7 @@ from . import search as _s
 from .hits import RetrieveHit, SearchHit, SearchResult
 from .opening import OpenedFile, open_state
 from .query import as_f32, as_i32, check_size, prepare_batch
+from .ranks import check_rank
 
 Where = Mapping[str, Any] | None
 
@@ -231,12 +232,15 @@ class UrnaFile:
         return _s.ann_search(self._state, as_f32(query), as_i32(k), check_size(ef), where)
 
     def search_hybrid(self, query, query_text: str, k: int, candidates: int, *,
-                      where: Where = None) -> SearchResult[SearchHit]:
-        """Vector shortlist ∪ BM25 shortlist, fused by RRF, exact rerank (no fallback)."""
+                      where: Where = None,
+                      rank: str = "cosine") -> SearchResult[SearchHit]:
+        """Vector shortlist ∪ BM25 shortlist, exact rerank (no fallback); ordered by cosine, or
+        by the fused cosine + BM25 score with ``rank="fused"``."""
         x, k = as_f32(query), as_i32(k)
         if not isinstance(query_text, str):
             raise TypeError(f"query_text must be str, not {type(query_text).__name__}")
-        return _s.hybrid_search(self._state, x, query_text, k, check_size(candidates), where)
+        return _s.hybrid_search(self._state, x, query_text, k, check_size(candidates), where,
+                                check_rank(rank))
 
     def search_bm25(self, query_text: str, k: int, *,
                     where: Where = None) -> SearchResult[SearchHit]:
@@ -246,10 +250,12 @@ class UrnaFile:
         return _s.bm25_search(self._state, query_text, as_i32(k), where)
 
     def search_graph(self, query, k: int, hops: int = 1, ef: int = 100, *,
-                     where: Where = None) -> SearchResult[SearchHit]:
-        """Exact seeds, bounded BFS over the chunk graph, exact rerank; exact without a graph."""
+                     where: Where = None, rank: str = "cosine",
+                     query_text: str | None = None) -> SearchResult[SearchHit]:
+        """Exact seeds, bounded BFS over the chunk graph, exact rerank; exact without a graph.
+        ``rank="fused"`` with ``query_text`` orders the BFS union by cosine + BM25."""
         return _s.graph_search(self._state, as_f32(query), as_i32(k), check_size(hops),
-                               check_size(ef), where)
+                               check_size(ef), where, check_rank(rank), query_text)
 
     def search_space(self, name: str, query, k: int, expected_model_hash: str | None = None, *,
                      where: Where = None) -> SearchResult[SearchHit]:
@@ -259,22 +265,26 @@ class UrnaFile:
 
     def search_routed(self, query, k: int, candidates: int | None = None, hops: int = 1,
                       ef: int = 100, query_text: str | None = None, *,
-                      where: Where = None) -> SearchResult[SearchHit]:
+                      where: Where = None,
+                      rank: str = "cosine") -> SearchResult[SearchHit]:
         """The route :meth:`retrieve` takes (``runtime.routing``), returning SearchHits."""
         x, k = as_f32(query), as_i32(k)
         cand = None if candidates is None else check_size(candidates)
         return _s.routed_search(self._state, x, k, cand, check_size(hops), check_size(ef),
-                                query_text, where)
+                                query_text, where, check_rank(rank))
 
     def retrieve(self, query, k: int, candidates: int | None = None, hops: int = 1, ef: int = 100,
                  expected_model_hash: str | None = None,
                  query_text: str | None = None, *,
-                 where: Where = None) -> SearchResult[RetrieveHit]:
+                 where: Where = None,
+                 rank: str = "cosine") -> SearchResult[RetrieveHit]:
         """Routed search returning cited hits with their stored text and precision marker.
 
         Without ``query_text`` it routes by the manifest's index_type like the reference
         (hnsw -> ANN, hybrid -> hybrid with empty text, else exact); with it, by the sections
-        present (BM25 -> hybrid on that text, else HNSW -> ANN, else exact).
+        present (BM25 -> hybrid on that text, else HNSW -> ANN, else exact). ``rank="fused"``
+        orders the hybrid pool by cosine + BM25 (``runtime.fused``); ``"cosine"`` is the
+        reference's order.
         """
         st = self._state
         _s.check_model_hash(st, expected_model_hash)
@@ -283,7 +293,7 @@ class UrnaFile:
         if self._by_id is None:
             self._by_id = _s.texts_by_id(st, self.texts())
         return _s.retrieve(st, self._by_id, x, k, cand, check_size(hops), check_size(ef),
-                           query_text, where)
+                           query_text, where, check_rank(rank))
 
     def search_batch(self, queries, k: int, *, where: Where = None) -> BatchResult:
         """Exact top-k for many queries with one BLAS screen; equals :meth:`search` per row."""

@@ -1,6 +1,10 @@
 """Result types: SearchHit, RetrieveHit and the per-search envelope (03-runtime §6).
 
-Fields and values as the reference fills them: ``score_type`` is always ``"cosine"``,
+Fields and values as the reference fills them: ``score`` is always the exact cosine and
+``score_type`` is ``"cosine"`` on the reference's paths. A ``rank="fused"`` search (beyond the
+reference) keeps ``score`` the cosine, sets ``score_type`` to ``"fused"`` (the fused score
+orders the list) and fills the additive ``lexical_score`` / ``fused_score``; ``to_dict`` leaves
+them out while they are None, so a cosine-ranked hit's dict is the reference's.
 ``citation_id`` is ``urna://<content_hash>/<chunk_id>``, spans are the ones after the blob
 overlay. Every search returns one :class:`SearchResult`: a sequence of hits that behaves as
 the reference binding's plain list (``len``, iteration, indexing, slicing, ``== [hit, ...]``)
@@ -22,19 +26,30 @@ STORED_PRECISION = "stored_precision"
 DISCLOSURE = {FULL_PRECISION: "real cosine", STORED_PRECISION: "real cosine at stored precision"}
 
 
-def _hit_dict(hit: Any) -> dict[str, Any]:
-    """A hit as a dict; ``metadata`` only when the file has a metadata section (JSON-ready)."""
-    out = asdict(hit)
-    meta = out.pop("metadata")
-    if meta is not None:
-        out["metadata"] = {k: v.isoformat().replace("+00:00", "Z") if isinstance(v, datetime)
-                           else v for k, v in meta.items()}
-    return out
-
-
 def rerank_source(dtype: str) -> str:
     """The precision marker of a dtype (§6.4): float32 is full precision, the rest stored."""
     return FULL_PRECISION if dtype == "float32" else STORED_PRECISION
+
+
+_OPTIONAL_FIELDS = ("lexical_score", "fused_score", "metadata")
+
+
+def _plain(hit: Any) -> dict[str, Any]:
+    """A hit's fields in declared order; the fused ones only when set and ``metadata`` only when
+    the file has a metadata section (JSON-ready: datetimes as ISO strings). The other fields
+    are scalars, so no deep copy is needed (``asdict`` is ~10x slower)."""
+    out = {n: v for n in hit.__slots__ if (v := getattr(hit, n)) is not None
+           or n not in _OPTIONAL_FIELDS}
+    meta = out.get("metadata")
+    if meta is not None:
+        out["metadata"] = {k: _json_cell(v) for k, v in meta.items()}
+    return out
+
+
+def _json_cell(v: Any) -> Any:
+    if isinstance(v, datetime):
+        return v.isoformat().replace("+00:00", "Z")
+    return list(v) if isinstance(v, list) else v  # a copy, as asdict gave
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,12 +68,15 @@ class SearchHit:
     file_hash: str
     content_hash: str
     citation_id: str
+    lexical_score: float | None = None  # BM25 score, set by rank="fused" only
+    fused_score: float | None = None    # the score that ordered a fused list
     # The chunk's row of section 0x18 (null keys left out); None when the file has none.
     metadata: dict[str, Any] | None = field(default=None, compare=False)
 
     def to_dict(self) -> dict[str, Any]:
-        """The hit as a plain dict (field order as declared; ``metadata`` only when present)."""
-        return _hit_dict(self)
+        """The hit as a plain dict (field order as declared; fused fields only when set,
+        ``metadata`` only when present)."""
+        return _plain(self)
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,11 +94,14 @@ class RetrieveHit:
     score_type: str
     source_uri: str
     text: str
+    lexical_score: float | None = None
+    fused_score: float | None = None
     metadata: dict[str, Any] | None = field(default=None, compare=False)
 
     def to_dict(self) -> dict[str, Any]:
-        """The hit as a plain dict (field order as declared; ``metadata`` only when present)."""
-        return _hit_dict(self)
+        """The hit as a plain dict (field order as declared; fused fields only when set,
+        ``metadata`` only when present)."""
+        return _plain(self)
 
 
 @dataclass(frozen=True, slots=True)

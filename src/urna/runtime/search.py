@@ -8,8 +8,9 @@ A ``where=`` filter (:mod:`.filtering`) narrows the candidate stage only: the ex
 scores just the matching rows, the HNSW beam keeps only matching rows as results (or, for a
 selective filter, the matching rows are scanned exactly), BM25 scores only matching docs and the
 graph's seeds and BFS union are cut to them; ``explain.filter`` says which path ran.
-A ``rank=`` option will choose the ordering, without touching the other stages. Each path
-returns one :class:`SearchResult`.
+``rank=`` chooses the ordering of the (filtered) candidates (``"cosine"``, the reference's;
+``"fused"``, :mod:`.fused`), without touching the other stages. Each path returns one
+:class:`SearchResult`.
 Arguments arrive converted (``query.as_f32`` / ``as_i32`` / ``check_size``); the runtime checks
 of §3 run here, after each path's fallback decision, as in the reference. The route of a
 routed query comes from :mod:`.routing`.
@@ -17,6 +18,7 @@ routed query comes from :mod:`.routing`.
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 import time
 from collections.abc import Mapping
@@ -35,10 +37,12 @@ from ..errors import (
 from ..format.identity import format_citation
 from ..format.layout import SECTION_BM25_INDEX, SECTION_SPACE_TABLE
 from ..index import exact
+from . import fused as _fused
 from .filtering import EXACT_FILTERED, HNSW_FILTERED, RowMask, row_mask, use_exact
 from .hits import RetrieveHit, SearchExplain, SearchHit, SearchResult, rerank_source
 from .opening import OpenedFile
 from .query import validate
+from .ranks import FUSED
 from .routing import EXACT, GRAPH, HNSW, HYBRID, Route, choose_route
 
 NAN = float("nan")
@@ -48,10 +52,13 @@ Where = Mapping[str, Any] | None
 
 
 def _hits(st: OpenedFile, ids: np.ndarray, scores: np.ndarray, label: str,
-          reranked: bool, score_type: str = "cosine") -> list[SearchHit]:
+          reranked: bool, score_type: str = "cosine",
+          fused: _fused.FusedOrder | None = None) -> list[SearchHit]:
     out = []
     table = st.metadata
-    for i, s in zip(ids.tolist(), scores.tolist(), strict=True):
+    lexical = [None] * len(ids) if fused is None else fused.lexical.tolist()
+    by_fused = [None] * len(ids) if fused is None else fused.fused.tolist()
+    for i, s, lex, fs in zip(ids.tolist(), scores.tolist(), lexical, by_fused, strict=True):
         if i >= len(st.chunk_ids):  # a space band longer than the chunk tables (crafted file)
             raise MalformedSectionPayload(
                 SECTION_SPACE_TABLE,
@@ -60,7 +67,7 @@ def _hits(st: OpenedFile, ids: np.ndarray, scores: np.ndarray, label: str,
         uri, start, end = st.spans[i]
         out.append(SearchHit(cid, s, score_type, uri, start, end, st.embedding_model, label,
                              reranked, st.file_hash, st.content_hash,
-                             format_citation(st.content_hash, cid),
+                             format_citation(st.content_hash, cid), lex, fs,
                              None if table is None else table.row(i)))
     return out
 
@@ -75,6 +82,26 @@ def _rerank(st: OpenedFile, q: np.ndarray, cand: np.ndarray, k: int
     """Exact rerank of the candidate rows, then the ordering."""
     cand = np.asarray(cand, dtype=np.int64)
     return order(cand, exact.score_rows(st.scoring, q, cand), k)
+
+
+def ranked_hits(st: OpenedFile, q: np.ndarray, cand: np.ndarray, k: int, label: str,
+                explain: SearchExplain, rank: str, text: str | None,
+                scores: np.ndarray | None = None) -> tuple[list[SearchHit], SearchExplain]:
+    """The ordering stage of a reranked path: the cosine order, or the fused one (``rank``).
+
+    ``scores`` are every row's exact cosine when the path already has them (graph). A fused
+    rank without BM25 or query text keeps the cosine order and says why in
+    ``explain.fusion_mode``.
+    """
+    if rank == FUSED:
+        fo = _fused.fused_order(st, q, text, cand, k) if text else None
+        if fo is not None:
+            return (_hits(st, fo.ids, fo.cosine, label, True, FUSED, fo),
+                    dataclasses.replace(explain, fusion_mode=_fused.FUSION_MODE))
+        explain = dataclasses.replace(explain, fusion_mode=_fused.fallback_reason(st))
+    cand = np.asarray(cand, dtype=np.int64)
+    ids, sc = _rerank(st, q, cand, k) if scores is None else order(cand, scores[cand], k)
+    return _hits(st, ids, sc, label, True), explain
 
 
 def _ms(t0: float) -> float:
@@ -189,7 +216,7 @@ def _hybrid_vector_shortlist(st: OpenedFile, q: np.ndarray, k: int, cpp: int,
 
 
 def hybrid_search(st: OpenedFile, x: np.ndarray, text: str, k: int, cpp: int,
-                  where: Where = None) -> SearchResult:
+                  where: Where = None, rank: str = "cosine") -> SearchResult:
     """§8.5: vector shortlist ∪ BM25 shortlist (RRF-ordered), exact rerank; no fallback."""
     from ..index.bm25 import rrf_union
 
@@ -201,14 +228,14 @@ def hybrid_search(st: OpenedFile, x: np.ndarray, text: str, k: int, cpp: int,
     lex = ([int(d) for d in st.bm25.search_arrays(text, cpp, mask)[0]]
            if st.bm25 is not None else [])
     union = rrf_union(vec, lex)
-    ids, sc = _rerank(st, q, np.asarray(union, dtype=np.int64), k)
     explain = SearchExplain("hybrid", exact_candidates=exact_c, ann_candidates=ann_c,
                             bm25_candidates=len(lex), fusion_mode="rrf",
                             rerank_source=rerank_source(st.scoring_dtype), recall_estimate=NAN,
                             filter=None if fm is None else fm.explain(path))
+    hits, explain = ranked_hits(st, q, np.asarray(union, dtype=np.int64), k, "hybrid", explain,
+                                rank, text)
     population = st.n if fm is None else fm.matches
-    return SearchResult(_hits(st, ids, sc, "hybrid", True), "hybrid", NAN, k < population, k,
-                        _ms(t0), explain)
+    return SearchResult(hits, "hybrid", NAN, k < population, k, _ms(t0), explain)
 
 
 def bm25_search(st: OpenedFile, text: str, k: int, where: Where = None) -> SearchResult:
@@ -234,11 +261,12 @@ def bm25_search(st: OpenedFile, text: str, k: int, where: Where = None) -> Searc
 
 
 def graph_search(st: OpenedFile, x: np.ndarray, k: int, hops: int, ef: int,
-                 where: Where = None) -> SearchResult:
+                 where: Where = None, rank: str = "cosine",
+                 text: str | None = None) -> SearchResult:
     """§10.4: exact seeds (top ``max(ef, k)``), bounded BFS, exact rerank; else exact.
 
     With ``where=`` the seeds are the best matching rows and the BFS union is cut to matching
-    rows (the walk itself follows every edge).
+    rows (the walk itself follows every edge); ``rank`` then orders that union.
     """
     from ..index.graph import bounded_bfs
 
@@ -258,12 +286,11 @@ def graph_search(st: OpenedFile, x: np.ndarray, k: int, hops: int, ef: int,
     union = np.asarray(bounded_bfs(st.graph, seeds.tolist(), hops, frontier), dtype=np.int64)
     if fm is not None:
         union = union[fm.mask[union]]
-    ids, sc = order(union, scores[union], k)
     explain = SearchExplain("graph", exact_candidates=budget, graph_candidates=len(union),
                             rerank_source=rerank_source(st.scoring_dtype), recall_estimate=NAN,
                             filter=None if fm is None else fm.explain("graph-filtered"))
-    return SearchResult(_hits(st, ids, sc, "graph", True), "graph", NAN, k < population, k,
-                        _ms(t0), explain)
+    hits, explain = ranked_hits(st, q, union, k, "graph", explain, rank, text, scores)
+    return SearchResult(hits, "graph", NAN, k < population, k, _ms(t0), explain)
 
 
 def space_search(st: OpenedFile, name: str, x: np.ndarray, k: int,
@@ -293,29 +320,33 @@ def space_search(st: OpenedFile, name: str, x: np.ndarray, k: int,
 
 
 def run_route(st: OpenedFile, route: Route, x: np.ndarray, k: int, hops: int,
-              ef: int, where: Where = None) -> SearchResult:
+              ef: int, where: Where = None, rank: str = "cosine") -> SearchResult:
     """Run a chosen route; the result carries its candidate budget."""
     if route.path == HNSW:
         res = ann_search(st, x, k, max(ef, route.candidates) if route.declared
                          else route.candidates, where)
     elif route.path == HYBRID:
-        res = hybrid_search(st, x, route.query_text, k, route.candidates, where)
+        res = hybrid_search(st, x, route.query_text, k, route.candidates, where, rank)
     elif route.path == GRAPH:
-        res = graph_search(st, x, k, hops, ef, where)
+        res = graph_search(st, x, k, hops, ef, where, rank, route.query_text)
     else:
         res = exact_search(st, x, k, where=where)
     ran = route if res.index_type == route.path else Route(EXACT, 0, "")  # ANN fell back
     budget = ran.budget(st.n, st.hnsw is not None)
+    explain = res.explain
+    if rank == FUSED and ran.path not in (HYBRID, GRAPH):  # no lexical pool: cosine
+        explain = dataclasses.replace(explain, fusion_mode=_fused.fallback_reason(st))
     return SearchResult(res.hits, res.index_type, res.recall, res.truncated, res.k_requested,
-                        res.query_time_ms, res.explain, res.space, budget)
+                        res.query_time_ms, explain, res.space, budget)
 
 
 def routed_search(st: OpenedFile, x: np.ndarray, k: int, candidates: int | None, hops: int,
-                  ef: int, query_text: str | None, where: Where = None) -> SearchResult:
+                  ef: int, query_text: str | None, where: Where = None,
+                  rank: str = "cosine") -> SearchResult:
     """The retrieve() route (§15): by declared index type, or by sections when text is given."""
     route = choose_route(st.index_type, st.bm25 is not None, st.hnsw is not None, k, candidates,
                          query_text)
-    return run_route(st, route, x, k, hops, ef, where)
+    return run_route(st, route, x, k, hops, ef, where, rank)
 
 
 def texts_by_id(st: OpenedFile, texts: list[str]) -> dict[str, str]:
@@ -329,15 +360,17 @@ def with_text(result: SearchResult, by_id: dict[str, str]) -> SearchResult:
     return result.with_hits([
         RetrieveHit(h.chunk_id, h.citation_id, h.content_hash, h.file_hash, h.offset_start,
                     h.offset_end, source, h.score, h.score_type, h.source_uri,
-                    by_id.get(h.chunk_id, ""), h.metadata)
+                    by_id.get(h.chunk_id, ""), h.lexical_score, h.fused_score, h.metadata)
         for h in result.hits])
 
 
 def retrieve(st: OpenedFile, by_id: dict[str, str], x: np.ndarray, k: int,
              candidates: int | None, hops: int, ef: int,
-             query_text: str | None, where: Where = None) -> SearchResult:
+             query_text: str | None, where: Where = None,
+             rank: str = "cosine") -> SearchResult:
     """Routed search whose hits carry the stored text and the precision marker."""
-    return with_text(routed_search(st, x, k, candidates, hops, ef, query_text, where), by_id)
+    return with_text(routed_search(st, x, k, candidates, hops, ef, query_text, where, rank),
+                     by_id)
 
 
 def check_model_hash(st: OpenedFile, expected: str | None) -> None:

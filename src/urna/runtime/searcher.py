@@ -83,7 +83,8 @@ class Searcher(Protocol):
         """HNSW candidates, exact rerank."""
 
     def search_hybrid(self, query: Any, query_text: str, k: int, candidates: int, *,
-                      where: Where = None) -> SearchResult[SearchHit]:
+                      where: Where = None,
+                      rank: str = "cosine") -> SearchResult[SearchHit]:
         """Vector and BM25 shortlists fused by RRF, exact rerank."""
 
     def search_bm25(self, query_text: str, k: int, *,
@@ -91,7 +92,8 @@ class Searcher(Protocol):
         """Lexical top-k by BM25."""
 
     def search_graph(self, query: Any, k: int, hops: int = 1, ef: int = 100, *,
-                     where: Where = None) -> SearchResult[SearchHit]:
+                     where: Where = None, rank: str = "cosine",
+                     query_text: str | None = None) -> SearchResult[SearchHit]:
         """Exact seeds expanded over the chunk graph, exact rerank."""
 
     def search_space(self, name: str, query: Any, k: int, expected_model_hash: str | None = None,
@@ -100,7 +102,8 @@ class Searcher(Protocol):
 
     def search_routed(self, query: Any, k: int, candidates: int | None = None, hops: int = 1,
                       ef: int = 100, query_text: str | None = None, *,
-                      where: Where = None) -> SearchResult[SearchHit]:
+                      where: Where = None,
+                      rank: str = "cosine") -> SearchResult[SearchHit]:
         """The route retrieve takes (``runtime.routing``), returning SearchHits."""
 
     def search_batch(self, queries: Any, k: int, *,
@@ -110,7 +113,8 @@ class Searcher(Protocol):
     def retrieve(self, query: Any, k: int, candidates: int | None = None, hops: int = 1,
                  ef: int = 100, expected_model_hash: str | None = None,
                  query_text: str | None = None, *,
-                 where: Where = None) -> SearchResult[RetrieveHit]:
+                 where: Where = None,
+                 rank: str = "cosine") -> SearchResult[RetrieveHit]:
         """Routed search whose hits carry their stored text and citation."""
 
     def cite(self, citation: str) -> ResolvedCitation:
@@ -135,8 +139,11 @@ SEARCH_MODES = ("exact", "ann", "hybrid", "graph")
 
 def search_by_mode(searcher: Searcher, mode: str, query: Any, k: int, *, text: str = "",
                    ef: int = 100, candidates: int | None = None,
-                   hops: int = 1, where: Where = None) -> SearchResult[SearchHit]:
-    """Run the path a caller named (``SEARCH_MODES``); candidates default to max(4k, 64)."""
+                   hops: int = 1, where: Where = None,
+                   rank: str = "cosine") -> SearchResult[SearchHit]:
+    """Run the path a caller named (``SEARCH_MODES``); candidates default to max(4k, 64).
+    ``where`` narrows every path; ``rank`` orders the hybrid and graph paths (the others have
+    no lexical pool)."""
     from .routing import default_candidates
 
     if mode == "exact":
@@ -145,9 +152,10 @@ def search_by_mode(searcher: Searcher, mode: str, query: Any, k: int, *, text: s
         return searcher.search_ann(query, k, ef, where=where)
     if mode == "hybrid":
         cand = default_candidates(k) if candidates is None else candidates
-        return searcher.search_hybrid(query, text, k, cand, where=where)
+        return searcher.search_hybrid(query, text, k, cand, where=where, rank=rank)
     if mode == "graph":
-        return searcher.search_graph(query, k, hops, ef, where=where)
+        return searcher.search_graph(query, k, hops, ef, where=where, rank=rank,
+                                     query_text=text or None)
     raise ValueError(f"mode must be one of {', '.join(SEARCH_MODES)}, not {mode!r}")
 
 

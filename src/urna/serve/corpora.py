@@ -16,7 +16,6 @@ with the file's own model, model_hash gate, the runtime's route and candidates),
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import math
 import os
 import threading
@@ -29,6 +28,7 @@ from ..errors import CitationError, UrnaError
 from ..format.identity import parse_citation
 from ..format.layout import ENCODING_NAMES
 from ..runtime import UrnaFile
+from ..runtime.ranks import COSINE, RANKS
 from ..runtime.searcher import SEARCH_MODES, search_by_mode
 
 K_MAX = 1000
@@ -136,15 +136,9 @@ def _where(body: dict[str, Any]) -> dict[str, Any] | None:
 
 
 def _hit_dicts(hits: list[Any]) -> list[dict[str, Any]]:
-    """Hits as plain dicts in field order (``asdict`` deep-copies and is 10x slower)."""
-    if not hits:
-        return []
-    names = [f.name for f in dataclasses.fields(hits[0]) if f.name != "metadata"]
-    out = [{n: getattr(h, n) for n in names} for h in hits]
-    if hits[0].metadata is not None:  # a file with a metadata section: JSON-ready rows
-        for d, h in zip(out, hits, strict=True):
-            d["metadata"] = h.to_dict()["metadata"]
-    return out
+    """Hits as plain dicts in field order (a fused hit adds lexical_score and fused_score, a
+    file with a metadata section adds each row's JSON-ready metadata)."""
+    return [h.to_dict() for h in hits]
 
 
 def _with_filter(doc: dict[str, Any], res: Any) -> dict[str, Any]:
@@ -152,6 +146,13 @@ def _with_filter(doc: dict[str, Any], res: Any) -> dict[str, Any]:
     if res.explain.filter is not None:
         doc["filter"] = res.explain.filter
     return doc
+
+
+def _rank(body: dict[str, Any], default: str) -> str:
+    rank = body.get("rank", default)
+    if rank not in RANKS:
+        raise ApiError(422, "InvalidField", f"rank must be one of {', '.join(RANKS)}")
+    return str(rank)
 
 
 # ---------------------------------------------------------------------------------- corpus
@@ -222,7 +223,8 @@ class Corpus:
 
     def search(self, body: Any) -> dict[str, Any]:
         """``POST search``: a vector (or text embedded with the file's model) by one mode."""
-        b = _fields(body, ("vector", "text", "k", "mode", "ef", "candidates", "hops", "where"))
+        b = _fields(body, ("vector", "text", "k", "mode", "ef", "candidates", "hops", "where",
+                           "rank"))
         k = _int(b, "k", 10, 1, K_MAX)
         mode = b.get("mode", "exact")
         if mode not in MODES:
@@ -232,6 +234,7 @@ class Corpus:
         candidates = _opt_int(b, "candidates", 1, CANDIDATES_MAX)
         hops = _int(b, "hops", 1, 0, HOPS_MAX)
         where = _where(b)
+        rank = _rank(b, COSINE)  # a mode search is the Python API's: cosine unless asked
         vector: Any = _vector(b, int(self.file.embedding_dim))
         if vector is None and text is None:
             raise ApiError(422, "MissingField", "give a vector, or a text to embed")
@@ -242,7 +245,7 @@ class Corpus:
 
                 vector, _ = embed_query(manifest_of(f), text or "", embedder=self.embedder())
             res = search_by_mode(f, mode, vector, k, text=text or "", ef=ef,
-                                 candidates=candidates, hops=hops, where=where)
+                                 candidates=candidates, hops=hops, where=where, rank=rank)
         except UrnaError as e:
             raise _from_urna(e) from None
         return _with_filter({"corpus": self.name, "mode": mode, "index_type": res.index_type,
@@ -253,16 +256,18 @@ class Corpus:
     def retrieve(self, body: Any) -> dict[str, Any]:
         """``POST retrieve``: text embedded server-side, gated and routed like ``urna retrieve``."""
         from ..forge.embed import EmbedderError
-        from ..forge.query import ask
+        from ..forge.query import DEFAULT_RANK, ask
 
-        b = _fields(body, ("text", "k", "candidates", "where"))
+        b = _fields(body, ("text", "k", "candidates", "where", "rank"))
         text = _text(b, "text", required=True)
         k = _int(b, "k", 10, 1, K_MAX)
         candidates = _opt_int(b, "candidates", 1, CANDIDATES_MAX)
         where = _where(b)
+        rank = _rank(b, DEFAULT_RANK)  # a text question: the best measured ranking
         emb = self.embedder()
         try:
-            res = ask(self.file, text or "", k, candidates=candidates, embedder=emb, where=where)
+            res = ask(self.file, text or "", k, candidates=candidates, embedder=emb, where=where,
+                      rank=rank)
         except UrnaError as e:
             raise _from_urna(e) from None
         except EmbedderError as e:

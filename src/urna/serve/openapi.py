@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..runtime.ranks import COSINE, RANKS
 from .corpora import CANDIDATES_MAX, CITATION_MAX, EF_MAX, HOPS_MAX, K_MAX, MODES, TEXT_MAX
 
 _ERROR = {"$ref": "#/components/schemas/Error"}
@@ -51,14 +52,26 @@ def _hit_schema(retrieve: bool) -> dict[str, Any]:
     else:
         props.update(embedding_model={"type": "string"}, index_type={"type": "string"},
                      reranked={"type": "boolean"})
-    return {"type": "object", "properties": props, "required": sorted(props)}
+    required = sorted(props)
+    # a fused list (score_type "fused") also carries the evidence that ordered it
+    props.update(lexical_score={"type": "number", "description": "BM25 score (rank fused)"},
+                 fused_score={"type": "number", "description": "fused score (rank fused)"})
+    return {"type": "object", "properties": props, "required": required}
+
+
+def _rank_schema(default: str) -> dict[str, Any]:
+    return {"type": "string", "enum": list(RANKS), "default": default,
+            "description": "fused: cosine + BM25; cosine: the reference's order"}
 
 
 def document(names: list[str]) -> dict[str, Any]:
     """The OpenAPI document as a dict; ``names`` (the served corpora) enumerate ``{name}``."""
+    from ..forge.query import DEFAULT_RANK
+
     _NAME = [{"name": "name", "in": "path", "required": True,
               "description": "Corpus name (the file's stem)",
-              "schema": {"type": "string", "enum": list(names)}}]
+              "schema": {"type": "string", "enum": list(names)},
+              **({"example": names[0]} if names else {})}]
     hits = {"type": "array", "items": {"$ref": "#/components/schemas/SearchHit"}}
     rhits = {"type": "array", "items": {"$ref": "#/components/schemas/RetrieveHit"}}
     schemas: dict[str, Any] = {
@@ -78,14 +91,14 @@ def document(names: list[str]) -> dict[str, Any]:
                 "ef": {"type": "integer", "minimum": 1, "maximum": EF_MAX, "default": 100},
                 "candidates": {"type": "integer", "minimum": 1, "maximum": CANDIDATES_MAX},
                 "hops": {"type": "integer", "minimum": 0, "maximum": HOPS_MAX, "default": 1},
-                "where": _WHERE}},
+                "where": _WHERE, "rank": _rank_schema(COSINE)}},
         "RetrieveRequest": {
             "type": "object", "additionalProperties": False, "required": ["text"],
             "properties": {"text": {"type": "string", "minLength": 1, "maxLength": TEXT_MAX},
                            "k": _k(),
                            "candidates": {"type": "integer", "minimum": 1,
                                           "maximum": CANDIDATES_MAX},
-                           "where": _WHERE}},
+                           "where": _WHERE, "rank": _rank_schema(DEFAULT_RANK)}},
         "CiteRequest": {
             "type": "object", "additionalProperties": False, "required": ["citation"],
             "properties": {"citation": {"type": "string", "maxLength": CITATION_MAX,

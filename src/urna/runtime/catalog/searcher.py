@@ -110,7 +110,12 @@ def merge(per_shard: list[Ranked], k: int, population: int, ms: float) -> Search
     Candidate counts and budgets are summed over shards; ``truncated`` is ``k < population``
     (the chunks, or a space's vectors, over all shards), as for one file.
     """
-    keyed = [(-h.score, s, o, h) for s, (res, ords) in enumerate(per_shard)
+    # fused lists (every shard fused, each with its own BM25 statistics) merge by fused score:
+    # each shard's fused score is a z-score over its own pool, so the scales meet; a mix of
+    # fused and cosine-ordered shards merges by cosine, the one score every hit has
+    by_fused = all(h.fused_score is not None for res, _ in per_shard for h in res.hits)
+    keyed = [(-(h.fused_score if by_fused else h.score), s, o, h)
+             for s, (res, ords) in enumerate(per_shard)
              for o, h in zip(ords, res.hits, strict=True)]
     keyed.sort(key=lambda t: t[:3])
     results = [res for res, _ in per_shard]
@@ -273,15 +278,18 @@ class Catalog:
         return self._merged(k, lambda f: f.search_ann(query, k, ef, where=where))
 
     def search_hybrid(self, query: Any, query_text: str, k: int, candidates: int, *,
-                      where: Where = None) -> SearchResult[SearchHit]:
+                      where: Where = None,
+                      rank: str = "cosine") -> SearchResult[SearchHit]:
         """Each shard's hybrid top-k (``candidates`` per path per shard), merged by score."""
         return self._merged(k, lambda f: f.search_hybrid(query, query_text, k, candidates,
-                                                         where=where))
+                                                         where=where, rank=rank))
 
     def search_graph(self, query: Any, k: int, hops: int = 1, ef: int = 100, *,
-                     where: Where = None) -> SearchResult[SearchHit]:
+                     where: Where = None, rank: str = "cosine",
+                     query_text: str | None = None) -> SearchResult[SearchHit]:
         """Each shard's graph search (edges never cross shards), merged by score."""
-        return self._merged(k, lambda f: f.search_graph(query, k, hops, ef, where=where))
+        return self._merged(k, lambda f: f.search_graph(query, k, hops, ef, where=where,
+                                                        rank=rank, query_text=query_text))
 
     def search_space(self, name: str, query: Any, k: int, expected_model_hash: str | None = None,
                      *, where: Where = None) -> SearchResult[SearchHit]:
@@ -301,10 +309,11 @@ class Catalog:
 
     def search_routed(self, query: Any, k: int, candidates: int | None = None, hops: int = 1,
                       ef: int = 100, query_text: str | None = None, *,
-                      where: Where = None) -> SearchResult[SearchHit]:
+                      where: Where = None,
+                      rank: str = "cosine") -> SearchResult[SearchHit]:
         """Each shard's routed search (its own route), merged by score."""
         return self._merged(k, lambda f: f.search_routed(query, k, candidates, hops, ef,
-                                                         query_text, where=where))
+                                                         query_text, where=where, rank=rank))
 
     def search_batch(self, queries: Any, k: int, *,
                      where: Where = None) -> list[SearchResult[SearchHit]]:
@@ -320,11 +329,13 @@ class Catalog:
     def retrieve(self, query: Any, k: int, candidates: int | None = None, hops: int = 1,
                  ef: int = 100, expected_model_hash: str | None = None,
                  query_text: str | None = None, *,
-                 where: Where = None) -> SearchResult[RetrieveHit]:
+                 where: Where = None,
+                 rank: str = "cosine") -> SearchResult[RetrieveHit]:
         """Each shard's routed retrieve, merged by score; hits carry their shard's citation."""
         return self._merged(k, lambda f: f.retrieve(
             query, k, candidates=candidates, hops=hops, ef=ef,
-            expected_model_hash=expected_model_hash, query_text=query_text, where=where))
+            expected_model_hash=expected_model_hash, query_text=query_text, where=where,
+            rank=rank))
 
     def cite(self, citation: str) -> ResolvedCitation:
         """Resolve a citation on the shard whose content_hash it names.
