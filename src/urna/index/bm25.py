@@ -26,6 +26,7 @@ import os
 import threading
 import types
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -82,7 +83,7 @@ def _load_logf():
 _logf = None
 
 
-def f32_ln(x: float) -> np.float32:
+def f32_ln(x: float | np.floating) -> np.float32:
     """Natural log in f32, as the reference's ``f32::ln`` (the C library is loaded on first use)."""
     global _logf
     if _logf is None:
@@ -248,8 +249,8 @@ class Bm25Index:
         # int32 doc ids halve the index traffic of the scatter-add; n_docs is a u32, so ids past
         # 2**31 (never seen in practice) keep 64-bit ids
         wide = self.n_docs > np.iinfo(np.int32).max
-        self.docs = np.asarray(payload.post_docs, dtype=np.uint32).astype(
-            np.int64 if wide else np.int32)
+        self.docs: np.ndarray[Any, np.dtype[np.signedinteger]] = np.asarray(
+            payload.post_docs, dtype=np.uint32).astype(np.int64 if wide else np.int32)
         self.term_index = {t: i for i, t in enumerate(payload.terms)}
         dl = np.asarray(payload.doc_lens, dtype=np.uint32).astype(_F32)
         dfs = np.diff(self.offsets)

@@ -113,8 +113,9 @@ def document(names: list[str]) -> dict[str, Any]:
                                        "The served corpora")}}},
         "/api/corpora/{name}/search": {"post": {
             "operationId": "search", "summary": "Search by vector (or embedded text) in one mode",
-            "parameters": _NAME, "requestBody": _body("SearchRequest", {"text": "can I use this offline", "k": 3,
-                                                     "mode": "exact"}),
+            "parameters": _NAME,
+            "requestBody": _body("SearchRequest", {"text": "can I use this offline", "k": 3,
+                                                   "mode": "exact"}),
             "responses": {"200": _json({"type": "object", "required": ["hits"],
                                         "properties": {"hits": hits}}, "Ranked hits"),
                           **_errors(400, 404, 413, 422)}}},
