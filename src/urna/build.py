@@ -28,7 +28,7 @@ from .errors import (
     ManifestInvalid,
 )
 from .format import layout
-from .format.ahead import Job
+from .format.ahead import Job, worker_count
 from .format.fanout import Fanout
 from .format.identity import chunk_id
 from .format.manifest import CapabilitiesExt, Manifest
@@ -204,7 +204,11 @@ def build_bytes(embedding_model: str, embedding_dim: int, chunker_version: str, 
     with Fanout(3) as fan:
         graph_job = (fan.start(_hnsw_graph, options, matrix)
                      if storage.with_hnsw or _wants_graph(options, len(matrix)) else None)
-        core_job = fan.start(_core_sections, storage, chunker_version, texts, spans, matrix)
+        # Beside the HNSW build the text candidates get the cores it leaves: on two cores that
+        # is one, where they run one after another and most stop part way (see ``chooser``).
+        text_threads = max(1, worker_count() - 1) if graph_job is not None else worker_count()
+        core_job = fan.start(_core_sections, storage, chunker_version, texts, spans, matrix,
+                             text_threads)
         bm25_job = fan.start(_bm25_payload, storage, texts) if storage.with_bm25 else None
         optional = _index_sections(manifest, options, storage, len(matrix), graph_job, bm25_job,
                                    step)
@@ -225,7 +229,8 @@ def _no_step(name: str) -> None:
 
 
 def _core_sections(storage: Storage, chunker_version: str, texts: list[str],
-                   spans: list[tuple[str, int, int]], matrix: np.ndarray) -> list[EncodedSection]:
+                   spans: list[tuple[str, int, int]], matrix: np.ndarray,
+                   text_threads: int) -> list[EncodedSection]:
     """Embeddings, chunk ids, texts (+ their aux sections) and spans, encoded."""
     from .format import encodings
 
@@ -244,7 +249,7 @@ def _core_sections(storage: Storage, chunker_version: str, texts: list[str],
         return out
     enc, payload = encodings.choose_chunk_ids(raw_ids, ids)
     out.append(EncodedSection(layout.SECTION_CHUNK_IDS, enc, payload))
-    enc, payload, aux = encodings.choose_chunks_canonical(texts)
+    enc, payload, aux = encodings.choose_chunks_canonical(texts, text_threads)
     out.append(EncodedSection(layout.SECTION_CHUNKS_CANONICAL, enc, payload))
     out += [EncodedSection(sid, layout.ENCODING_RAW, body) for sid, body in aux]
     enc, payload = encodings.choose_spans(raw_spans, spans)

@@ -56,10 +56,14 @@ def long_way(texts: list[str]) -> tuple[int, bytes, list[tuple[int, bytes]]]:
 
 
 def chosen(texts: list[str], threads: int) -> tuple[int, bytes, list[tuple[int, bytes]]]:
+    """The chooser on ``threads`` threads, capped once by ``URNA_THREADS``, once by argument."""
     with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("URNA_THREADS", str(threads))
         mp.setattr(chooser, "BOUND_CHECK_EVERY", 1)
-        return chooser.choose_chunks_canonical(texts)
+        mp.setenv("URNA_THREADS", str(threads))
+        by_env = chooser.choose_chunks_canonical(texts)
+        mp.setenv("URNA_THREADS", "4")
+        assert chooser.choose_chunks_canonical(texts, threads) == by_env
+        return by_env
 
 
 def corpus(kind: str, n: int, seed: int = 3) -> list[str]:
@@ -97,9 +101,7 @@ def test_the_chooser_still_writes_the_reference_payload(name, threads):
 def test_the_per_text_candidates_stop_once_the_whole_frame_is_smaller():
     # Seen from outside: the stopped candidates are absent from what the chooser compares.
     texts = corpus("prose", 2000)
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("URNA_THREADS", "1")
-        offered = [c[0] for c in chooser._candidates(texts)]
+    offered = [c[0] for c in chooser._candidates(texts, 1)]
     full = [c[0] for c in every_candidate(texts)]
     assert full == [ZSTD, TXT_STREAMS, ZSTD_DICT, FSST]
     assert offered == [ZSTD]

@@ -157,14 +157,15 @@ def _finished(make: Callable[[list[str], SmallestSoFar], Candidate | None], text
     return candidate
 
 
-def _candidates(texts: list[str]) -> Iterator[Candidate]:
-    """The candidates that can still win, computed side by side, yielded in the §8 order.
+def _candidates(texts: list[str], threads: int) -> Iterator[Candidate]:
+    """The candidates that can still win, on up to ``threads`` threads, in the §8 order.
 
-    libzstd releases the GIL, so they run on threads. On one thread the whole-text frame is
-    made first, so the per-text candidates usually stop part way (its size is the bound).
+    libzstd releases the GIL, so they can run side by side. On one thread the whole-text
+    frame is made first, so the per-text candidates usually stop part way (its size is the
+    bound): less work in all, the better trade when another job holds the other cores.
     """
     best = SmallestSoFar()
-    with Fanout(len(_CANDIDATES)) as fan:
+    with Fanout(threads) as fan:
         jobs = {i: fan.start(_finished, _CANDIDATES[i], texts, best) for i in _START_ORDER}
         for i in range(len(_CANDIDATES)):
             candidate = jobs[i].result()
@@ -172,11 +173,16 @@ def _candidates(texts: list[str]) -> Iterator[Candidate]:
                 yield candidate
 
 
-def choose_chunks_canonical(texts: list[str]) -> tuple[int, bytes, list[tuple[int, bytes]]]:
-    """0x02: the smallest of the five candidates; returns (encoding, payload, aux raw sections)."""
+def choose_chunks_canonical(texts: list[str], threads: int = len(_CANDIDATES)
+                            ) -> tuple[int, bytes, list[tuple[int, bytes]]]:
+    """0x02: the smallest of the five candidates; returns (encoding, payload, aux raw sections).
+
+    ``threads`` caps the threads the candidates use (``URNA_THREADS`` caps it too); the
+    choice and its bytes never depend on it.
+    """
     best: Candidate | None = None
     best_total = 0
-    for candidate in _candidates(texts):
+    for candidate in _candidates(texts, threads):
         total = _total(candidate)
         if best is None or total < best_total:
             best, best_total = candidate, total
