@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import math
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -28,7 +28,7 @@ from .errors import (
     ManifestInvalid,
 )
 from .format import layout
-from .format.ahead import Job
+from .format.ahead import Job, worker_count
 from .format.fanout import Fanout
 from .format.identity import chunk_id
 from .format.manifest import CapabilitiesExt, Manifest
@@ -144,9 +144,24 @@ def build(output_path: str | os.PathLike, embedding_model: str, embedding_dim: i
     return str(output_path)
 
 
+def build_steps(options: BuildOptions, n_chunks: int) -> list[str]:
+    """The steps ``build_bytes`` reports to ``on_step`` for these options, in their order."""
+    storage = resolve_storage(options)
+    steps = ["hnsw"] if storage.with_hnsw or _wants_graph(options, n_chunks) else []
+    steps += ["bm25"] if storage.with_bm25 else []
+    steps += ["graph"] if _wants_graph(options, n_chunks) else []
+    return [*steps, "texts", "assemble"]
+
+
 def build_bytes(embedding_model: str, embedding_dim: int, chunker_version: str, model_hash: str,
-                chunks: Sequence[dict], options: BuildOptions = DEFAULTS) -> bytes:
-    """Everything ``build`` does except writing: returns the file's bytes."""
+                chunks: Sequence[dict], options: BuildOptions = DEFAULTS, *,
+                on_step: Callable[[str], None] | None = None) -> bytes:
+    """Everything ``build`` does except writing: returns the file's bytes.
+
+    ``on_step`` is called with each name of ``build_steps`` as that step finishes (a
+    progress bar's hook; it never changes the bytes).
+    """
+    step = on_step or _no_step
     storage = resolve_storage(options)
     texts, spans, rows = _take_chunks(chunks)
     mrl_dim = options.mrl_dim
@@ -183,25 +198,39 @@ def build_bytes(embedding_model: str, embedding_dim: int, chunker_version: str, 
     _check_chunks(manifest, rows, spans)
     metadata_section = _metadata_section(options, len(rows))  # checked before any index work
     matrix = np.stack(rows).astype(np.float32) if rows else np.zeros((0, effective_dim), np.float32)
-    # The heavy steps run side by side and are claimed in the sequential order (HNSW, BM25,
-    # media, the core sections), so errors and bytes are those of a one-thread build.
+    # The heavy steps run side by side, the longest first (the HNSW build, then the core
+    # sections with the level-19 text frame), and are claimed in the sequential order (HNSW,
+    # BM25, media, the core sections), so errors and bytes are those of a one-thread build.
     with Fanout(3) as fan:
         graph_job = (fan.start(_hnsw_graph, options, matrix)
                      if storage.with_hnsw or _wants_graph(options, len(matrix)) else None)
+        # Beside the HNSW build the text candidates get the cores it leaves: on two cores that
+        # is one, where they run one after another and most stop part way (see ``chooser``).
+        text_threads = max(1, worker_count() - 1) if graph_job is not None else worker_count()
+        core_job = fan.start(_core_sections, storage, chunker_version, texts, spans, matrix,
+                             text_threads)
         bm25_job = fan.start(_bm25_payload, storage, texts) if storage.with_bm25 else None
-        core_job = fan.start(_core_sections, storage, chunker_version, texts, spans, matrix)
-        optional = _index_sections(manifest, options, storage, len(matrix), graph_job, bm25_job)
+        optional = _index_sections(manifest, options, storage, len(matrix), graph_job, bm25_job,
+                                   step)
         optional += _media_sections(manifest, options, len(texts))
         sections = core_job.result()
+        step("texts")
     if metadata_section is not None:
         optional.append(metadata_section)
     sections += _provenance_and_contract(manifest, storage, provenance_json)
-    return assemble(manifest.to_json_bytes(), manifest.embedding_dim, manifest.n_chunks,
+    data = assemble(manifest.to_json_bytes(), manifest.embedding_dim, manifest.n_chunks,
                     len(rows), sections + optional)
+    step("assemble")
+    return data
+
+
+def _no_step(name: str) -> None:
+    """The default ``on_step``: nobody is watching."""
 
 
 def _core_sections(storage: Storage, chunker_version: str, texts: list[str],
-                   spans: list[tuple[str, int, int]], matrix: np.ndarray) -> list[EncodedSection]:
+                   spans: list[tuple[str, int, int]], matrix: np.ndarray,
+                   text_threads: int) -> list[EncodedSection]:
     """Embeddings, chunk ids, texts (+ their aux sections) and spans, encoded."""
     from .format import encodings
 
@@ -220,7 +249,7 @@ def _core_sections(storage: Storage, chunker_version: str, texts: list[str],
         return out
     enc, payload = encodings.choose_chunk_ids(raw_ids, ids)
     out.append(EncodedSection(layout.SECTION_CHUNK_IDS, enc, payload))
-    enc, payload, aux = encodings.choose_chunks_canonical(texts)
+    enc, payload, aux = encodings.choose_chunks_canonical(texts, text_threads)
     out.append(EncodedSection(layout.SECTION_CHUNKS_CANONICAL, enc, payload))
     out += [EncodedSection(sid, layout.ENCODING_RAW, body) for sid, body in aux]
     enc, payload = encodings.choose_spans(raw_spans, spans)
@@ -268,7 +297,8 @@ def _bm25_payload(storage: Storage, texts: list[str]) -> EncodedSection:
 
 
 def _index_sections(manifest: Manifest, options: BuildOptions, storage: Storage, n: int,
-                    graph_job: Job | None, bm25_job: Job | None) -> list[EncodedSection]:
+                    graph_job: Job | None, bm25_job: Job | None,
+                    step: Callable[[str], None]) -> list[EncodedSection]:
     """HNSW, BM25 and graph payloads, with the manifest changes their setters make.
 
     A new optional section is one more step here or in ``_media_sections`` (the writer
@@ -276,6 +306,8 @@ def _index_sections(manifest: Manifest, options: BuildOptions, storage: Storage,
     """
     out: list[EncodedSection] = []
     graph: HnswPayload | None = graph_job.result() if graph_job is not None else None
+    if graph_job is not None:
+        step("hnsw")
     if storage.with_hnsw and graph is not None:
         from .format.sections.hnsw import encode_hnsw
 
@@ -286,6 +318,7 @@ def _index_sections(manifest: Manifest, options: BuildOptions, storage: Storage,
     if bm25_job is not None:
         out.append(bm25_job.result())
         manifest.capabilities.supports_bm25 = True
+        step("bm25")
     if _wants_graph(options, n) and graph is not None:
         from .format.sections.graph import encode_graph
         from .index.graph import graph_edges
@@ -296,6 +329,7 @@ def _index_sections(manifest: Manifest, options: BuildOptions, storage: Storage,
         out.append(EncodedSection(layout.SECTION_GRAPH_ADJACENCY, layout.ENCODING_RAW,
                                   encode_graph(n, edges)))
         _ext(manifest).graph_present = True
+        step("graph")
     return out
 
 

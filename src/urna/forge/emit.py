@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from urna._atomic import write_atomic
-from urna.build import build_bytes
+from urna.build import build_bytes, build_steps
 from urna.build_options import BuildOptions
 from urna.forge.kernels import announce_compile
 from urna.forge.progress import Progress
@@ -69,16 +69,20 @@ def emit_file(spec: CorpusSpec, path: Path, rows: Sequence[Row],
     metadata, metadata_types = metadata_of(spec, rows)
     t0 = time.perf_counter()
     announce_compile(spec, progress)
-    with progress.stage(f"index {path.name}", None):
-        data = build_bytes(
-            meta["embedding_model"], int(text.shape[1]), spec.chunker_version,
-            meta["model_hash"], chunks, BuildOptions(
-                title=spec.title or spec.name, version=spec.version,
-                reproducible=spec.reproducible, preset=spec.build.preset,
-                dtype=spec.build.dtype or None, mrl_dim=spec.build.mrl_dim or None,
-                with_graph=spec.build.with_graph, graph_top_m=spec.build.graph_top_m,
-                spaces=spaces or None, metadata=metadata, metadata_types=metadata_types,
-                provenance={"dataset": spec.name, "corpus_input_hash": input_hash}))
+    options = BuildOptions(
+        title=spec.title or spec.name, version=spec.version, reproducible=spec.reproducible,
+        preset=spec.build.preset, dtype=spec.build.dtype or None,
+        mrl_dim=spec.build.mrl_dim or None, with_graph=spec.build.with_graph,
+        graph_top_m=spec.build.graph_top_m, spaces=spaces or None, metadata=metadata,
+        metadata_types=metadata_types,
+        provenance={"dataset": spec.name, "corpus_input_hash": input_hash})
+    steps = build_steps(options, len(chunks))
+    with progress.stage(f"index {path.name}", len(steps)) as advance:
+        advance(0, steps[0])
+        doing_next = iter([*steps[1:], None])  # steps finish in build_steps' order
+        data = build_bytes(meta["embedding_model"], int(text.shape[1]), spec.chunker_version,
+                           meta["model_hash"], chunks, options,
+                           on_step=lambda _done: advance(1, next(doing_next, None)))
     with progress.stage(f"write {path.name}", len(data)) as advance:
         write_atomic(path, data)
         advance(len(data))

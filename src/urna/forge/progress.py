@@ -6,6 +6,12 @@ import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
+Advance = Callable[..., None]  # advance(n: int, doing: str | None = None)
+
+
+def _silent(n: int, doing: str | None = None) -> None:
+    """Nothing to draw (not a terminal)."""
+
 
 class Progress:
     """Per-stage progress (read, embed, index, write): rich bars on a terminal, else silent."""
@@ -14,10 +20,13 @@ class Progress:
         self.enabled = sys.stderr.isatty() if enabled is None else enabled
 
     @contextmanager
-    def stage(self, name: str, total: int | None = 1) -> Iterator[Callable[[int], None]]:
-        """Context yielding ``advance(n)`` for one stage of ``total`` units (None: unknown)."""
+    def stage(self, name: str, total: int | None = 1) -> Iterator[Advance]:
+        """Context yielding ``advance(n, doing=None)`` for one stage of ``total`` units.
+
+        ``total`` None is an unknown length; ``doing`` names the part now under way.
+        """
         if not self.enabled:
-            yield lambda n: None
+            yield _silent
             return
         from rich.console import Console
         from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
@@ -28,9 +37,14 @@ class Progress:
                           MofNCompleteColumn(), TimeElapsedColumn(),
                           console=Console(stderr=True), transient=False) as bar:
             task = bar.add_task(name, total=total)
-            yield lambda n: bar.advance(task, n)
+
+            def advance(n: int, doing: str | None = None) -> None:
+                bar.update(task, advance=n, description=f"{name}: {doing}" if doing else name)
+
+            yield advance
             if total is None:
                 bar.update(task, total=1, completed=1)
+            bar.update(task, description=name)
 
     def note(self, message: str) -> None:
         """One line on stderr, shown whether or not the bars are (a slow step's reason)."""

@@ -14,6 +14,7 @@ Anything else is ``0xFF`` + the raw byte.
 from __future__ import annotations
 
 import struct
+from collections.abc import Iterator
 
 import numpy as np
 
@@ -137,8 +138,8 @@ class _Encoder:
         return bytes(out)
 
 
-def encode_fsst(texts: list[str]) -> bytes:
-    """V3 payload: offsets, ``u32 table_len``, the table, then each text's codes."""
+def fsst_parts(texts: list[str]) -> tuple[bytes, Iterator[bytes]]:
+    """V3's bytes between offsets and codes (``u32 table_len`` + table), then each text's codes."""
     raw = [t.encode("utf-8") for t in texts]
     corpus = b"".join(raw)
     symbols = build_table(corpus)
@@ -150,9 +151,15 @@ def encode_fsst(texts: list[str]) -> bytes:
     starts = ends - np.array([len(r) for r in raw], dtype=np.int64)
     lo = np.searchsorted(hits, starts)
     hi = np.searchsorted(hits, ends - MAX_SYMBOL_LEN, side="right")
-    codes = [coder.encode(r, (hits[a:b] - s).tolist() if b > a else [])
-             for r, s, a, b in zip(raw, starts.tolist(), lo.tolist(), hi.tolist(), strict=True)]
-    return write_container(KIND_FSST, codes, _U32.pack(len(table)) + table)
+    codes = (coder.encode(r, (hits[a:b] - s).tolist() if b > a else [])
+             for r, s, a, b in zip(raw, starts.tolist(), lo.tolist(), hi.tolist(), strict=True))
+    return _U32.pack(len(table)) + table, codes
+
+
+def encode_fsst(texts: list[str]) -> bytes:
+    """V3 payload: offsets, ``u32 table_len``, the table, then each text's codes."""
+    between, codes = fsst_parts(texts)
+    return write_container(KIND_FSST, list(codes), between)
 
 
 def _parse_table(buf: memoryview) -> tuple[list[bytes], int]:

@@ -10,6 +10,7 @@ re-tagged by the dispatcher.
 from __future__ import annotations
 
 import struct
+from collections.abc import Iterator
 from dataclasses import dataclass
 from itertools import pairwise
 
@@ -87,9 +88,14 @@ def parse_container(payload: bytes | memoryview, kind: int, check_final: bool = 
     return Container(n, offsets, region)
 
 
+def txt_streams_frames(texts: list[str]) -> Iterator[bytes]:
+    """The V1 frames one by one (one level-19 zstd frame per text), for ``write_container``."""
+    return (zstd_compress(t.encode("utf-8")) for t in texts)
+
+
 def encode_txt_streams(texts: list[str]) -> bytes:
     """V1 (id 10): one level-19 zstd frame per text behind the offset table."""
-    return write_container(KIND_TXT_STREAMS, [zstd_compress(t.encode("utf-8")) for t in texts])
+    return write_container(KIND_TXT_STREAMS, list(txt_streams_frames(texts)))
 
 
 def _retag(exc: MalformedSectionPayload) -> MalformedSectionPayload:

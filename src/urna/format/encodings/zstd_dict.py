@@ -8,6 +8,7 @@ their size and the dictID). The same libzstd calls as the reference give the sam
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 from ...errors import InvalidInput
@@ -53,17 +54,16 @@ def train_dict(texts: list[str]) -> bytes | None:
     return ffi.buffer(dst, rc)[:]
 
 
-def encode_zstd_dict(texts: list[str], dictionary: bytes) -> bytes:
-    """V2 payload: each text one ``ZSTD_compress2`` frame against the level-19 CDict."""
+def dict_frames(texts: list[str], dictionary: bytes) -> Iterator[bytes]:
+    """The V2 frames one by one: each text one ``ZSTD_compress2`` frame against the CDict."""
     cdict = lib.ZSTD_createCDict(ffi.from_buffer(dictionary), len(dictionary), LEVEL)
     if cdict == ffi.NULL:
         raise InvalidInput("zstd_dict: compressor init: cannot load dictionary")
-    cdict = ffi.gc(cdict, lib.ZSTD_freeCDict)
+    cdict = ffi.gc(cdict, lib.ZSTD_freeCDict)  # a local: lives as long as this generator
     cctx = ffi.gc(lib.ZSTD_createCCtx(), lib.ZSTD_freeCCtx)
     rc = lib.ZSTD_CCtx_refCDict(cctx, cdict)
     if is_error(rc):
         raise InvalidInput(f"zstd_dict: compressor init: {error_name(rc)}")
-    frames = []
     for text in texts:
         raw = text.encode("utf-8")
         cap = int(lib.ZSTD_compressBound(len(raw)))
@@ -71,9 +71,13 @@ def encode_zstd_dict(texts: list[str], dictionary: bytes) -> bytes:
         src = ffi.from_buffer(raw) if raw else ffi.NULL
         rc = lib.ZSTD_compress2(cctx, dst, cap, src, len(raw))
         if is_error(rc):
-                raise InvalidInput(f"zstd_dict: compress: {error_name(rc)}")
-        frames.append(ffi.buffer(dst, rc)[:])
-    return write_container(KIND_ZSTD_DICT, frames)
+            raise InvalidInput(f"zstd_dict: compress: {error_name(rc)}")
+        yield ffi.buffer(dst, rc)[:]
+
+
+def encode_zstd_dict(texts: list[str], dictionary: bytes) -> bytes:
+    """V2 payload: each text one ``ZSTD_compress2`` frame against the level-19 CDict."""
+    return write_container(KIND_ZSTD_DICT, list(dict_frames(texts, dictionary)))
 
 
 def _dctx_with(dictionary: bytes | memoryview) -> tuple[Any, Any]:
