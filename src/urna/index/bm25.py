@@ -217,6 +217,34 @@ def _topk_kernel(tids, offs, docs, contrib, n_docs, k, marked, out_ids, out_sc):
     return size
 
 
+def _by_term(term_ids: np.ndarray, n_terms: int) -> np.ndarray:
+    """The stable order of ``term_ids`` (numpy's radix sort, on 16-bit digits)."""
+    if n_terms <= 1 << 16:
+        return np.argsort(term_ids.astype(np.uint16), kind="stable")
+    low = np.argsort((term_ids & 0xFFFF).astype(np.uint16), kind="stable")
+    high = np.argsort((term_ids[low] >> 16).astype(np.uint16), kind="stable")  # n_terms < 2**32
+    return low[high]
+
+
+def _postings(term_ids: np.ndarray, doc_lens: np.ndarray,
+              n_terms: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(doc ids, term frequencies, offsets) of every term's postings, docs ascending (§8.2).
+
+    ``term_ids`` lists the tokens doc after doc, so a stable sort by term leaves each term's
+    tokens in doc order, and a posting is a run of one (term, doc) pair.
+    """
+    doc_of = np.repeat(np.arange(len(doc_lens), dtype=np.uint32), doc_lens)
+    order = _by_term(term_ids, n_terms)
+    terms, docs = term_ids[order], doc_of[order]
+    head = np.ones(len(order), dtype=bool)
+    head[1:] = (terms[1:] != terms[:-1]) | (docs[1:] != docs[:-1])
+    heads = np.flatnonzero(head)
+    tfs = np.diff(np.append(heads, len(order))).astype(np.uint32)
+    offsets = np.zeros(n_terms + 1, dtype=np.int64)
+    np.cumsum(np.bincount(terms[heads], minlength=n_terms), out=offsets[1:])
+    return docs[heads], tfs, offsets
+
+
 class Bm25Index:
     """A BM25 index: parameters, doc lengths and postings as flat arrays in term order."""
 
@@ -284,27 +312,17 @@ class Bm25Index:
     @classmethod
     def build(cls, docs: Sequence[str], k1: float = DEFAULT_K1, b: float = DEFAULT_B) -> Bm25Index:
         """Index ``docs`` (canonical chunk texts in chunk order) as the reference does."""
-        all_toks: list[str] = []
-        lens = np.zeros(len(docs), dtype=np.int64)
-        for d, text in enumerate(docs):
-            toks = tokenize(text)
-            lens[d] = len(toks)
-            all_toks.extend(toks)
-        n_docs = len(docs)
-        terms = sorted(dict.fromkeys(all_toks))  # code point order == UTF-8 byte order
-        rank = {t: i for i, t in enumerate(terms)}
-        tids = np.fromiter(map(rank.__getitem__, all_toks), dtype=np.int64, count=len(all_toks))
-        doc_of = np.repeat(np.arange(n_docs, dtype=np.int64), lens)
-        keys = tids * max(n_docs, 1) + doc_of
-        uniq, tf = np.unique(keys, return_counts=True)  # sorted: term, then doc
-        term_of = uniq // max(n_docs, 1)
-        offsets = np.searchsorted(term_of, np.arange(len(terms) + 1), side="left").astype(np.int64)
+        from .tokenize_corpus import tokenize_corpus
+
+        corpus = tokenize_corpus(docs)
+        n_docs, n_terms = len(docs), len(corpus.terms)
+        lens = corpus.doc_lens
+        post_docs, post_tfs, offsets = _postings(corpus.term_ids, lens, n_terms)
         total = int(lens.sum())
         avgdl = float(_F32(total) / _F32(n_docs)) if n_docs else 0.0
         payload = Bm25Payload(
-            BM25_PAYLOAD_VERSION, float(_F32(k1)), float(_F32(b)), avgdl, n_docs, len(terms),
-            lens.astype(np.uint32), terms, offsets, (uniq % max(n_docs, 1)).astype(np.uint32),
-            tf.astype(np.uint32),
+            BM25_PAYLOAD_VERSION, float(_F32(k1)), float(_F32(b)), avgdl, n_docs, n_terms,
+            lens.astype(np.uint32), corpus.terms, offsets, post_docs, post_tfs,
         )
         return cls(payload)
 
