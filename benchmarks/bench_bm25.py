@@ -150,10 +150,12 @@ def main() -> None:
     from urna.index.tokenize import tokenize
 
     urna_name = f"urna ({'numba' if ub._numba_kernel() is not None else 'numpy'})"
+    big = Bm25Index.build(docs[:2000])  # load the compiled kernel before anything is timed
+    big.search(queries[0], 10)
 
     def urna_build() -> Callable[[str], object]:
         idx = Bm25Index.build(docs)
-        idx.search(queries[0], 10)  # the scoring tables are built on the first query
+        idx.search(queries[0], 10)  # the scoring tables are built on the first query (~40 ms)
         return lambda q: idx.search(q, 10)
 
     builders[urna_name] = urna_build
