@@ -2,13 +2,16 @@
 
 The tokens are exactly :func:`urna.index.tokenize.tokenize`'s, doc by doc, in text order; only
 the work is batched. Every document becomes one byte segment: an ASCII document its own bytes
-(ASCII word characters are ``[A-Za-z0-9]``, lowercased byte for byte), any other document its
-tokens from the reference tokenizer, UTF-8 encoded and joined by NUL. The segments are joined
-by NUL and one 256-byte translation table lowercases ASCII letters and turns every other ASCII
-byte into NUL (bytes >= 0x80 only occur inside the tokens of non-ASCII documents and stay).
-A token is then a maximal run of non-NUL bytes of two or more bytes: an ASCII run of one byte
-is a one-character word (dropped), and a reference token always has two characters, so at
-least two bytes.
+(ASCII word characters are ``[A-Za-z0-9]``, lowercased byte for byte); the other documents
+together go through one code point array (UTF-32), where the word-character ranges and the
+one-to-one lowercase mappings of ``_unicode_tables`` are looked up with numpy, every other
+character and every one-character word become NUL, and the result is UTF-8 again, cut per
+document. A document holding a character whose lowercase is longer (U+0130) takes the
+reference tokenizer, its tokens joined by NUL. The segments are joined by NUL and one
+256-byte translation table lowercases ASCII letters and turns every other ASCII byte into NUL
+(bytes >= 0x80 only occur inside tokens already lowercased). A token is then a maximal run
+of non-NUL bytes of two or more bytes: an ASCII run of one byte is a one-character word
+(dropped), and every other run holds two characters or more, so at least two bytes.
 
 Distinct tokens are found without a Python object per token: a token of at most 16 bytes is
 its UTF-8 bytes zero-padded into two big-endian u64 words (no token holds a NUL, so the pair is
@@ -20,12 +23,14 @@ order, the order §8.2 stores them in.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
-from .tokenize import tokenize
+from ._unicode_tables import LOWER, WORD_RANGES
+from .tokenize import GROWS_WHEN_LOWERED, tokenize
 
 _SEP = b"\x00"
 # ASCII letters lowercased, digits kept, every other ASCII byte a separator; bytes >= 0x80 kept.
@@ -51,15 +56,85 @@ class CorpusTokens:
     doc_lens: np.ndarray  # int64, tokens per document
 
 
-def _segment(text: str) -> bytes:
-    if text.isascii():
-        return text.encode("ascii")
-    return _SEP.join(t.encode("utf-8") for t in tokenize(text))
+def _segments(docs: Sequence[str]) -> list[bytes]:
+    """Each doc's byte segment (see the module docstring)."""
+    segments: list[bytes] = []
+    wide: list[int] = []  # docs for the code point pass
+    grows = _GROWS_RE.search
+    for i, text in enumerate(docs):
+        if text.isascii():
+            segments.append(text.encode("ascii"))
+        elif grows(text):
+            segments.append("\x00".join(tokenize(text)).encode("utf-8"))
+        else:
+            segments.append(b"")
+            wide.append(i)
+    if wide:
+        for i, seg in zip(wide, _unicode_segments([docs[i] for i in wide]), strict=True):
+            segments[i] = seg
+    return segments
+
+
+_GROWS_RE = re.compile("|".join(map(re.escape, sorted(GROWS_WHEN_LOWERED))))
+_TABLES: tuple[np.ndarray, ...] | None = None
+
+
+def _code_point_tables() -> tuple[np.ndarray, ...]:
+    """(word-range starts, ends, lowercase keys, values, ASCII lowercase with 0 for non-word).
+
+    The ASCII table has a 129th entry, 1, that marks every code point >= 128 for a lookup.
+    """
+    global _TABLES
+    if _TABLES is None:
+        pairs = sorted((cp, ord(low)) for cp, low in LOWER.items() if len(low) == 1)
+        ascii_low = np.zeros(129, dtype=np.uint32)
+        ascii_low[128] = 1
+        for cp in range(128):
+            if chr(cp).isalnum():
+                ascii_low[cp] = ord(chr(cp).lower())
+        _TABLES = (np.array([lo for lo, _ in WORD_RANGES], dtype=np.uint32),
+                   np.array([hi for _, hi in WORD_RANGES], dtype=np.uint32),
+                   np.array([k for k, _ in pairs], dtype=np.uint32),
+                   np.array([v for _, v in pairs], dtype=np.uint32), ascii_low)
+    return _TABLES
+
+
+def _unicode_segments(texts: list[str]) -> list[bytes]:
+    """The segments of ``texts`` (none holding a character of GROWS_WHEN_LOWERED)."""
+    starts_t, ends_t, low_keys, low_vals, ascii_low = _code_point_tables()
+    # lone surrogates (no word characters) pass through as code points and become NUL
+    cp = np.frombuffer("\x00".join(texts).encode("utf-32-le", "surrogatepass"), dtype="<u4")
+    low = ascii_low[np.minimum(cp, 128)]  # ASCII done; 1 marks the rest
+    big = np.flatnonzero(low == 1)
+    c = cp[big].astype(np.uint32)
+    r = np.searchsorted(starts_t, c, side="right") - 1  # >= 0: every c >= 128 > starts_t[0]
+    is_word = c <= ends_t[r]
+    j = np.minimum(np.searchsorted(low_keys, c), len(low_keys) - 1)
+    lowered = np.where(low_keys[j] == c, low_vals[j], c)
+    low[big] = np.where(is_word, lowered, 0)
+    # a word character alone is no token; ASCII ones the byte pass drops (one byte), the
+    # others (two bytes or more) are dropped here
+    w = big[is_word]
+    before = np.where(w > 0, low[np.maximum(w - 1, 0)], 0)
+    after = np.where(w + 1 < len(low), low[np.minimum(w + 1, len(low) - 1)], 0)
+    low[w[(before == 0) & (after == 0)]] = 0
+    text = str(memoryview(low.astype("<u4", copy=False)), "utf-32-le").encode("utf-8")
+    # byte offset of code point i: i plus the extra UTF-8 bytes of the code points before it
+    v = low[big]
+    extra = (v >= 0x80).astype(np.int64) + (v >= 0x800) + (v >= 0x10000)
+    extra_before = np.concatenate(([0], np.cumsum(extra)))
+    lens = np.fromiter(map(len, texts), dtype=np.int64, count=len(texts))
+    first = np.cumsum(lens + 1) - (lens + 1)
+
+    def byte_at(i: np.ndarray) -> list[int]:
+        return (i + extra_before[np.searchsorted(big, i)]).tolist()
+
+    return [text[a:b] for a, b in zip(byte_at(first), byte_at(first + lens), strict=True)]
 
 
 def tokenize_corpus(docs: Sequence[str]) -> CorpusTokens:
     """Tokenize every doc as :func:`~urna.index.tokenize.tokenize` does, into term ids."""
-    segments = [_segment(text) for text in docs]
+    segments = _segments(docs)
     raw = np.frombuffer(_SEP.join(segments).translate(_TABLE), dtype=np.uint8)
     buf = np.concatenate((raw, _PAD))
     word = np.zeros(len(buf) + 1, dtype=np.int8)
