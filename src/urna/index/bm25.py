@@ -398,7 +398,7 @@ class Bm25Index:
             keep = sc >= bound
             return ids[keep], sc[keep]
         acc = self._dense_scores(tids)
-        if self._positive[tids].all():
+        if not self._nonpositive or self._positive[tids].all():
             # sums of positive terms are never 0; the bound (when it holds) skips most docs
             bound = None if k is None else _top_k_bound(acc, k)
             ids = np.flatnonzero(acc != 0 if bound is None else acc >= bound)
@@ -471,11 +471,10 @@ class Bm25Index:
             keep = ids >= len(mask)
             keep[~keep] = mask[ids[~keep]]
             ids, sc = ids[keep], sc[keep]
-        with np.errstate(invalid="ignore"):
-            keep = np.isfinite(sc)
+        keep = np.isfinite(sc)
         if not keep.all():
             ids, sc = ids[keep], sc[keep]
-        if len(ids) > k:
+        if len(ids) > 4 * k:  # a few candidates are cheaper to sort whole
             # keep everything tied with the k-th score, then order exactly
             kth = np.partition(sc, len(sc) - k)[len(sc) - k]
             sel = sc >= kth
@@ -503,10 +502,9 @@ def _top_k_bound(scores: np.ndarray, k: int) -> np.float32 | None:
     """
     if len(scores) < 8 * k:
         return None
-    with np.errstate(invalid="ignore"):
-        maxima = scores[:len(scores) // k * k].reshape(k, -1).max(axis=1)
-        if not np.isfinite(maxima).all():
-            return None
+    maxima = scores[:len(scores) // k * k].reshape(k, -1).max(axis=1)  # NaN propagates
+    if not np.isfinite(maxima).all():
+        return None
     bound = maxima.min()
     return bound if bound > 0 else None
 
