@@ -14,14 +14,18 @@ uniform in [20, 180]; queries are 2-5 words drawn from the same distribution (re
 the 5,000 most frequent words so that most queries hit something). Every library gets the
 same documents and queries.
 
-* urna runs its reference-exact Unicode tokenizer inside build and search (numba top-k kernel
-  when installed; ``URNA_FORCE_SCALAR=1`` forces the numpy path).
+* urna runs its reference-exact Unicode tokenizer inside build and search. Its build is
+  ``Bm25Index.build`` plus the first query (which builds the scoring tables); the row
+  ``urna + 0x08 bytes`` adds ``to_bytes``, the payload a file stores (most of it is
+  ``format.encodings.intpack.pack_u64s``). Queries run through ``Bm25Index.search`` twice:
+  ``urna (numba)`` with the compiled top-k kernel, ``urna (numpy)`` with the numpy path a
+  process that has not imported numba takes on an index under 4M postings (the CLI's case).
 * tantivy (Rust, via its Python binding) is an in-RAM index, one text field indexed with term
   frequencies only (``index_option="freq"``: BM25 needs no positions), BM25 with its fixed
   k1 = 1.2, b = 0.75; queries go through ``parse_query`` (its disjunction of the terms) and
   ``searcher.search(q, 10, count=False)``. Its build is the index writer from the first
   ``add_document`` to a committed, reloaded searcher, with one writer thread (``1 thread``)
-  and with its default thread count (``default``: 0, tantivy picks; 2 on this machine).
+  and with its default thread count (``default``: 0, one per core up to 8; 2 here).
   ``tantivy`` gets the raw text with its ``default`` tokenizer (splits on non-alphanumeric
   characters, lowercases, drops tokens over 40 bytes; it differs from ours: it keeps one-
   character tokens and lowercases differently); ``tantivy ws`` is the like-for-like point:

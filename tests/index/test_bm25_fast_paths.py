@@ -1,19 +1,24 @@
 """The batched BM25 build and the narrowed top-k equal the plain definitions they replace.
 
-* ``tokenize_corpus`` (one byte buffer for the whole corpus, terms factorized by hashing)
+* ``tokenize_corpus`` (batches of docs as one byte buffer, terms factorized by hashing)
   gives every doc exactly ``tokenize``'s tokens, and its terms in UTF-8 byte order, on random
-  Unicode text, with the hashing rounds cut short (the exact fallback) too.
+  Unicode text, in batches of any size and with the hashing rounds cut short (the exact
+  fallback) too.
 * ``Bm25Index.build`` gives the payload a plain dict-of-Counters build gives, and its bytes
   are those of the per-term encoder written out below (also for unsorted decoded terms).
 * ``search`` equals scoring every posting with f32 scalars in query order and sorting all
   matched docs, bit for bit (scores and tie order), on built indexes and on hostile payloads
   whose scores are NaN, infinite, zero or negative.
+* A query on a mid-size index (a CLI's) does not import numba.
 """
 
 from __future__ import annotations
 
 import math
+import os
 import struct
+import subprocess
+import sys
 from collections import Counter
 
 import numpy as np
@@ -28,6 +33,7 @@ from urna.index.bm25 import Bm25Index
 from urna.index.tokenize import tokenize
 
 F = np.float32
+SRC = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(__file__))), "src")
 
 # text with every kind of character, plus words that are long in bytes (over 8 and 16)
 _TEXT = st.lists(st.one_of(
@@ -58,12 +64,21 @@ def test_corpus_tokens_equal_the_tokenizer(docs: list[str]) -> None:
 
 @settings(max_examples=60, deadline=None)
 @given(_CORPUS)
-def test_corpus_tokens_without_enough_hashing_rounds(docs: list[str]) -> None:
-    want = [tokenize(d) for d in docs]
-    for rounds in (0, 1):  # 0: everything through the exact fallback; 1: the collisions
+def test_corpus_tokens_in_small_batches_and_without_enough_hashing_rounds(
+        docs: list[str]) -> None:
+    want = tc.tokenize_corpus(docs)
+    assert _per_doc(want) == [tokenize(d) for d in docs]
+    # rounds 0: everything through the exact fallback; 1: the collisions; batches of one doc
+    # and of a few docs share one vocabulary
+    for rounds, batch in ((0, tc._BATCH_CHARS), (1, tc._BATCH_CHARS), (24, 1), (0, 1),
+                          (24, 40)):
         with pytest.MonkeyPatch.context() as mp:
             mp.setattr(tc, "_MAX_ROUNDS", rounds)
-            assert _per_doc(tc.tokenize_corpus(docs)) == want
+            mp.setattr(tc, "_BATCH_CHARS", batch)
+            got = tc.tokenize_corpus(docs)
+        assert got.terms == want.terms
+        assert got.term_ids.tolist() == want.term_ids.tolist()
+        assert got.doc_lens.tolist() == want.doc_lens.tolist()
 
 
 def test_corpus_with_many_distinct_terms_and_colliding_slots() -> None:
@@ -230,3 +245,21 @@ def test_one_infinite_score_is_no_witness_for_the_top_k() -> None:
     got = idx.search("aa", 5)
     assert _bits(got) == _bits(plain_search(idx, "aa", 5))
     assert [d for d, _ in got] == [50, 90, 130, 170, 0]
+
+
+def test_a_query_on_a_mid_size_index_does_not_import_numba() -> None:
+    # 130,000 postings: past NUMBA_LOADED_MIN_POSTINGS, under NUMBA_MIN_POSTINGS; the answer
+    # is the kernel's once numba is loaded
+    code = ("import sys\nfrom urna.index import bm25\n"
+            "docs = [' '.join(f'w{(d * 7 + j) % 3000}x' for j in range(65)) for d in range(2000)]\n"
+            "idx = bm25.Bm25Index.build(docs)\n"
+            "assert bm25.NUMBA_LOADED_MIN_POSTINGS <= len(idx.docs) < bm25.NUMBA_MIN_POSTINGS\n"
+            "plain = idx.search('w5x w17x w17x w2999x', 10)\n"
+            "loaded = 'numba' in sys.modules\n"
+            "assert bm25._numba_kernel() is not None\n"
+            "print(loaded, plain == idx.search('w5x w17x w17x w2999x', 10), len(plain))")
+    env = dict(os.environ, PYTHONPATH=SRC)
+    env.pop("URNA_FORCE_SCALAR", None)
+    out = subprocess.run([sys.executable, "-c", code], env=env, check=True,
+                         capture_output=True, text=True).stdout.split()
+    assert out == ["False", "True", "10"]

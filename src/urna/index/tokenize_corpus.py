@@ -13,6 +13,7 @@ reference tokenizer, its tokens joined by NUL. The segments are joined by NUL an
 of non-NUL bytes of two or more bytes: an ASCII run of one byte is a one-character word
 (dropped), and every other run holds two characters or more, so at least two bytes.
 
+Documents go in batches of about 2M characters (small temporaries), sharing one vocabulary.
 Distinct tokens are found without a Python object per token: a token of at most 16 bytes is
 its UTF-8 bytes zero-padded into two big-endian u64 words (no token holds a NUL, so the pair is
 the token), factorized by hashing rounds in numpy (each round settles every token whose slot
@@ -40,7 +41,8 @@ _TABLE = bytes(
 )
 _WORD = 8  # bytes per key word
 _SHORT = 2 * _WORD  # tokens up to this many bytes are factorized in numpy
-_PAD = np.zeros(_SHORT, np.uint8)  # the key gather may read this far past the last token
+_PAD = bytes(_SHORT)
+_BATCH_CHARS = 1 << 21
 # odd multipliers (from splitmix64 / murmur3): each hashing round takes the next pair
 _MULS = (0x9E3779B97F4A7C15, 0xBF58476D1CE4E5B9, 0x94D049BB133111EB, 0xFF51AFD7ED558CCD,
          0xC4CEB9FE1A85EC53, 0x2545F4914F6CDD1D, 0xD6E8FEB86659FD93, 0xA0761D6478BD642F)
@@ -52,7 +54,8 @@ class CorpusTokens:
     """Every token of a corpus as an id into ``terms``, documents one after another."""
 
     terms: list[str]  # distinct tokens in UTF-8 byte order
-    term_ids: np.ndarray  # int64, one per token: doc 0's tokens in text order, then doc 1's...
+    term_ids: np.ndarray  # int32 (int64 past 2**31 terms), one per token: doc 0's tokens in
+    # text order, then doc 1's...
     doc_lens: np.ndarray  # int64, tokens per document
 
 
@@ -134,26 +137,61 @@ def _unicode_segments(texts: list[str]) -> list[bytes]:
 
 def tokenize_corpus(docs: Sequence[str]) -> CorpusTokens:
     """Tokenize every doc as :func:`~urna.index.tokenize.tokenize` does, into term ids."""
+    vocab: dict[bytes, int] = {}  # distinct token -> id in order of first sight
+    id_parts: list[np.ndarray] = []
+    len_parts: list[np.ndarray] = []
+    for lo, hi in _batches(docs):
+        ids, lens = _tokenize_batch(docs[lo:hi], vocab)
+        id_parts.append(ids)
+        len_parts.append(lens)
+    names = list(vocab)
+    order = sorted(range(len(names)), key=names.__getitem__)  # bytes order == UTF-8 order
+    id_type = np.int32 if len(names) < 1 << 31 else np.int64  # half the memory of int64
+    rank = np.empty(len(names), dtype=id_type)
+    rank[order] = np.arange(len(names), dtype=id_type)
+    ids = np.concatenate(id_parts) if id_parts else np.zeros(0, np.int64)
+    doc_lens = np.concatenate(len_parts) if len_parts else np.zeros(0, np.int64)
+    return CorpusTokens([names[i].decode("utf-8") for i in order], rank[ids], doc_lens)
+
+
+def _batches(docs: Sequence[str]) -> list[tuple[int, int]]:
+    """Consecutive doc ranges of about _BATCH_CHARS characters each.
+
+    Batches keep every temporary array small: on a VM a first touch of fresh memory costs
+    more than the work done in it, and small arrays reuse the allocator's pages.
+    """
+    out, start, size = [], 0, 0
+    for i, text in enumerate(docs):
+        size += len(text) + 1
+        if size >= _BATCH_CHARS:
+            out.append((start, i + 1))
+            start, size = i + 1, 0
+    if start < len(docs):
+        out.append((start, len(docs)))
+    return out
+
+
+def _tokenize_batch(docs: Sequence[str], vocab: dict[bytes, int]) -> tuple[np.ndarray, np.ndarray]:
+    """(each token's id in ``vocab``, which grows, and the tokens per doc) of ``docs``."""
     segments = _segments(docs)
-    raw = np.frombuffer(_SEP.join(segments).translate(_TABLE), dtype=np.uint8)
-    buf = np.concatenate((raw, _PAD))
+    segments.append(_PAD)  # the key gather may read this far past the last token
+    buf = np.frombuffer(_SEP.join(segments).translate(_TABLE), dtype=np.uint8)
+    end = len(buf) - len(_PAD) - 1  # where the padding starts
     word = np.zeros(len(buf) + 1, dtype=np.int8)
-    word[1:] = buf != 0
+    np.not_equal(buf, 0, out=word[1:], casting="unsafe")
     edges = np.flatnonzero(np.diff(word))  # run starts and ends, alternating
     starts, ends = edges[0::2], edges[1::2]
     keep = ends - starts >= 2
     starts, ends = starts[keep], ends[keep]
-    seg_lens = np.fromiter(map(len, segments), dtype=np.int64, count=len(segments))
+    seg_lens = np.fromiter(map(len, segments[:-1]), dtype=np.int64, count=len(docs))
     seg_starts = np.cumsum(seg_lens + 1) - (seg_lens + 1)
-    bounds = np.searchsorted(starts, np.append(seg_starts, len(raw) + 1))
-    doc_lens = np.diff(bounds).astype(np.int64)
-    terms, term_ids = _distinct_terms(buf, starts, ends)
-    return CorpusTokens(terms, term_ids, doc_lens)
+    bounds = np.searchsorted(starts, np.append(seg_starts, end + 1))
+    return _token_ids(buf, starts, ends, vocab), np.diff(bounds).astype(np.int64)
 
 
-def _distinct_terms(buf: np.ndarray, starts: np.ndarray,
-                    ends: np.ndarray) -> tuple[list[str], np.ndarray]:
-    """Sorted distinct tokens and each token's index into them."""
+def _token_ids(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray,
+               vocab: dict[bytes, int]) -> np.ndarray:
+    """Each token's id in ``vocab`` (new tokens are added)."""
     lens = ends - starts
     short = lens <= _SHORT
     every = bool(short.all())
@@ -167,27 +205,22 @@ def _distinct_terms(buf: np.ndarray, starts: np.ndarray,
         lo = np.zeros(len(s), dtype=np.uint64)
         two = np.flatnonzero(n > _WORD)
         lo[two] = _first_bytes(words[s[two] + _WORD].byteswap(), n[two] - _WORD)
-    reps, short_ids = _factorize(hi, lo)
+    reps, local_ids = _factorize(hi, lo)
     pairs = np.zeros((len(reps), 2), dtype=">u8")
     pairs[:, 0] = hi[reps]
     if lo is not None:
         pairs[:, 1] = lo[reps]
     names: list[bytes] = pairs.view("S16").reshape(-1).tolist()  # S16 drops the zero padding
+    add = vocab.setdefault
+    ids = np.asarray([add(name, len(vocab)) for name in names], dtype=np.int64)[local_ids]
     if every:
-        ids = short_ids
-    else:
-        ids = np.empty(len(starts), dtype=np.int64)
-        ids[short] = short_ids
-        data = buf.tobytes()
-        index = {name: i for i, name in enumerate(names)}
-        ids[~short] = [index.setdefault(data[a:b], len(index))
-                       for a, b in zip(starts[~short].tolist(), ends[~short].tolist(),
-                                       strict=True)]
-        names = list(index)
-    order = sorted(range(len(names)), key=names.__getitem__)  # bytes order == UTF-8 order
-    rank = np.empty(len(names), dtype=np.int64)
-    rank[order] = np.arange(len(names), dtype=np.int64)
-    return [names[i].decode("utf-8") for i in order], rank[ids]
+        return ids
+    out = np.empty(len(starts), dtype=np.int64)
+    out[short] = ids
+    data = buf.tobytes()
+    out[~short] = [add(data[a:b], len(vocab))
+                   for a, b in zip(starts[~short].tolist(), ends[~short].tolist(), strict=True)]
+    return out
 
 
 def _first_bytes(word: np.ndarray, n: np.ndarray) -> np.ndarray:
