@@ -1,34 +1,38 @@
-"""BM25 side by side: urna's index vs bm25s and rank-bm25 on a synthetic Zipf corpus.
+"""BM25 side by side: urna's index vs tantivy, bm25s and rank-bm25 on a synthetic Zipf corpus.
 
 Measures index build time and top-10 query latency (one query at a time, as a search call
-is made; the libraries take turns on each query, three rounds). Not a test; numbers depend on
-the machine. Run:
+is made). Builds alternate between the libraries over ``--build-rounds`` rounds (median
+reported); queries alternate too: every library answers a query before the next query, for
+three rounds. On a shared machine the absolute numbers move with the load; the ratios between
+libraries measured this way are what to read. Not a test. Run:
 
     .venv/bin/python benchmarks/bench_bm25.py --docs 50000 --queries 200
-    .venv/bin/python benchmarks/bench_bm25.py --docs 50000 --skip-rank-bm25
+    .venv/bin/python benchmarks/bench_bm25.py --only urna,tantivy     # the issue-20 comparison
 
 The corpus: ``--vocab`` synthetic words drawn with Zipf exponent 1.1, document lengths
 uniform in [20, 180]; queries are 2-5 words drawn from the same distribution (restricted to
-the 5,000 most frequent words so that most queries hit something). All three libraries get the
-same documents; bm25s and rank-bm25 get them pre-split on spaces (their own tokenizers differ),
-ours runs its reference-exact Unicode tokenizer inside build and search. bm25s uses its
-default "lucene" variant and k1 = 1.5, b = 0.75 like ours, with its numpy (default) and numba
-backends; ours uses numba when installed (``URNA_FORCE_SCALAR=1`` forces its numpy path).
+the 5,000 most frequent words so that most queries hit something). Every library gets the
+same documents and queries.
 
-Measured 2026-11-29 on the shared 2-core Xeon dev box (load average 4-9 from other work, so
-+-30% run to run), numpy 2.4.6, numba 0.68.1, bm25s 0.3.16, 50,000 docs / 5.0 M tokens,
-200 queries x 3 rounds, top-10 (``--docs 50000 --queries 200``)::
-
-    library              build s   query p50 ms   query p95 ms
-    urna (numba)            2.98          0.363          0.564
-    urna (numpy, forced)    2.78          1.206          1.885
-    bm25s (numpy)           4.23          2.687          4.887
-    bm25s (numba)           4.32          0.380          0.588
-    rank-bm25 (20 q)        2.09         92.5          127.8
-
-urna's build includes its Unicode tokenizer (the others get pre-split words); its 0x08
-payload is 5.5 MB, encoded in ~1.7 s and decoded + prepared for search in ~1.1 s. Run alone
-(no cache contention from the other libraries) urna p50 was 0.157 ms vs bm25s numba 0.178 ms.
+* urna runs its reference-exact Unicode tokenizer inside build and search. Its build is
+  ``Bm25Index.build`` plus the first query (which builds the scoring tables); the row
+  ``urna + 0x08 bytes`` adds ``to_bytes``, the payload a file stores (most of it is
+  ``format.encodings.intpack.pack_u64s``). Queries run through ``Bm25Index.search`` twice:
+  ``urna (numba)`` with the compiled top-k kernel, ``urna (numpy)`` with the numpy path a
+  process that has not imported numba takes on an index under 4M postings (the CLI's case).
+* tantivy (Rust, via its Python binding) is an in-RAM index, one text field indexed with term
+  frequencies only (``index_option="freq"``: BM25 needs no positions), BM25 with its fixed
+  k1 = 1.2, b = 0.75; queries go through ``parse_query`` (its disjunction of the terms) and
+  ``searcher.search(q, 10, count=False)``. Its build is the index writer from the first
+  ``add_document`` to a committed, reloaded searcher, with one writer thread (``1 thread``)
+  and with its default thread count (``default``: 0, one per core up to 8; 2 here).
+  ``tantivy`` gets the raw text with its ``default`` tokenizer (splits on non-alphanumeric
+  characters, lowercases, drops tokens over 40 bytes; it differs from ours: it keeps one-
+  character tokens and lowercases differently); ``tantivy ws`` is the like-for-like point:
+  our tokens, lowercased and joined by spaces, with its ``whitespace`` tokenizer, the query
+  the same way (the tokenizing is then outside its timings, and inside ours).
+* bm25s and rank-bm25 get the text pre-split on spaces (their own tokenizers differ); bm25s
+  uses its "lucene" variant, k1 = 1.5, b = 0.75, numpy (default) and numba backends.
 """
 
 from __future__ import annotations
@@ -36,8 +40,11 @@ from __future__ import annotations
 import argparse
 import statistics
 import time
+from collections.abc import Callable
 
 import numpy as np
+
+LIBRARIES = ("urna", "tantivy", "bm25s", "rank-bm25")
 
 
 def make_corpus(n_docs: int, vocab: int, seed: int) -> tuple[list[str], list[str]]:
@@ -58,13 +65,8 @@ def make_corpus(n_docs: int, vocab: int, seed: int) -> tuple[list[str], list[str
     return docs, queries
 
 
-def timed(fn, *args):
-    t = time.perf_counter()
-    out = fn(*args)
-    return out, time.perf_counter() - t
-
-
-def interleaved(searches: dict, queries: list[str], rounds: int = 3) -> dict:
+def interleaved(searches: dict[str, Callable[[str], object]], queries: list[str],
+                rounds: int = 3) -> dict[str, tuple[float, float]]:
     """Median and p95 latency (ms) per library, the libraries taking turns on each query.
 
     Taking turns spreads a shared machine's load changes over every library alike.
@@ -83,69 +85,168 @@ def interleaved(searches: dict, queries: list[str], rounds: int = 3) -> dict:
     return out
 
 
+def alternating_builds(builders: dict[str, Callable[[], Callable[[str], object]]],
+                       rounds: int) -> tuple[dict[str, float], dict[str, Callable[[str], object]]]:
+    """Median build seconds per library over ``rounds`` alternating rounds, and a search each.
+
+    Each builder returns its index's top-10 search function; the last round's is kept.
+    """
+    times: dict[str, list[float]] = {name: [] for name in builders}
+    searches: dict[str, Callable[[str], object]] = {}
+    for _ in range(rounds):
+        for name, build in builders.items():
+            searches.pop(name, None)  # free the previous round's index before building again
+            t = time.perf_counter()
+            searches[name] = build()
+            times[name].append(time.perf_counter() - t)
+    return {name: statistics.median(ts) for name, ts in times.items()}, searches
+
+
+def tantivy_builder(texts: list[str], tokenizer: str, threads: int,
+                    to_query: Callable[[str], str]) -> Callable[[], Callable[[str], object]]:
+    """A build of an in-RAM tantivy index of ``texts`` with ``threads`` writer threads."""
+    import tantivy
+
+    def build() -> Callable[[str], object]:
+        sb = tantivy.SchemaBuilder()
+        sb.add_text_field("body", stored=False, tokenizer_name=tokenizer, index_option="freq")
+        index = tantivy.Index(sb.build())
+        writer = index.writer(heap_size_per_thread * max(threads, 2), threads)
+        for text in texts:
+            writer.add_document(tantivy.Document(body=text))
+        writer.commit()
+        writer.wait_merging_threads()
+        index.reload()
+        searcher = index.searcher()
+
+        def search(q: str) -> object:
+            return searcher.search(index.parse_query(to_query(q), ["body"]), 10,
+                                   count=False).hits
+
+        return search
+
+    heap_size_per_thread = 128_000_000
+    return build
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--docs", type=int, default=50_000)
     ap.add_argument("--vocab", type=int, default=50_000)
     ap.add_argument("--queries", type=int, default=200)
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--skip-rank-bm25", action="store_true")
+    ap.add_argument("--build-rounds", type=int, default=3)
+    ap.add_argument("--only", default=",".join(LIBRARIES),
+                    help=f"comma-separated subset of {', '.join(LIBRARIES)}")
     args = ap.parse_args()
+    only = set(args.only.split(","))
 
     docs, queries = make_corpus(args.docs, args.vocab, args.seed)
     queries = queries[:args.queries]
     tokens = sum(len(d.split()) for d in docs)
     print(f"corpus: {len(docs)} docs, {tokens} tokens, vocab {args.vocab}; "
-          f"{len(queries)} queries, top-10")
-    builds: dict[str, float] = {}
-    searches: dict = {}
+          f"{len(queries)} queries, top-10; builds: median of {args.build_rounds} "
+          "alternating rounds; queries: libraries alternate per query, 3 rounds")
+    builders: dict[str, Callable[[], Callable[[str], object]]] = {}
 
     import urna.index.bm25 as ub
     from urna.index.bm25 import Bm25Index
+    from urna.index.tokenize import tokenize
 
-    idx, t_build = timed(Bm25Index.build, docs)
-    payload, t_enc = timed(idx.to_bytes)
-    _, t_open = timed(Bm25Index.from_bytes, payload)
-    name = f"urna ({'numba' if ub._numba_kernel() is not None else 'numpy'})"
-    builds[name] = t_build
-    searches[name] = lambda q: idx.search(q, 10)
-    print(f"urna: 0x08 payload {len(payload) / 1e6:.1f} MB, encode {t_enc:.2f} s, "
-          f"decode+prepare {t_open:.2f} s")
+    Bm25Index.build(docs[:2000]).search(queries[0], 10)  # load numba's kernel before timing
+    encode_times: list[float] = []
 
-    import bm25s
+    def urna_build() -> Callable[[str], object]:
+        idx = Bm25Index.build(docs)
+        idx.search(queries[0], 10)  # the scoring tables are built on the first query (~40 ms)
+        t = time.perf_counter()
+        idx.to_bytes()  # the 0x08 payload a file stores
+        encode_times.append(time.perf_counter() - t)
+        urna_index.append(idx)
+        return lambda q: idx.search(q, 10)
 
-    for backend in ("numpy", "numba"):
-        def bm25s_build(backend: str = backend) -> bm25s.BM25:
-            r = bm25s.BM25(k1=1.5, b=0.75, backend=backend)
-            r.index([d.split() for d in docs], show_progress=False)
-            return r
+    urna_index: list = []
+    urna_name = "urna (numba)"
+    builders[urna_name] = urna_build
 
-        r, t_build = timed(bm25s_build)
+    if "tantivy" in only:
+        def ws(q: str) -> str:
+            return " ".join(tokenize(q))
 
-        def run(q: str, r: bm25s.BM25 = r) -> None:
-            r.retrieve([q.split()], k=10, show_progress=False, n_threads=1)
+        pre = [ws(d) for d in docs]
+        for threads, label in ((1, "1 thread"), (0, "default")):
+            builders[f"tantivy ({label})"] = tantivy_builder(docs, "default", threads, str)
+            builders[f"tantivy ws ({label})"] = tantivy_builder(pre, "whitespace", threads, ws)
 
-        builds[f"bm25s ({backend})"] = t_build
-        searches[f"bm25s ({backend})"] = run
+    if "bm25s" in only:
+        import bm25s
+
+        split = [d.split() for d in docs]
+        for backend in ("numpy", "numba"):
+            def bm25s_build(backend: str = backend) -> Callable[[str], object]:
+                r = bm25s.BM25(k1=1.5, b=0.75, backend=backend)
+                r.index(split, show_progress=False)
+                return lambda q: r.retrieve([q.split()], k=10, show_progress=False,
+                                            n_threads=1)
+
+            builders[f"bm25s ({backend})"] = bm25s_build
+
+    builds, searches = alternating_builds(builders, args.build_rounds)
+    idx = urna_index[-1]
+    t_enc = statistics.median(encode_times)
+    builds[urna_name] -= t_enc  # the index alone; with its payload bytes in the next row
+    payload = idx.to_bytes()
+    t = time.perf_counter()
+    Bm25Index.from_bytes(payload).search(queries[0], 10)
+    t_open = time.perf_counter() - t
+    print(f"urna: 0x08 payload {len(payload) / 1e6:.1f} MB ({len(idx.docs)} postings), "
+          f"encode {t_enc:.2f} s (median), decode+prepare {t_open:.2f} s")
+
+    def numpy_search(q: str) -> object:
+        # what a process that has not imported numba runs on an index under 4M postings
+        saved = ub.NUMBA_MIN_POSTINGS, ub.NUMBA_LOADED_MIN_POSTINGS
+        ub.NUMBA_MIN_POSTINGS = ub.NUMBA_LOADED_MIN_POSTINGS = 1 << 62
+        try:
+            return idx.search(q, 10)
+        finally:
+            ub.NUMBA_MIN_POSTINGS, ub.NUMBA_LOADED_MIN_POSTINGS = saved
+
+    ub.NUMBA_MIN_POSTINGS = 0  # the kernel for "urna (numba)"
+    searches = {urna_name: searches[urna_name], "urna (numpy)": numpy_search,
+                **{k: v for k, v in searches.items() if k != urna_name}}
+    bytes_name = "urna + 0x08 bytes"
 
     for search in searches.values():  # compile / warm up
         search(queries[0])
     stats = interleaved(searches, queries)
 
-    if not args.skip_rank_bm25:
+    if "rank-bm25" in only:
         from rank_bm25 import BM25Okapi
 
-        rb, t_build = timed(BM25Okapi, [d.split() for d in docs])
+        t = time.perf_counter()
+        rb = BM25Okapi([d.split() for d in docs])
+        name = f"rank-bm25 ({max(10, len(queries) // 10)} q)"
+        builds[name] = time.perf_counter() - t
         few = queries[: max(10, len(queries) // 10)]  # it scores every doc per query term
-        name = f"rank-bm25 ({len(few)} q)"
-        builds[name] = t_build
         stats.update(interleaved(
             {name: lambda q: np.argsort(rb.get_scores(q.split()))[::-1][:10]}, few, rounds=1))
 
-    rows = [(name, builds[name], *stats[name]) for name in builds]
-    print(f"{'library':<22}{'build s':>10}{'query p50 ms':>15}{'query p95 ms':>15}")
-    for name, b, m, p in rows:
-        print(f"{name:<22}{b:>10.2f}{m:>15.3f}{p:>15.3f}")
+    print(f"{'library':<26}{'build s':>10}{'query p50 ms':>15}{'query p95 ms':>15}")
+    for name, (m, p) in stats.items():
+        b = f"{builds[name]:10.3f}" if name in builds else f"{'(same)':>10}"
+        print(f"{name:<26}{b}{m:>15.3f}{p:>15.3f}")
+        if name == urna_name:
+            print(f"{bytes_name:<26}{builds[urna_name] + t_enc:>10.3f}")
+    print("\nurna / peer (below 1: urna faster); build: index alone / with its 0x08 bytes")
+    print(f"{'peer':<26}{'build':>16}{'p50 numba':>12}{'p50 numpy':>12}{'p95 numba':>12}"
+          f"{'p95 numpy':>12}")
+    ub_b = builds[urna_name]
+    (nb_m, nb_p), (np_m, np_p) = stats[urna_name], stats["urna (numpy)"]
+    for name, b in builds.items():
+        if name != urna_name:
+            m, p = stats[name]
+            print(f"{name:<26}{ub_b / b:>8.2f} /{(ub_b + t_enc) / b:>6.2f}{nb_m / m:>12.2f}"
+                  f"{np_m / m:>12.2f}{nb_p / p:>12.2f}{np_p / p:>12.2f}")
 
 
 if __name__ == "__main__":

@@ -1,7 +1,9 @@
 """BM25 over flat posting arrays: build, score, and the hybrid path's RRF union (03-runtime §8).
 
 Build follows §8.2 (doc id = chunk ordinal, terms in UTF-8 byte order, postings by doc id,
-``avgdl = f32(sum) / f32(n_docs)``). Scoring follows §8.4 in f32, operation for operation::
+``avgdl = f32(sum) / f32(n_docs)``): the corpus is tokenized at once into term ids
+(``tokenize_corpus``), and postings come from one stable radix sort of those ids. Scoring
+follows §8.4 in f32, operation for operation::
 
     idf   = ln((N - df + 0.5) / (df + 0.5) + 1)
     denom = tf + k1 * ((1 - b) + (b * dl) / max(avgdl, 1))
@@ -10,8 +12,10 @@ Build follows §8.2 (doc id = chunk ordinal, terms in UTF-8 byte order, postings
 Nothing in a posting's term score depends on the query, so every posting's contribution is
 computed once, with the same f32 operations in the same order; a query is then one
 scatter-add per query token (in query order, so the f32 sums match) and a top-k selection,
-done by numpy or, for indexes of 65,536 postings or more, by one numba kernel (without
-fastmath; ``URNA_FORCE_SCALAR=1`` forces numpy; tests check both give the same hits).
+done by numpy or, for large indexes (``NUMBA_MIN_POSTINGS``), by one numba kernel (without
+fastmath; ``URNA_FORCE_SCALAR=1`` forces numpy; tests check both give the same hits). The
+numpy top-k first drops every doc below the least of ``k`` disjoint blocks' best scores
+(``k`` docs reach it, so the k-th best does too): no sort or partition of all matches.
 There is no Python loop over documents or postings. ``ln`` is the C library's
 ``logf`` when it can be loaded (what the reference calls), else a correctly rounded log.
 Documents whose score is not finite are dropped, and the rest are ranked by score
@@ -23,6 +27,7 @@ from __future__ import annotations
 
 import math
 import os
+import sys
 import threading
 import types
 from collections.abc import Sequence
@@ -41,8 +46,12 @@ DEFAULT_K1 = 1.5
 DEFAULT_B = 0.75
 RRF_K = 60.0
 _F32 = np.float32
-# Indexes with fewer postings than this are scored by numpy: importing numba costs ~1 s.
-NUMBA_MIN_POSTINGS = 1 << 16
+# Which indexes the numba top-k kernel scores (about twice numpy's speed; identical answers).
+# Importing numba costs ~0.5-1 s, more than numpy loses on thousands of queries, so the kernel
+# runs on an index of NUMBA_MIN_POSTINGS postings or more, or, once something else has imported
+# numba (a server, a build, an HNSW search), of NUMBA_LOADED_MIN_POSTINGS or more.
+NUMBA_MIN_POSTINGS = 1 << 22
+NUMBA_LOADED_MIN_POSTINGS = 1 << 16
 _PREPARE_LOCK = threading.Lock()
 
 
@@ -217,6 +226,34 @@ def _topk_kernel(tids, offs, docs, contrib, n_docs, k, marked, out_ids, out_sc):
     return size
 
 
+def _by_term(term_ids: np.ndarray, n_terms: int) -> np.ndarray:
+    """The stable order of ``term_ids`` (numpy's radix sort, on 16-bit digits)."""
+    if n_terms <= 1 << 16:
+        return np.argsort(term_ids.astype(np.uint16), kind="stable")
+    low = np.argsort((term_ids & 0xFFFF).astype(np.uint16), kind="stable")
+    high = np.argsort((term_ids[low] >> 16).astype(np.uint16), kind="stable")  # n_terms < 2**32
+    return low[high]
+
+
+def _postings(term_ids: np.ndarray, doc_lens: np.ndarray,
+              n_terms: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(doc ids, term frequencies, offsets) of every term's postings, docs ascending (§8.2).
+
+    ``term_ids`` lists the tokens doc after doc, so a stable sort by term leaves each term's
+    tokens in doc order, and a posting is a run of one (term, doc) pair.
+    """
+    doc_of = np.repeat(np.arange(len(doc_lens), dtype=np.uint32), doc_lens)
+    order = _by_term(term_ids, n_terms)
+    terms, docs = term_ids[order], doc_of[order]
+    head = np.ones(len(order), dtype=bool)
+    head[1:] = (terms[1:] != terms[:-1]) | (docs[1:] != docs[:-1])
+    heads = np.flatnonzero(head)
+    tfs = np.diff(np.append(heads, len(order))).astype(np.uint32)
+    offsets = np.zeros(n_terms + 1, dtype=np.int64)
+    np.cumsum(np.bincount(terms[heads], minlength=n_terms), out=offsets[1:])
+    return docs[heads], tfs, offsets
+
+
 class Bm25Index:
     """A BM25 index: parameters, doc lengths and postings as flat arrays in term order."""
 
@@ -248,9 +285,9 @@ class Bm25Index:
         payload = self.payload
         # int32 doc ids halve the index traffic of the scatter-add; n_docs is a u32, so ids past
         # 2**31 (never seen in practice) keep 64-bit ids
-        wide = self.n_docs > np.iinfo(np.int32).max
+        # numpy indexes with intp: narrower doc ids would be converted on every query
         self.docs: np.ndarray[Any, np.dtype[np.signedinteger]] = np.asarray(
-            payload.post_docs, dtype=np.uint32).astype(np.int64 if wide else np.int32)
+            payload.post_docs, dtype=np.uint32).astype(np.intp)
         self.term_index = {t: i for i, t in enumerate(payload.terms)}
         dl = np.asarray(payload.doc_lens, dtype=np.uint32).astype(_F32)
         dfs = np.diff(self.offsets)
@@ -284,27 +321,17 @@ class Bm25Index:
     @classmethod
     def build(cls, docs: Sequence[str], k1: float = DEFAULT_K1, b: float = DEFAULT_B) -> Bm25Index:
         """Index ``docs`` (canonical chunk texts in chunk order) as the reference does."""
-        all_toks: list[str] = []
-        lens = np.zeros(len(docs), dtype=np.int64)
-        for d, text in enumerate(docs):
-            toks = tokenize(text)
-            lens[d] = len(toks)
-            all_toks.extend(toks)
-        n_docs = len(docs)
-        terms = sorted(dict.fromkeys(all_toks))  # code point order == UTF-8 byte order
-        rank = {t: i for i, t in enumerate(terms)}
-        tids = np.fromiter(map(rank.__getitem__, all_toks), dtype=np.int64, count=len(all_toks))
-        doc_of = np.repeat(np.arange(n_docs, dtype=np.int64), lens)
-        keys = tids * max(n_docs, 1) + doc_of
-        uniq, tf = np.unique(keys, return_counts=True)  # sorted: term, then doc
-        term_of = uniq // max(n_docs, 1)
-        offsets = np.searchsorted(term_of, np.arange(len(terms) + 1), side="left").astype(np.int64)
+        from .tokenize_corpus import tokenize_corpus
+
+        corpus = tokenize_corpus(docs)
+        n_docs, n_terms = len(docs), len(corpus.terms)
+        lens = corpus.doc_lens
+        post_docs, post_tfs, offsets = _postings(corpus.term_ids, lens, n_terms)
         total = int(lens.sum())
         avgdl = float(_F32(total) / _F32(n_docs)) if n_docs else 0.0
         payload = Bm25Payload(
-            BM25_PAYLOAD_VERSION, float(_F32(k1)), float(_F32(b)), avgdl, n_docs, len(terms),
-            lens.astype(np.uint32), terms, offsets, (uniq % max(n_docs, 1)).astype(np.uint32),
-            tf.astype(np.uint32),
+            BM25_PAYLOAD_VERSION, float(_F32(k1)), float(_F32(b)), avgdl, n_docs, n_terms,
+            lens.astype(np.uint32), corpus.terms, offsets, post_docs, post_tfs,
         )
         return cls(payload)
 
@@ -329,28 +356,52 @@ class Bm25Index:
         with np.errstate(all="ignore"):
             return f32_ln((n - d + half) / (d + half) + _F32(1.0))
 
+    def _query_terms(self, text: str) -> list[int]:
+        """The index's term ids of ``text``'s tokens, in query order, repeats kept."""
+        get = self.term_index.get
+        return [t for t in map(get, tokenize(text)) if t is not None]
+
+    def _dense_scores(self, tids: list[int]) -> np.ndarray:
+        """Every doc's f32 score for the query terms ``tids`` (0 where untouched)."""
+        offs, docs, contrib, simple = self.offsets, self.docs, self._contrib, self._simple
+        acc = np.zeros(self.n_docs, dtype=_F32)
+        fresh = True  # acc is still all zeros
+        for t in tids:  # query order, repeats included: f32 sums in the reference's order
+            lo, hi = offs[t], offs[t + 1]
+            if not simple[t]:
+                np.add.at(acc, docs[lo:hi], contrib[lo:hi])
+            elif fresh:
+                acc[docs[lo:hi]] = contrib[lo:hi] + _F32(0.0)  # 0.0 + x, as the reference
+            else:
+                acc[docs[lo:hi]] += contrib[lo:hi]
+            fresh = False
+        return acc
+
     def scores(self, text: str) -> tuple[np.ndarray, np.ndarray]:
         """Every matched doc id (in no particular order) and its f32 score, before ranking."""
-        empty = np.zeros(0, np.intp), np.zeros(0, _F32)
         if self.n_docs == 0:
-            return empty
-        get = self.term_index.get
-        tids = [t for t in map(get, tokenize(text)) if t is not None]
+            return np.zeros(0, np.intp), np.zeros(0, _F32)
+        return self._matches(self._query_terms(text), None)
+
+    def _matches(self, tids: list[int], k: int | None) -> tuple[np.ndarray, np.ndarray]:
+        """Matched doc ids and scores for the query terms ``tids``; with ``k``, possibly only
+        those that can still make the top ``k`` (a superset of it, ties included)."""
         if not tids:
-            return empty
+            return np.zeros(0, np.intp), np.zeros(0, _F32)
         offs, docs, contrib = self.offsets, self.docs, self._contrib
         if len(tids) == 1 and self._simple[tids[0]]:
             lo, hi = offs[tids[0]], offs[tids[0] + 1]
-            return docs[lo:hi], contrib[lo:hi] + _F32(0.0)  # 0.0 + x, as the reference
-        acc = np.zeros(self.n_docs, dtype=_F32)
-        for t in tids:  # query order, repeats included: f32 sums in the reference's order
-            lo, hi = offs[t], offs[t + 1]
-            if self._simple[t]:
-                acc[docs[lo:hi]] += contrib[lo:hi]
-            else:
-                np.add.at(acc, docs[lo:hi], contrib[lo:hi])
-        if self._positive[tids].all():
-            ids = np.flatnonzero(acc)  # sums of positive terms are never 0
+            ids, sc = docs[lo:hi], contrib[lo:hi] + _F32(0.0)  # 0.0 + x, as the reference
+            bound = None if k is None else _top_k_bound(sc, k)
+            if bound is None:
+                return ids, sc
+            keep = sc >= bound
+            return ids[keep], sc[keep]
+        acc = self._dense_scores(tids)
+        if not self._nonpositive or self._positive[tids].all():
+            # sums of positive terms are never 0; the bound (when it holds) skips most docs
+            bound = None if k is None else _top_k_bound(acc, k)
+            ids = np.flatnonzero(acc != 0 if bound is None else acc >= bound)
         else:
             touched = np.zeros(self.n_docs, dtype=bool)
             for t in tids:
@@ -398,7 +449,9 @@ class Bm25Index:
         """
         if k <= 0 or self.n_docs == 0:
             return np.zeros(0, np.intp), np.zeros(0, _F32)
-        use_kernel = mask is None and len(self.docs) >= NUMBA_MIN_POSTINGS
+        n_posts = len(self.docs)
+        use_kernel = mask is None and (n_posts >= NUMBA_MIN_POSTINGS or (
+            n_posts >= NUMBA_LOADED_MIN_POSTINGS and "numba" in sys.modules))
         kernel = _numba_kernel() if use_kernel else None
         if kernel is not None:
             get = self.term_index.get
@@ -413,16 +466,15 @@ class Bm25Index:
             ids, sc = ids[:n], sc[:n]
             order = np.lexsort((ids, -sc))
             return ids[order], sc[order]
-        ids, sc = self.scores(text)
+        ids, sc = self._matches(self._query_terms(text), k if mask is None else None)
         if mask is not None:
             keep = ids >= len(mask)
             keep[~keep] = mask[ids[~keep]]
             ids, sc = ids[keep], sc[keep]
-        with np.errstate(invalid="ignore"):
-            keep = np.isfinite(sc)
+        keep = np.isfinite(sc)
         if not keep.all():
             ids, sc = ids[keep], sc[keep]
-        if len(ids) > k:
+        if len(ids) > 4 * k:  # a few candidates are cheaper to sort whole
             # keep everything tied with the k-th score, then order exactly
             kth = np.partition(sc, len(sc) - k)[len(sc) - k]
             sel = sc >= kth
@@ -438,6 +490,23 @@ class Bm25Index:
         """
         ids, sc = self.search_arrays(text, k)
         return [(int(i), float(s)) for i, s in zip(ids.tolist(), sc.tolist(), strict=True)]
+
+
+def _top_k_bound(scores: np.ndarray, k: int) -> np.float32 | None:
+    """A score the ``k``-th best finite score of ``scores`` reaches, or None.
+
+    It is the least of ``k`` disjoint blocks' maxima: ``k`` scores reach it. None when that
+    would not narrow much (few scores), when a block's maximum is not finite (NaN or inf are
+    no witnesses: they are dropped from answers), or when it is not positive (0 is the score
+    of an untouched doc in a dense array).
+    """
+    if len(scores) < 8 * k:
+        return None
+    maxima = scores[:len(scores) // k * k].reshape(k, -1).max(axis=1)  # NaN propagates
+    if not np.isfinite(maxima).all():
+        return None
+    bound = maxima.min()
+    return bound if bound > 0 else None
 
 
 def rrf_union(vector_ids: Sequence[int], lexical_ids: Sequence[int]) -> list[int]:

@@ -42,6 +42,7 @@ _BMP_RUN = re.compile(_BMP_CLASS + "+")
 # runs of two or more, or one such character alone: the regex drops the rest in C.
 _GROWS = sorted(chr(cp) for cp, low in LOWER.items() if len(low) >= 2)
 assert all(len(LOWER[ord(ch)]) == 2 and ord(ch) <= 0xFFFF for ch in _GROWS)
+GROWS_WHEN_LOWERED = frozenset(_GROWS)  # the characters whose lowercase is longer (U+0130)
 _BMP_TOKEN = re.compile(_BMP_CLASS + "{2,}" + "".join(f"|{re.escape(ch)}" for ch in _GROWS))
 _ASCII_TOKEN = re.compile("[a-z0-9]{2,}")
 _ASTRAL = re.compile("[\U00010000-\U0010FFFF]")

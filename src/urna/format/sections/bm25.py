@@ -86,24 +86,38 @@ def encode_bm25(p: Bm25Payload) -> bytes:
     _blob(out, pack_u64s(np.asarray(p.doc_lens, dtype=np.uint64)))
     offsets = np.asarray(p.post_offsets, dtype=np.int64)
     docs = np.asarray(p.post_docs, dtype=np.uint32)
-    # Python str order is code point order, which is UTF-8 byte order.
-    order = sorted(range(len(p.terms)), key=p.terms.__getitem__)
-    gap_parts: list[np.ndarray] = []
-    tf_parts: list[np.ndarray] = []
-    for t in order:
-        raw = p.terms[t].encode("utf-8")
-        lo, hi = int(offsets[t]), int(offsets[t + 1])
-        out.append(_U32.pack(len(raw)) + raw + _U32.pack(hi - lo))
-        d = docs[lo:hi]
-        if hi > lo:
-            # first posting absolute, then differences; u32 wrapping like the reference
-            gap_parts.append(np.diff(d, prepend=np.uint32(0)).astype(np.uint32))
-            tf_parts.append(np.asarray(p.post_tfs[lo:hi], dtype=np.uint32))
-    gaps = np.concatenate(gap_parts) if gap_parts else np.zeros(0, np.uint32)
-    tfs = np.concatenate(tf_parts) if tf_parts else np.zeros(0, np.uint32)
+    tfs = np.asarray(p.post_tfs, dtype=np.uint32)
+    terms = p.terms
+    # Python str order is code point order, which is UTF-8 byte order; what we build is sorted
+    order = sorted(range(len(terms)), key=terms.__getitem__)
+    if any(t != i for i, t in enumerate(order)):  # a decoded payload may list terms unsorted
+        idx = _ranges(offsets[:-1][order], np.diff(offsets)[order])
+        docs, tfs = docs[idx], tfs[idx]
+        offsets = np.zeros(len(order) + 1, dtype=np.int64)
+        np.cumsum(np.diff(p.post_offsets)[order], out=offsets[1:])
+        terms = [terms[t] for t in order]
+    dfs = np.diff(offsets).tolist()
+    pack = _U32.pack
+    out.append(b"".join([pack(len(raw)) + raw + pack(df)
+                         for raw, df in zip((t.encode("utf-8") for t in terms), dfs,
+                                            strict=True)]))
+    # each term's first posting absolute, then differences; u32 wrapping like the reference
+    gaps = np.empty_like(docs)
+    if len(docs):
+        gaps[0] = docs[0]
+        np.subtract(docs[1:], docs[:-1], out=gaps[1:])
+        firsts = offsets[:-1][np.diff(offsets) > 0]
+        gaps[firsts] = docs[firsts]
     _blob(out, pack_u64s(gaps.astype(np.uint64)))
     _blob(out, pack_u64s(tfs.astype(np.uint64)))
     return b"".join(out)
+
+
+def _ranges(starts: np.ndarray, lens: np.ndarray) -> np.ndarray:
+    """The concatenation of ``arange(s, s + n)`` for every (s, n)."""
+    total = int(lens.sum())
+    ends = np.cumsum(lens)
+    return np.arange(total, dtype=np.int64) + np.repeat(starts - (ends - lens), lens)
 
 
 def _blob(out: list[bytes], blob: bytes) -> None:
