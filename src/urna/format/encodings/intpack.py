@@ -36,19 +36,59 @@ def _pack_block(block: np.ndarray) -> bytes:
     return head + np.packbits(bits.reshape(-1), bitorder="little").tobytes()
 
 
+def _bit_widths(spans_max: np.ndarray) -> np.ndarray:
+    """``int.bit_length`` of each uint64, exactly (no float rounding near powers of two)."""
+    width = np.zeros(spans_max.shape[0], dtype=np.int64)
+    rest = spans_max.copy()
+    for step in (32, 16, 8, 4, 2, 1):
+        big = rest >= (np.uint64(1) << np.uint64(step))
+        width += big * step
+        rest = np.where(big, rest >> np.uint64(step), rest)
+    return width + (rest > 0)
+
+
+def _pack_full_blocks(full: np.ndarray) -> tuple[bytes, np.ndarray]:
+    """Every 128-value block of ``full`` (n x 128) back to back, and each block's size."""
+    lo = full.min(axis=1)
+    span = full - lo[:, None]
+    width = _bit_widths(span.max(axis=1))
+    sizes = 9 + (INTPACK_BLOCK // 8) * width
+    starts = np.cumsum(sizes) - sizes
+    out = np.zeros(int(sizes.sum()), dtype=np.uint8)
+    out[starts[:, None] + np.arange(8)] = lo.astype("<u8").view(np.uint8).reshape(-1, 8)
+    out[starts + 8] = width.astype(np.uint8)
+    for w in np.unique(width[width > 0]).tolist():
+        rows = np.flatnonzero(width == w)
+        # 128 values of w bits fill exactly 2w little-endian u64 words: value i starts at bit
+        # i*w, so OR it into its word and the spill into the next one (bits never overlap).
+        # Worked column-wise (value i of every block at once) on transposed copies, so each
+        # step streams contiguous memory.
+        values = np.ascontiguousarray(span[rows].T)
+        words = np.zeros((2 * w, rows.shape[0]), dtype=np.uint64)
+        for i in range(INTPACK_BLOCK):
+            word, shift = divmod(i * w, 64)
+            words[word] |= values[i] << np.uint64(shift)
+            if shift + w > 64:
+                words[word + 1] |= values[i] >> np.uint64(64 - shift)
+        packed = np.ascontiguousarray(words.T, dtype="<u8").view(np.uint8)
+        out[(starts[rows] + 9)[:, None] + np.arange(packed.shape[1])] = packed
+    return out.tobytes(), sizes
+
+
 def pack_u64s(values) -> bytes:
     """Encode a sequence of unsigned 64-bit values canonically."""
     arr = np.ascontiguousarray(np.asarray(values, dtype=np.uint64).reshape(-1))
     count = int(arr.shape[0])
     n_blocks = -(-count // INTPACK_BLOCK)
-    blocks = [_pack_block(arr[b * INTPACK_BLOCK:(b + 1) * INTPACK_BLOCK]) for b in range(n_blocks)]
-    offsets = []
-    pos = 8 + 4 * n_blocks
-    for blk in blocks:
-        offsets.append(pos & 0xFFFFFFFF)
-        pos += len(blk)
-    head = struct.pack(f"<II{n_blocks}I", count & 0xFFFFFFFF, n_blocks, *offsets)
-    return head + b"".join(blocks)
+    n_full = count // INTPACK_BLOCK
+    body, sizes = _pack_full_blocks(arr[:n_full * INTPACK_BLOCK].reshape(n_full, INTPACK_BLOCK))
+    if count > n_full * INTPACK_BLOCK:
+        tail = _pack_block(arr[n_full * INTPACK_BLOCK:])
+        body += tail
+        sizes = np.append(sizes, len(tail))
+    offsets = (8 + 4 * n_blocks + np.cumsum(sizes, dtype=np.int64) - sizes) & 0xFFFFFFFF
+    head = struct.pack("<II", count & 0xFFFFFFFF, n_blocks)
+    return head + offsets.astype("<u4").tobytes() + body
 
 
 def packed_len(values) -> int:
