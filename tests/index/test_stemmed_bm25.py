@@ -46,12 +46,21 @@ def test_coverage_is_the_idf_weighted_share_of_the_query() -> None:
                                    + _bm25(w_now, 1, 3), 0.0])
 
 
-def test_repeated_query_terms_count_again_and_unknown_terms_weigh_nothing() -> None:
+def test_repeated_query_terms_count_again() -> None:
     index = Bm25Index.build(DOCS)
-    once = stemmed_evidence(index, "files zzzz", np.arange(4))
-    twice = stemmed_evidence(index, "files file zzzz", np.arange(4))
+    once = stemmed_evidence(index, "files", np.arange(4))
+    twice = stemmed_evidence(index, "files file", np.arange(4))
     assert np.allclose(twice.scores, 2 * once.scores)
-    assert once.coverage.tolist() == [1.0, 1.0, 0.0, 0.0]  # zzzz is in no document
+    assert once.coverage.tolist() == twice.coverage.tolist() == [1.0, 1.0, 0.0, 0.0]
+
+
+def test_a_word_no_document_holds_is_the_part_of_the_query_nobody_covers() -> None:
+    index = Bm25Index.build(DOCS)
+    ev = stemmed_evidence(index, "files zzzz", np.arange(4))
+    assert np.allclose(ev.scores, stemmed_evidence(index, "files", np.arange(4)).scores)
+    w_file, w_absent = _idf(2), _idf(0)
+    assert np.allclose(ev.coverage, [w_file / (w_file + w_absent)] * 2 + [0.0, 0.0])
+    assert not stemmed_evidence(index, "zzzz", np.arange(4)).coverage.any()
 
 
 def test_rows_outside_the_index_and_empty_asks_get_no_evidence() -> None:
@@ -92,9 +101,7 @@ def test_without_shared_stems_the_score_is_the_reference_bm25(docs, query) -> No
     ev = stemmed_evidence(index, text, rows)
     assert np.allclose(ev.scores, index.scores_of(text, rows), rtol=1e-5, atol=1e-6)
     n = len(docs)
-    weight = {w: _idf(sum(w in d for d in docs), n) for w in set(query)
-              if any(w in d for d in docs)}
+    weight = {w: _idf(sum(w in d for d in docs), n) for w in set(query)}  # df 0: idf(0)
     for r, d in enumerate(docs):
-        want = (sum(v for w, v in weight.items() if w in d) / sum(weight.values())
-                if weight else 0.0)
+        want = sum(v for w, v in weight.items() if w in d) / sum(weight.values())
         assert math.isclose(ev.coverage[r], want, abs_tol=1e-12)

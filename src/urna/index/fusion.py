@@ -13,7 +13,8 @@ match; both mean the same). Per query and per signal:
 * ``coverage``: the IDF-weighted share of the query's distinct terms that BM25's top
   candidate contains (:func:`lexical_coverage`). BM25 finding one shared word of a
   paraphrase is weak evidence however peaked its list; BM25 matching the whole query is
-  strong. ``w_lex`` is multiplied by ``coverage ** 2`` (None: not gated).
+  strong. ``w_lex`` is multiplied by ``coverage ** 3`` (:data:`COVERAGE_POWER`; None: not
+  gated).
 
 * ``row_coverage`` (optional, one value in [0, 1] per candidate): the share of the query each
   candidate holds. The lexical list that is z-scored is ``lexical * row_coverage ** 2``
@@ -38,7 +39,7 @@ from ..errors import InvalidInput
 
 GAP_DEPTH = 10
 POWER = 1.0
-COVERAGE_POWER = 2.0
+COVERAGE_POWER = 3.0
 ROW_COVERAGE_POWER = 2.0
 
 

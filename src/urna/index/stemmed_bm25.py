@@ -9,9 +9,11 @@ the same Porter stem (:func:`urna.index.stemming.porter_stem`), so "copies" also
 
 once per query token (repeats count, as in §8.4), in float64: this is evidence for the fused
 order, never a reference score (``Bm25Index.search`` and ``search_bm25`` stay exact).
-``coverage[row]`` is the IDF-weighted share of the query's distinct stem groups the row holds
-(the classic coordination factor): BM25 lets one rare shared word outweigh the rest of the
-query, coverage says how much of the query the row answers. Work is bounded by the postings
+``coverage[row]`` is the IDF-weighted share of the query's distinct stems the row holds (the
+classic coordination factor): BM25 lets one rare shared word outweigh the rest of the query,
+coverage says how much of the query the row answers. A query stem no document holds weighs
+``idf(0)``, the most a word can: "as an adverb" over a corpus without "adverb" is a query
+that no row covers, however many rows hold "as" and "an". Work is bounded by the postings
 of the query's groups; no array of the index's size is allocated per query.
 """
 
@@ -89,8 +91,9 @@ def stemmed_evidence(bm25: Bm25Index, text: str, rows: np.ndarray) -> StemmedEvi
             docs, tfs = (_group_postings(bm25, members) if members is not None
                          else (np.zeros(0, np.int64), np.zeros(0)))
             df = int(np.unique(docs).size) if docs.size else 0
-            if df == 0:  # not in the corpus: no evidence and no weight, as lexical_coverage
+            if df == 0:  # in no document: no evidence, but the part of the query nobody holds
                 parts[stem] = None
+                total_weight += bm25_idf(0, bm25.n_docs)
                 continue
             idf = bm25_idf(df, bm25.n_docs)
             # the tf of each asked row: postings matched to rows by binary search
