@@ -70,9 +70,8 @@ def stemmed_evidence(bm25: Bm25Index, text: str, rows: np.ndarray) -> StemmedEvi
     rows = np.asarray(rows, dtype=np.int64)
     scores = np.zeros(rows.shape, dtype=np.float64)
     held = np.zeros(rows.shape, dtype=np.float64)
-    empty = StemmedEvidence(scores, held)
     if rows.size == 0 or bm25.n_docs == 0:
-        return empty
+        return StemmedEvidence(scores, held)
     groups = stem_groups(bm25)
     by_row = np.argsort(rows, kind="stable")
     sorted_rows = rows[by_row]
