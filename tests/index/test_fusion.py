@@ -145,3 +145,35 @@ def test_low_coverage_silences_a_peaked_lexical_list() -> None:
     assert quiet.ids.tolist() == [2, 0, 3, 4, 1]  # the cosine order
     with pytest.raises(InvalidInput):
         fuse(np.arange(5), cos, lex, coverage=1.5)
+
+
+def test_row_coverage_lifts_the_row_holding_the_whole_query() -> None:
+    # row 1 has the higher BM25 (its one rare word), row 0 holds all of the query
+    cos = np.array([0.30, 0.30, 0.30, 0.25, 0.22, 0.20])
+    lex = np.array([8.0, 10.0, 0.0, 1.0, 0.5, 0.0])
+    assert int(fuse(np.arange(6), cos, lex).ids[0]) == 1
+    held = np.array([1.0, 0.3, 0.0, 0.5, 0.5, 0.0])
+    got = fuse(np.arange(6), cos, lex, row_coverage=held)
+    assert int(got.ids[0]) == 0
+    assert got.lexical.tolist() == lex[got.ids].tolist()  # the reported BM25 is untouched
+    # the trust weight is measured on the BM25 list itself, not on the weighted one
+    assert got.weights == fuse(np.arange(6), cos, lex).weights
+
+
+def test_row_coverage_rides_with_its_ids_in_any_input_order() -> None:
+    ids = np.array([12, 3, 7, 40, 5, 9])
+    cos = np.array([0.30, 0.30, 0.30, 0.25, 0.22, 0.20])
+    lex = np.array([8.0, 10.0, 0.0, 1.0, 0.5, 0.0])
+    held = np.array([1.0, 0.3, 0.0, 0.5, 0.5, 0.0])
+    a = fuse(ids, cos, lex, row_coverage=held)
+    perm = [5, 2, 0, 4, 1, 3]
+    b = fuse(ids[perm], cos[perm], lex[perm], row_coverage=held[perm])
+    assert a.ids.tolist() == b.ids.tolist() and int(a.ids[0]) == 12
+
+
+@pytest.mark.parametrize("held", [np.zeros(3), np.array([0.5, 0.5, 0.5, 1.5]),
+                                  np.array([0.5, np.nan, 0.5, 0.5]),
+                                  np.array([-0.1, 0.5, 0.5, 0.5])])
+def test_bad_row_coverage_raises_a_typed_error(held) -> None:
+    with pytest.raises(InvalidInput):
+        fuse(np.arange(4), np.zeros(4), np.ones(4), row_coverage=held)

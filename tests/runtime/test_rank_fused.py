@@ -130,6 +130,18 @@ def test_retrieve_and_routed_take_the_rank(files) -> None:
         assert _rows_of(f, routed) == _rows_of(f, hits)
 
 
+def test_other_forms_of_the_query_words_count_as_lexical_evidence(files) -> None:
+    plural = "zebras quantum harbors"  # the rows hold "zebra" and "harbor"
+    flat = np.asarray(_unit((7, 1.0)), dtype=np.float32)  # the vectors cannot tell
+    with urna.open(files["bm25"]) as f:
+        fused = f.search_hybrid(flat, plural, 4, 64, rank="fused")
+        assert _rows_of(f, fused)[:2] == [BOTH, LEXICAL]
+        # lexical_score stays the reference's BM25 of the row (only "quantum" matches as is)
+        bm25 = {h.chunk_id: h.score for h in f.search_bm25(plural, 5)}
+        assert fused[1].lexical_score == bm25[fused[1].chunk_id] > 0.0
+        assert f.search_bm25("zebras harbors", 5) == []  # search_bm25 itself never stems
+
+
 def test_a_file_without_bm25_falls_back_to_cosine_and_says_so(files) -> None:
     with urna.open(files["plain"]) as f:
         fused = f.retrieve(Q, 4, query_text=TEXT, rank="fused")

@@ -13,7 +13,13 @@ match; both mean the same). Per query and per signal:
 * ``coverage``: the IDF-weighted share of the query's distinct terms that BM25's top
   candidate contains (:func:`lexical_coverage`). BM25 finding one shared word of a
   paraphrase is weak evidence however peaked its list; BM25 matching the whole query is
-  strong. ``w_lex`` is multiplied by ``coverage ** 2`` (None: not gated).
+  strong. ``w_lex`` is multiplied by ``coverage ** 3`` (:data:`COVERAGE_POWER`; None: not
+  gated).
+
+* ``row_coverage`` (optional, one value in [0, 1] per candidate): the share of the query each
+  candidate holds. The lexical list that is z-scored is ``lexical * row_coverage ** 2``
+  (:data:`ROW_COVERAGE_POWER`), so a row matching most of the query outranks one matching
+  its rarest word only; ``w_lex`` is still measured on ``lexical`` itself.
 
 ``fused = w_cos * z_cos + w_lex * z_lex`` (``w ** power``), ordered by fused score desc, then
 cosine desc, then row id asc. Without lexical evidence (None, or no candidate matched) the
@@ -33,7 +39,8 @@ from ..errors import InvalidInput
 
 GAP_DEPTH = 10
 POWER = 1.0
-COVERAGE_POWER = 2.0
+COVERAGE_POWER = 3.0
+ROW_COVERAGE_POWER = 2.0
 
 
 @dataclass(frozen=True)
@@ -91,8 +98,9 @@ def zscore(scores: np.ndarray) -> np.ndarray:
     return (scores - float(scores.mean())) / sd
 
 
-def _as_pool(cand_ids: np.ndarray, cosine: np.ndarray,
-             lexical: np.ndarray | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _as_pool(cand_ids: np.ndarray, cosine: np.ndarray, lexical: np.ndarray | None
+             ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(ids, cosine, lexical) checked and in id order, plus that reordering."""
     ids = np.asarray(cand_ids)
     if ids.ndim != 1 or (ids.size and not np.issubdtype(ids.dtype, np.integer)):
         raise InvalidInput("fusion: cand_ids must be a 1-d array of integer row ids")
@@ -116,25 +124,39 @@ def _as_pool(cand_ids: np.ndarray, cosine: np.ndarray,
     ids, cos, lex = ids[by_id], cos[by_id], lex[by_id]
     if ids.size > 1 and not np.all(np.diff(ids) > 0):
         raise InvalidInput("fusion: cand_ids must be distinct")
-    return ids, cos, lex
+    return ids, cos, lex, by_id
+
+
+def _row_coverage(row_coverage: np.ndarray | None, n: int) -> np.ndarray | None:
+    if row_coverage is None:
+        return None
+    cov = np.asarray(row_coverage, dtype=np.float64)
+    if cov.shape != (n,):
+        raise InvalidInput(f"fusion: {cov.size} row coverages for {n} candidates")
+    if not np.all((cov >= 0.0) & (cov <= 1.0)):  # NaN fails too
+        raise InvalidInput("fusion: row coverages must be in [0, 1]")
+    return cov
 
 
 def fuse(cand_ids: np.ndarray, cosine: np.ndarray, lexical: np.ndarray | None = None, *,
-         coverage: float | None = None, k: int | None = None, gap_depth: int = GAP_DEPTH,
+         coverage: float | None = None, row_coverage: np.ndarray | None = None,
+         k: int | None = None, gap_depth: int = GAP_DEPTH,
          power: float = POWER) -> FusedRanking:
     """Order a candidate pool by gap-weighted z-score fusion of cosine and BM25 (top ``k``)."""
     if gap_depth < 1:
         raise InvalidInput("fusion: gap_depth must be >= 1")
     if coverage is not None and not 0.0 <= coverage <= 1.0:
         raise InvalidInput("fusion: coverage must be in [0, 1]")
-    ids, cos, lex = _as_pool(cand_ids, cosine, lexical)
+    row_cov = _row_coverage(row_coverage, np.asarray(cand_ids).size)
+    ids, cos, lex, by_id = _as_pool(cand_ids, cosine, lexical)
     w_cos = relative_gap(cos, gap_depth) ** power
     w_lex = relative_gap(lex, gap_depth) ** power if np.any(lex > 0) else 0.0
     if coverage is not None:
         w_lex *= coverage ** COVERAGE_POWER
     if w_cos == 0.0 and w_lex == 0.0:
         w_cos = 1.0  # neither list stands out: the cosine order
-    fused = w_cos * zscore(cos) + w_lex * zscore(lex)
+    evidence = lex if row_cov is None else lex * row_cov[by_id] ** ROW_COVERAGE_POWER
+    fused = w_cos * zscore(cos) + w_lex * zscore(evidence)
     order = np.lexsort((ids, -cos, -fused))
     if k is not None:
         if k < 0:

@@ -1,11 +1,13 @@
 """The ``rank="fused"`` ordering of a candidate pool (beyond the reference; issue #15).
 
 The pool comes from the path's candidate stage (hybrid: vector shortlist ∪ BM25 shortlist;
-graph: the BFS union). Every pool row gets its exact cosine from the rerank kernel and its BM25
-score from the file's own 0x08 statistics (``Bm25Index.scores_of``), and ``index.fusion.fuse``
-orders them. The lexical gate (``coverage``) is measured on the pool's best BM25 row, with the
-document frequencies of the BM25 section. A file without BM25 keeps the cosine order and says
-so (:data:`NO_BM25`). ``rank="cosine"`` is the reference's order, untouched.
+graph: the BFS union). Every pool row gets its exact cosine from the rerank kernel and its
+lexical evidence from the file's own 0x08 section: the stem-widened BM25 score and the share
+of the query it holds (``index.stemmed_bm25``); ``index.fusion.fuse`` orders them. The
+lexical gate (``coverage``) is the held share of the pool's best lexical row. A hit reports
+its exact cosine as ``score`` and, as ``lexical_score``, the row's BM25 score exactly as
+``search_bm25`` computes it (``Bm25Index.scores_of``, no stemming). A file without BM25 keeps
+the cosine order and says so (:data:`NO_BM25`). ``rank="cosine"`` is the reference's order.
 """
 
 from __future__ import annotations
@@ -15,9 +17,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..index import exact
-from ..index.bm25 import Bm25Index
-from ..index.fusion import fuse, lexical_coverage
-from ..index.tokenize import tokenize
+from ..index.fusion import fuse
+from ..index.stemmed_bm25 import stemmed_evidence
 from .opening import OpenedFile
 
 FUSION_MODE = "gated-z"             # explain.fusion_mode of a fused list
@@ -31,19 +32,8 @@ class FusedOrder:
 
     ids: np.ndarray      # int64 rows, best first
     cosine: np.ndarray   # float32 exact cosine (the hit's score)
-    lexical: np.ndarray  # float64 BM25 score
+    lexical: np.ndarray  # float64 BM25 score (the reference's, as search_bm25 gives it)
     fused: np.ndarray    # float64 fused score (what ordered the list)
-
-
-def pool_coverage(bm25: Bm25Index, text: str, pool: np.ndarray, lexical: np.ndarray) -> float:
-    """IDF-weighted share of the query's terms held by the pool's best BM25 row (0 if none)."""
-    if lexical.size == 0 or not float(lexical.max()) > 0.0:
-        return 0.0
-    best = int(pool[int(np.argmax(lexical))])  # argmax: the first (lowest row) of ties
-    terms = set(tokenize(text))
-    df = {t: bm25.document_frequency(t) for t in terms}
-    held = {t for t in terms if df[t] > 0 and bm25.doc_has_term(best, t)}
-    return lexical_coverage(terms, held, df, bm25.n_docs)
 
 
 def fused_order(st: OpenedFile, q: np.ndarray, text: str, pool: np.ndarray,
@@ -54,13 +44,17 @@ def fused_order(st: OpenedFile, q: np.ndarray, text: str, pool: np.ndarray,
         return None
     pool = np.unique(np.asarray(pool, dtype=np.int64))
     cosine = exact.score_rows(st.scoring, q, pool)
-    lexical = bm25.scores_of(text, pool).astype(np.float64)
-    lexical[~(lexical > 0.0)] = 0.0  # a hostile payload's negative or NaN score: no evidence
-    coverage = pool_coverage(bm25, text, pool, lexical)
-    ranking = fuse(pool, np.asarray(cosine, dtype=np.float64), lexical, coverage=coverage, k=k)
-    by_row = dict(zip(pool.tolist(), np.asarray(cosine).tolist(), strict=True))
-    cos = np.asarray([by_row[i] for i in ranking.ids.tolist()], dtype=np.asarray(cosine).dtype)
-    return FusedOrder(ranking.ids, cos, ranking.lexical, ranking.scores)
+    evidence = stemmed_evidence(bm25, text, pool)
+    # the gate: how much of the query the best lexical row holds (argmax: lowest row of ties)
+    coverage = (float(evidence.coverage[int(np.argmax(evidence.scores))])
+                if evidence.scores.size and evidence.scores.max() > 0.0 else 0.0)
+    ranking = fuse(pool, np.asarray(cosine, dtype=np.float64), evidence.scores,
+                   coverage=coverage, row_coverage=evidence.coverage, k=k)
+    reported = bm25.scores_of(text, pool).astype(np.float64)
+    reported[~(reported > 0.0)] = 0.0  # a hostile payload's negative or NaN score: none
+    at = np.searchsorted(pool, ranking.ids)  # pool is sorted and holds every ranked id
+    cos = np.asarray(cosine)[at]
+    return FusedOrder(ranking.ids, cos, reported[at], ranking.scores)
 
 
 def fallback_reason(st: OpenedFile) -> str:

@@ -1,0 +1,114 @@
+"""Stem-widened BM25 evidence of a query over some rows (the lexical side of ``rank="fused"``).
+
+Each query term stands for its stem group: every term of the file's own BM25 vocabulary with
+the same Porter stem (:func:`urna.index.stemming.porter_stem`), so "copies" also matches
+"copy" and "copied". A group is scored as one term with the index's own parameters:
+``tf`` = the summed tf of its members in the row, ``df`` = the rows holding any member,
+
+    score[row] += idf(df) * tf * (k1 + 1) / (tf + k1 * ((1 - b) + b * dl / max(avgdl, 1)))
+
+once per query token (repeats count, as in §8.4), in float64: this is evidence for the fused
+order, never a reference score (``Bm25Index.search`` and ``search_bm25`` stay exact).
+``coverage[row]`` is the IDF-weighted share of the query's distinct stems the row holds (the
+classic coordination factor): BM25 lets one rare shared word outweigh the rest of the query,
+coverage says how much of the query the row answers. A query stem no document holds weighs
+``idf(0)``, the most a word can: "as an adverb" over a corpus without "adverb" is a query
+that no row covers, however many rows hold "as" and "an". Work is bounded by the postings
+of the query's groups; no array of the index's size is allocated per query.
+"""
+
+from __future__ import annotations
+
+import threading
+import weakref
+from dataclasses import dataclass
+
+import numpy as np
+
+from .bm25 import Bm25Index
+from .fusion import bm25_idf
+from .stemming import porter_stem
+from .tokenize import tokenize
+
+_groups_cache: weakref.WeakKeyDictionary[Bm25Index, dict[str, np.ndarray]] = (
+    weakref.WeakKeyDictionary())
+_groups_lock = threading.Lock()
+
+
+@dataclass(frozen=True)
+class StemmedEvidence:
+    """The stem-widened BM25 score and query coverage of each asked row."""
+
+    scores: np.ndarray    # float64, >= 0 (0: no query stem in the row)
+    coverage: np.ndarray  # float64 in [0, 1]
+
+
+def stem_groups(bm25: Bm25Index) -> dict[str, np.ndarray]:
+    """Stem -> int64 term ids of the vocabulary sharing it (built once per index)."""
+    with _groups_lock:
+        groups = _groups_cache.get(bm25)
+        if groups is None:
+            lists: dict[str, list[int]] = {}
+            for i, term in enumerate(bm25.terms):
+                lists.setdefault(porter_stem(term), []).append(i)
+            groups = {s: np.asarray(ids, dtype=np.int64) for s, ids in lists.items()}
+            _groups_cache[bm25] = groups
+        return groups
+
+
+def _group_postings(bm25: Bm25Index, members: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(doc ids, tfs) of every posting of the member terms, concatenated."""
+    offs = bm25.offsets
+    docs = [bm25.docs[int(offs[t]):int(offs[t + 1])] for t in members.tolist()]
+    tfs = [bm25.payload.post_tfs[int(offs[t]):int(offs[t + 1])] for t in members.tolist()]
+    return (np.concatenate(docs).astype(np.int64),
+            np.concatenate(tfs).astype(np.float64))
+
+
+def stemmed_evidence(bm25: Bm25Index, text: str, rows: np.ndarray) -> StemmedEvidence:
+    """Stem-widened BM25 scores and IDF-weighted query coverage of ``rows`` for ``text``."""
+    rows = np.asarray(rows, dtype=np.int64)
+    scores = np.zeros(rows.shape, dtype=np.float64)
+    held = np.zeros(rows.shape, dtype=np.float64)
+    if rows.size == 0 or bm25.n_docs == 0:
+        return StemmedEvidence(scores, held)
+    groups = stem_groups(bm25)
+    by_row = np.argsort(rows, kind="stable")
+    sorted_rows = rows[by_row]
+    inside = (rows >= 0) & (rows < bm25.n_docs)
+    dl = np.zeros(rows.shape, dtype=np.float64)
+    dl[inside] = np.asarray(bm25.payload.doc_lens, dtype=np.float64)[rows[inside]]
+    k1, b = float(bm25.k1), float(bm25.b)
+    with np.errstate(all="ignore"):  # hostile parameters: non-finite scores are dropped below
+        knorm = k1 * ((1.0 - b) + b * dl / max(float(bm25.avgdl), 1.0))
+    total_weight = 0.0
+    parts: dict[str, np.ndarray | None] = {}  # stem -> its score of each row (None: no match)
+    for term in tokenize(text):
+        stem = porter_stem(term)
+        if stem not in parts:
+            members = groups.get(stem)
+            docs, tfs = (_group_postings(bm25, members) if members is not None
+                         else (np.zeros(0, np.int64), np.zeros(0)))
+            df = int(np.unique(docs).size) if docs.size else 0
+            if df == 0:  # in no document: no evidence, but the part of the query nobody holds
+                parts[stem] = None
+                total_weight += bm25_idf(0, bm25.n_docs)
+                continue
+            idf = bm25_idf(df, bm25.n_docs)
+            # the tf of each asked row: postings matched to rows by binary search
+            j = np.searchsorted(sorted_rows, docs)
+            j[j >= rows.size] = 0
+            hit = sorted_rows[j] == docs
+            tf = np.zeros(rows.shape, dtype=np.float64)
+            np.add.at(tf, by_row[j[hit]], tfs[hit])
+            with np.errstate(all="ignore"):
+                part = idf * tf * (k1 + 1.0) / (tf + knorm)
+            parts[stem] = part
+            total_weight += idf
+            held += idf * (tf > 0)
+        got = parts[stem]
+        if got is not None:
+            scores += got
+    scores[~(np.isfinite(scores) & (scores > 0.0))] = 0.0
+    coverage = np.clip(held / total_weight, 0.0, 1.0) if total_weight > 0.0 else held
+    return StemmedEvidence(scores, coverage)

@@ -1,0 +1,70 @@
+"""index.stemming: the Porter stemmer of the fused rank's lexical evidence.
+
+Expected stems are the worked examples of Porter's paper ("An algorithm for suffix stripping",
+1980) and of the two rules taken from his later English stemmer; none is produced by the code.
+"""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from urna.index.stemming import MAX_STEMMED, porter_stem
+
+PORTER_1980 = {
+    "caresses": "caress", "ponies": "poni", "ties": "ti", "caress": "caress", "cats": "cat",
+    "feed": "feed", "agreed": "agre", "plastered": "plaster", "bled": "bled",
+    "motoring": "motor", "sing": "sing", "conflated": "conflat", "troubled": "troubl",
+    "sized": "size", "hopping": "hop", "tanned": "tan", "falling": "fall", "hissing": "hiss",
+    "fizzed": "fizz", "failing": "fail", "filing": "file", "happy": "happi", "sky": "sky",
+    "relational": "relat", "conditional": "condit", "rational": "ration",
+    "digitizer": "digit", "conformabli": "conform", "radicalli": "radic",
+    "differentli": "differ", "vileli": "vile", "analogousli": "analog",
+    "vietnamization": "vietnam", "predication": "predic", "operator": "oper",
+    "feudalism": "feudal", "decisiveness": "decis", "hopefulness": "hope",
+    "callousness": "callous", "formaliti": "formal", "sensitiviti": "sensit",
+    "sensibiliti": "sensibl", "triplicate": "triplic", "formative": "form",
+    "formalize": "formal", "electriciti": "electr", "electrical": "electr", "hopeful": "hope",
+    "goodness": "good", "revival": "reviv", "allowance": "allow", "inference": "infer",
+    "airliner": "airlin", "gyroscopic": "gyroscop", "adjustable": "adjust",
+    "defensible": "defens", "irritant": "irrit", "replacement": "replac",
+    "adjustment": "adjust", "dependent": "depend", "adoption": "adopt", "homologou": "homolog",
+    "communism": "commun", "activate": "activ", "angulariti": "angular",
+    "homologous": "homolog", "effective": "effect", "bowdlerize": "bowdler",
+    "probate": "probat", "rate": "rate", "cease": "ceas", "controll": "control", "roll": "roll",
+}
+
+
+@pytest.mark.parametrize("word,stem", sorted(PORTER_1980.items()))
+def test_porter_paper_examples(word: str, stem: str) -> None:
+    assert porter_stem(word) == stem
+
+
+def test_inflections_of_one_word_meet() -> None:
+    assert {porter_stem(w) for w in ("copy", "copies", "copied", "copying")} == {"copi"}
+    assert {porter_stem(w) for w in ("file", "files", "filing")} == {"file"}
+
+
+def test_the_two_later_rules_and_their_limits() -> None:
+    assert porter_stem("abundantly") == porter_stem("abundant") == "abund"
+    assert porter_stem("chronology") == porter_stem("chronologically") == "chronolog"
+    # "-li" goes only when what is left has m > 1: short words keep it
+    assert porter_stem("early") == "earli" and porter_stem("only") == "onli"
+
+
+@pytest.mark.parametrize("term", ["ab", "x1", "2024", "zürich", "日本", "naïve", "y" * 70])
+def test_non_english_short_or_long_terms_are_their_own_stem(term: str) -> None:
+    assert porter_stem(term) == term
+
+
+def test_a_hostile_term_is_bounded() -> None:
+    assert porter_stem("y" * 100_000) == "y" * 100_000
+    assert porter_stem("y" * MAX_STEMMED) == porter_stem("y" * MAX_STEMMED)  # no recursion
+
+
+@given(st.text(alphabet="abcdefghijklmnopqrstuvwxyz", min_size=0, max_size=MAX_STEMMED + 4))
+def test_stems_are_deterministic_nonempty_and_never_longer(term: str) -> None:
+    stem = porter_stem(term)
+    assert stem == porter_stem(term)
+    assert (stem == term) if len(term) <= 2 else 1 <= len(stem) <= len(term)
