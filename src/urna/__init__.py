@@ -17,18 +17,20 @@ Every error is a subclass of ``urna.errors.UrnaError`` (a ``ValueError``).
 from __future__ import annotations
 
 import os
+import sys
+import types
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from . import errors
 from ._version import __version__
-from .build import build
 from .errors import UrnaError
 from .format.identity import chunk_id
 
 if TYPE_CHECKING:  # pragma: no cover
     from concurrent.futures import Executor
 
+    from .build import build
     from .runtime import RetrieveHit, Searcher, SearchHit, SearchResult, UrnaFile
     from .runtime.aio import AsyncUrnaFile
     from .runtime.catalog import Catalog
@@ -75,10 +77,31 @@ def potion_model_path() -> str:
     return str(Path(__file__).parent / "models" / "potion-base-8M")
 
 
-def __getattr__(name: str):
-    # The runtime (numpy views, kernels) loads on first use, not at `import urna`.
+def __getattr__(name: str) -> Any:
+    # The runtime (numpy views, kernels) and the writer load on first use, not at `import urna`:
+    # a CLI read verb never pays for the writer's imports.
+    if name == "build":
+        from .build import build as build_fn
+
+        return build_fn
     if name in _RUNTIME_NAMES:
         from . import runtime
 
         return getattr(runtime, name)
     raise AttributeError(f"module 'urna' has no attribute {name!r}")
+
+
+class _Package(types.ModuleType):
+    """The ``urna`` package, whose ``build`` attribute is always the function.
+
+    Importing the submodule ``urna.build`` (the writer) binds the module on its package; the
+    package keeps the function there instead, as ``from .build import build`` did eagerly.
+    """
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name == "build" and isinstance(value, types.ModuleType):
+            value = value.build
+        super().__setattr__(name, value)
+
+
+sys.modules[__name__].__class__ = _Package

@@ -9,6 +9,7 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import sys
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 import click
@@ -17,9 +18,20 @@ from ..errors import UrnaError
 from ._output import error_line, usage_line
 from .options import recorded_files
 
-# Verb modules, each exposing COMMANDS; listed here in the help's order of groups.
-VERB_MODULES = ("file_cmds", "search_cmds", "forge_cmds", "eval_cmds", "serve_cmds",
-                "mcp_cmds", "tui_cmds", "living_cmds")
+# Verb modules, each exposing COMMANDS, with the verbs each defines: a call imports only its
+# verb's module (numpy, the forge, the server stay unloaded for the verbs that never use them);
+# listing the verbs (`urna --help`, ``cli.commands`` iterated) imports them all.
+VERB_MODULES: dict[str, tuple[str, ...]] = {
+    "file_cmds": ("inspect", "validate", "cite"),
+    "search_cmds": ("stats", "media", "search", "search-ann", "search-graph", "search-space",
+                    "benchmark"),
+    "forge_cmds": ("build", "ask", "retrieve", "search-text", "doctor"),
+    "eval_cmds": ("eval",),
+    "serve_cmds": ("serve",),
+    "mcp_cmds": ("mcp",),
+    "tui_cmds": ("tui",),
+    "living_cmds": ("add", "remove", "log", "compact"),
+}
 
 
 _HELP_ERRORS = tuple(getattr(click.exceptions, n) for n in ("NoArgsIsHelpError",)
@@ -90,16 +102,51 @@ def cli(ctx: click.Context, debug: bool) -> None:
     ctx.obj = {"debug": debug}
 
 
-def _register() -> None:
-    for name in VERB_MODULES:
-        if importlib.util.find_spec(f"{__name__}.{name}") is None:
-            continue  # a verb group not present in this tree
-        module = importlib.import_module(f"{__name__}.{name}")
+class LazyCommands(Mapping[str, click.Command]):
+    """``cli.commands``: verb name -> command, importing a verb's module on first lookup.
+
+    click reads a group's commands through ``get``/``in``/iteration only, so a mapping that
+    loads on demand keeps every click path (help, completion, ``add_command``) working.
+    """
+
+    def __init__(self, package: str, modules: Mapping[str, tuple[str, ...]]) -> None:
+        self._package = package
+        self._module_of = {verb: module for module, verbs in modules.items() for verb in verbs}
+        self._pending = list(modules)  # modules not imported yet, in listing order
+        self._loaded: dict[str, click.Command] = {}
+
+    def _load(self, module_name: str) -> None:
+        if module_name not in self._pending:
+            return  # imported already
+        self._pending.remove(module_name)
+        if importlib.util.find_spec(f"{self._package}.{module_name}") is None:
+            return  # a verb group not present in this tree
+        module = importlib.import_module(f"{self._package}.{module_name}")
         for command in module.COMMANDS:
-            cli.add_command(command)
+            self._loaded.setdefault(command.name or "", command)
+
+    def _load_all(self) -> None:
+        for module_name in list(self._pending):
+            self._load(module_name)
+
+    def __getitem__(self, verb: str) -> click.Command:
+        if verb not in self._loaded and verb in self._module_of:
+            self._load(self._module_of[verb])
+        return self._loaded[verb]
+
+    def __setitem__(self, verb: str, command: click.Command) -> None:
+        self._loaded[verb] = command  # click.Group.add_command
+
+    def __iter__(self) -> Iterator[str]:
+        self._load_all()
+        return iter(list(self._loaded))
+
+    def __len__(self) -> int:
+        self._load_all()
+        return len(self._loaded)
 
 
-_register()
+cli.commands = LazyCommands(__name__, VERB_MODULES)  # type: ignore[assignment]
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -15,9 +15,9 @@ import click
 from ..format.citation import resolve_citation
 from ..format.inspect import inspect_view
 from ..format.layout import ENCODING_NAMES, SECTION_METADATA
-from ..format.reader import UrnaView
 from ..format.verify import verify
-from ..runtime.catalog import is_catalog_path
+from ..runtime import verdicts
+from ..runtime.catalog_paths import is_catalog_path
 from ..runtime.stats import SECTION_ENCODING_LABELS, display_section_name, metadata_schema
 from ._output import emit_json, labelled
 from .options import input_file
@@ -45,7 +45,7 @@ def inspect_cmd(file: Path, as_json: bool) -> None:
 
     Example: urna inspect corpus.urna --json
     """
-    view = UrnaView.from_bytes(read_file(file))
+    view = verdicts.checked_view(str(file), read_file(file))
     doc = inspect_view(view, simd_backend())
     if view.entry(SECTION_METADATA) is not None:  # ours: the reference's document says unknown
         doc["sections"] = [{**s, "name": display_section_name(s["section_id"])}
@@ -133,11 +133,11 @@ def cite_cmd(file: Path, citation: str, as_json: bool) -> None:
             return
         file = shard_for_citation(file, citation)
     data = read_file(file)
-    view = UrnaView.from_bytes(data)
+    view = verdicts.checked_view(str(file), data)
     hit = resolve_citation(view, citation)
-    from ..format.identity import file_hash
-
-    fields = {"citation_id": citation, "file": str(file), "file_hash": file_hash(data),
+    verdicts.keep_view(str(file), data, view)
+    # the footer check's body digest, extended by the footer: no second pass over the file
+    fields = {"citation_id": citation, "file": str(file), "file_hash": view.file_hash(),
               "content_hash": hit.content_hash, "chunk_id": hit.chunk_id,
               "source_uri": hit.source_uri, "byte_start": hit.byte_start, "byte_end": hit.byte_end}
     from ..forge.sources.pdf import span_meaning

@@ -13,20 +13,20 @@ import json
 import math
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from ..errors import SpaceNotFound
-from ..index.filter import parse_where_json
-from ..runtime import SearchResult, UrnaFile, open_file
-from ..runtime.benchmark import run_benchmark
-from ..runtime.media import export_blobs
-from ..runtime.searcher import Searcher, open_searcher
-from ..runtime.stats import stats_document
 from ._output import emit_json
 from .options import BEAM, COUNT, ENGINE_K, HOPS, SEED, input_file
 
+if TYPE_CHECKING:
+    from ..runtime import SearchResult, UrnaFile
+    from ..runtime.searcher import Searcher
+
+# The runtime, filters, stats and benchmark are imported by the verbs that call them: a
+# process runs one verb, and the CLI's start-up is part of every answer's time.
 FILE = input_file(dir_okay=False)
 
 
@@ -98,11 +98,17 @@ where_option = click.option(
 
 def parse_where(text: str | None) -> dict[str, Any] | None:
     """The --where JSON as a filter mapping (None when the option is absent)."""
-    return None if text is None else parse_where_json(text)
+    if text is None:
+        return None
+    from ..index.filter import parse_where_json
+
+    return parse_where_json(text)
 
 
 def _search(file: Path, run: Callable[[Searcher], SearchResult]) -> SearchResult:
     """Run one search on FILE: a .urna file, or a shard catalog (its hits merged)."""
+    from ..runtime.searcher import open_searcher
+
     with open_searcher(file) as searcher:
         return run(searcher)
 
@@ -185,6 +191,8 @@ def stats_cmd(file: Path, as_json: bool) -> None:
 
     Example: urna stats corpus.urna
     """
+    from ..runtime.stats import stats_document
+
     d = stats_document(file)
     if as_json:
         emit_json(d)
@@ -236,6 +244,9 @@ def benchmark_cmd(file: Path, n_queries: int, k: int, ann_ef: int | None, madvis
 
     Example: urna benchmark corpus.urna -q 200 -k 10 --ann 100
     """
+    from ..runtime import open_file
+    from ..runtime.benchmark import run_benchmark
+
     try:
         with open_file(file) as f:
             report = run_benchmark(f, n_queries, k, ann_ef=ann_ef, madvise_cold=madvise_cold,
@@ -276,6 +287,8 @@ def media_cmd(file: Path, export: Path | None, as_json: bool) -> None:
 
     Example: urna media corpus.urna --export ./media
     """
+    from ..runtime import open_file
+
     with open_file(file) as f:
         if not f.has_blobs:
             if as_json:
@@ -305,6 +318,8 @@ def _export(f: UrnaFile, file: Path, refs: list[dict], folder: Path) -> list[str
     if not f.has_blob_data:
         raise click.ClickException(
             f"{file} has no blob_data (0x17): its media lives in the sidecar files listed above")
+    from ..runtime.media import export_blobs
+
     return export_blobs(f, folder)
 
 

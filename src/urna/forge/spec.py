@@ -23,6 +23,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from urna._cache_dir import user_cache_dir
 from urna.errors import RegistryError, SpecError
 
 __all__ = ["SpecError", "RegistryError", "CorpusSpec", "ModelSpec", "SourceSpec", "load_spec",
@@ -421,15 +422,6 @@ def cache_root(spec: CorpusSpec, override: str | None = None) -> Path:
     """The embed-cache root: flag > ``output.cache_dir`` > URNA_CACHE_DIR > XDG cache."""
     chosen = override or spec.output.cache_dir
     return Path(chosen).expanduser() if chosen else user_cache_dir()
-
-
-def user_cache_dir() -> Path:
-    """The user's urna cache: URNA_CACHE_DIR, else ``$XDG_CACHE_HOME/urna`` (~/.cache/urna)."""
-    chosen = os.environ.get("URNA_CACHE_DIR")
-    if chosen:
-        return Path(chosen).expanduser()
-    xdg = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(xdg) / "urna"
 
 
 def copy_with(spec: CorpusSpec, *, out_dir: str | None = None) -> CorpusSpec:

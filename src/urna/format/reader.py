@@ -148,11 +148,13 @@ class CheckSteps:
     before releasing ``data``: closing waits for the digests still running.
     """
 
-    def __init__(self, data: bytes | bytearray | memoryview) -> None:
+    def __init__(self, data: bytes | bytearray | memoryview, *,
+                 trusted_body: bytes | None = None) -> None:
         self.buf = _byte_view(data)
         self.planned: int | None = None
         self.checksum_bytes: int | None = None
         self.view: UrnaView | None = None
+        self.trusted_body = trusted_body
 
     def __iter__(self) -> Generator[CheckStep, None, None]:
         return self._run()
@@ -170,11 +172,19 @@ class CheckSteps:
             if step.error is not None:
                 return
         body_end = length - URNA_FOOTER_SIZE
+        trusted = False
+        if self.trusted_body is not None:
+            # A body once verified whole (runtime.verdicts): its digest, one pass, decides
+            # whether these are the same bytes; if so every checksum is known to hold.
+            with buf[:body_end] as body:
+                known = _body_digest(body)
+            trusted = known.digest() == self.trusted_body
         with Lane() as lane:
             # The body digest and each section checksum are independent passes over the same
             # bytes: they start at once on worker threads and are claimed in the check order.
-            body_job = lane.start_over(_body_digest, buf, 0, body_end)
-            sums, bad_entry = _start_checksums(buf, header, body_end, lane)
+            body_job = (Job(None, value=known) if self.trusted_body is not None
+                        else lane.start_over(_body_digest, buf, 0, body_end))
+            sums, bad_entry = _start_checksums(buf, header, body_end, lane, trusted)
             self.planned = 15 + 2 * len(sums)
             self.checksum_bytes = sum(entry.size for entry, _ in sums)
             entries: list[SectionEntry] = []
@@ -224,6 +234,7 @@ class CheckSteps:
         yield _PASSED["15"]
         view = UrnaView(buf, header, entries, manifest, manifest_bytes)
         view._body_hash = body_hash
+        view.trusted = trusted
         for section_id, name in CANONICAL_SECTIONS:
             if view.entry(section_id) is None:
                 yield CheckStep("16", "required sections", MissingRequiredSection(name))
@@ -279,9 +290,13 @@ def _header_steps(buf: memoryview, header: Header, length: int) -> Iterator[Chec
     yield CheckStep("6", "section table bounds", error, nbytes=table_len)
 
 
-def _start_checksums(buf: memoryview, header: Header, body_end: int,
-                     lane: Lane) -> tuple[list[tuple[SectionEntry, Job]], CheckStep | None]:
-    """Steps 7-9 per entry in table order, starting each checksum; stops at a bad entry."""
+def _start_checksums(buf: memoryview, header: Header, body_end: int, lane: Lane,
+                     trusted: bool = False
+                     ) -> tuple[list[tuple[SectionEntry, Job]], CheckStep | None]:
+    """Steps 7-9 per entry in table order, starting each checksum; stops at a bad entry.
+
+    ``trusted``: the body is a verified one (same digest), so each checksum is its own.
+    """
     sums: list[tuple[SectionEntry, Job]] = []
     for i in range(header.section_table_count):
         entry = SectionEntry.unpack(buf, header.section_table_offset + i * URNA_SECTION_ENTRY_SIZE)
@@ -290,7 +305,8 @@ def _start_checksums(buf: memoryview, header: Header, body_end: int,
         except UrnaError as exc:
             bad = CheckStep("7-9", "section entry", _detached(exc), entry.section_id, entry.size)
             return sums, bad
-        sums.append((entry, lane.start_over(h8, buf, entry.offset, entry.offset + entry.size)))
+        sums.append((entry, Job(None, value=entry.checksum) if trusted
+                     else lane.start_over(h8, buf, entry.offset, entry.offset + entry.size)))
     return sums, None
 
 
@@ -326,13 +342,20 @@ class UrnaView:
         self._decoded: dict[int, bytes | memoryview] = {}
         self._content_hash: str | None = None
         self._body_hash = None  # SHA-256 state after the body, kept from the footer check
+        self.trusted = False  # the body's digest is that of a body verified whole before
 
     # -- reading ---------------------------------------------------------------------------
 
     @classmethod
-    def from_bytes(cls, data: bytes | bytearray | memoryview) -> UrnaView:
-        """Parse and validate ``data`` (steps 1-19 of 01-container §10.1)."""
-        steps = CheckSteps(data)
+    def from_bytes(cls, data: bytes | bytearray | memoryview, *,
+                   trusted_body: bytes | None = None) -> UrnaView:
+        """Parse and validate ``data`` (steps 1-19 of 01-container §10.1).
+
+        ``trusted_body``: the SHA-256 of a body that passed every check before. The body
+        digest is computed first; when it equals this one the section checksums are not
+        recomputed (same bytes) and ``view.trusted`` is set; otherwise every check runs.
+        """
+        steps = CheckSteps(data, trusted_body=trusted_body)
         error = _first_failure(steps)
         if error is None:
             assert steps.view is not None  # every step passed
@@ -484,6 +507,10 @@ class UrnaView:
             raise SectionCountMismatch(SECTION_CHUNKS_ORIGINAL_SPANS, expected, count)
         return spans_from_columns(pool, idx, starts, lens)
 
+    def body_digest(self) -> bytes | None:
+        """The footer check's SHA-256 of the body (None for a view not opened by the checks)."""
+        return None if self._body_hash is None else self._body_hash.digest()
+
     def file_hash(self) -> str:
         """``sha256:`` of the whole file: the footer check's body digest, extended by the footer."""
         if self._body_hash is None:
@@ -491,6 +518,12 @@ class UrnaView:
         h = self._body_hash.copy()
         h.update(self.buf[len(self.buf) - URNA_FOOTER_SIZE:])
         return "sha256:" + h.hexdigest()
+
+    def adopt_content_hash(self, value: str) -> None:
+        """Take the content hash a full check of these same bytes computed (a trusted view)."""
+        if not self.trusted:
+            raise ValueError("only a trusted view takes a kept content hash")
+        self._content_hash = value
 
     def content_hash(self) -> str:
         """``sha256:`` hash of the six decoded canonical sections."""

@@ -27,6 +27,7 @@ from ..format.layout import SECTION_BLOB_DATA, SECTION_CHUNKS_CANONICAL
 from ..index import exact
 from . import filtering as _f
 from . import search as _s
+from . import verdicts
 from .hits import RetrieveHit, SearchHit, SearchResult
 from .opening import OpenedFile, open_state
 from .query import as_f32, as_i32, check_size, prepare_batch
@@ -40,8 +41,9 @@ def _io_error(exc: OSError) -> Io:
     return Io(f"{os.strerror(code) if code else exc} (os error {code})")
 
 
-def _map(path: str | os.PathLike) -> tuple[mmap.mmap | None, Any]:
-    """Map ``path`` read-only; an empty file maps to b"" (the reader then reports it)."""
+def _map(path: str | os.PathLike) -> tuple[mmap.mmap | None, Any, os.stat_result]:
+    """Map ``path`` read-only, with its stat; an empty file maps to b"" (the reader reports
+    it)."""
     try:
         fd = os.open(os.fspath(path), os.O_RDONLY)
     except OSError as exc:
@@ -51,14 +53,14 @@ def _map(path: str | os.PathLike) -> tuple[mmap.mmap | None, Any]:
         if stat.S_ISDIR(st.st_mode):  # mmap(2) on a directory fails with ENODEV
             raise Io(f"{os.strerror(errno.ENODEV)} (os error {errno.ENODEV})")
         if st.st_size == 0:
-            return None, b""
+            return None, b"", st
         try:
             mm = mmap.mmap(fd, 0, access=mmap.ACCESS_READ)
         except OSError as exc:
             raise _io_error(exc) from exc
         except ValueError as exc:  # e.g. /dev/null: not mappable
             raise Io(f"{os.strerror(errno.ENODEV)} (os error {errno.ENODEV})") from exc
-        return mm, mm
+        return mm, mm, st
     finally:
         os.close(fd)
 
@@ -85,13 +87,19 @@ class UrnaFile:
 
     def __init__(self, path: str | os.PathLike) -> None:
         self.path = os.fspath(path)
-        self._mm, buf = _map(path)
+        self._mm, buf, stat_now = _map(path)
+        verdict = verdicts.lookup(self.path, stat_now)
         try:
-            self._st: OpenedFile | None = open_state(buf)
+            self._st: OpenedFile | None = open_state(buf, verdict)
         except BaseException:
             self._st = None
             self._release_map()
             raise
+        if verdict is None:  # a full open: keep its verdict for the next open of this path
+            digest = self._st.view.body_digest()
+            if digest is not None:
+                verdicts.remember(self.path, stat_now,
+                                  verdicts.Verdict(digest, self._st.content_hash))
         self._texts: list[str] | None = None
         self._by_id: dict[str, str] | None = None
         self._inspect: dict | None = None
@@ -165,8 +173,8 @@ class UrnaFile:
     model_hash = property(lambda self: self._state.model_hash, doc="Manifest model_hash.")
     file_hash = property(lambda self: self._state.file_hash, doc="sha256 of the whole file.")
     content_hash = property(lambda self: self._state.content_hash, doc="Citation identity.")
-    has_ann = property(lambda self: self._state.hnsw is not None, doc="HNSW opened.")
-    has_bm25 = property(lambda self: self._state.bm25 is not None, doc="BM25 opened.")
+    has_ann = property(lambda self: self._state.hnsw_index is not None, doc="HNSW opened.")
+    has_bm25 = property(lambda self: self._state.bm25_index is not None, doc="BM25 opened.")
     has_graph = property(lambda self: self._state.graph is not None, doc="Graph opened.")
     has_spaces = property(lambda self: self._state.spaces is not None, doc="Spaces opened.")
     has_blobs = property(lambda self: self._state.blob_refs is not None, doc="Blob refs opened.")

@@ -11,7 +11,7 @@ opens never fails later except in ``blob_bytes``. Vector slabs are numpy views o
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
@@ -42,6 +42,7 @@ from ..format.reader import SPACE_DTYPES, UrnaView
 from ..format.sections.canonical import decode_chunk_ids
 from ..index.exact import Slab
 from .lazy_tables import lazy_chunk_ids, lazy_spans
+from .verdicts import Verdict
 
 DTYPES = ("float32", "float16", "int8", "int4")
 BLOB_REF_NONE = 0xFFFFFFFF
@@ -77,8 +78,8 @@ class OpenedFile:
     scoring_dtype: str
     chunk_ids: Sequence[str]  # lazy_tables.LazyChunkIds or a list
     spans: Any  # lazy_tables.LazySpans or a list of (uri, start, end)
-    hnsw: Any | None
-    bm25: Any | None
+    hnsw_index: Any | None  # the decoded 0x07, or a Deferred one (a verified body)
+    bm25_index: Any | None  # the opened 0x08, or a Deferred one
     graph: Any | None
     blob_refs: list | None
     blob_data: BlobData | None
@@ -90,6 +91,22 @@ class OpenedFile:
     file_hash: str
     content_hash: str
 
+    @property
+    def hnsw(self) -> Any | None:
+        """The HNSW graph (0x07), None without one; a deferred decode runs on first use."""
+        index = self.hnsw_index
+        if isinstance(index, Deferred):
+            index = self.hnsw_index = index.load()
+        return index
+
+    @property
+    def bm25(self) -> Any | None:
+        """The BM25 index (0x08), None without one; a deferred decode runs on first use."""
+        index = self.bm25_index
+        if isinstance(index, Deferred):
+            index = self.bm25_index = index.load()
+        return index
+
     @cached_property
     def metadata(self) -> Any | None:
         """Section 0x18 (a ``MetadataTable``) decoded on first use; None without one.
@@ -100,6 +117,27 @@ class OpenedFile:
         from ..format.sections.metadata import read_metadata
 
         return read_metadata(self.view)
+
+
+class Deferred:
+    """An index decode proven to succeed (its bytes were decoded whole when verified), run on
+    first use: a verb that never searches it never pays for it. Two threads racing decode it
+    twice into equal objects; either is kept."""
+
+    def __init__(self, load: Callable[[], Any]) -> None:
+        self.load = load
+
+
+def _decode_hnsw(view: UrnaView, n: int) -> Any:
+    from ..format.sections.hnsw import decode_hnsw
+
+    return decode_hnsw(view.decoded(SECTION_HNSW_INDEX), n)
+
+
+def _decode_bm25(view: UrnaView) -> Any:
+    from ..index.bm25 import Bm25Index
+
+    return Bm25Index.from_bytes(view.decoded(SECTION_BM25_INDEX))
 
 
 def _flag(view: UrnaView, name: str) -> bool:
@@ -236,10 +274,23 @@ def _hash_reads_file_bytes(view: UrnaView) -> bool:
     return True
 
 
-def open_state(buf) -> OpenedFile:
-    """Validate and decode a mapped file; raises the reference's typed error on failure."""
-    view = UrnaView.from_bytes(buf)
+def open_state(buf, verdict: Verdict | None = None) -> OpenedFile:
+    """Validate and decode a mapped file; raises the reference's typed error on failure.
+
+    ``verdict``: what a full open of this path found before (``runtime.verdicts``). When the
+    body digest shows the same bytes, the passes it settled (checksums, NaN walk, content
+    hash) are not repeated and the indexes decode on first use; otherwise all steps run.
+    """
+    view = UrnaView.from_bytes(buf, trusted_body=None if verdict is None
+                               else verdict.body_digest)
     dim, n = view.header.embedding_dim, view.header.n_embeddings
+    if view.trusted:
+        assert verdict is not None  # trusted only against a verdict's digest
+        state = _open_steps(view, dim, n, deferred=True)
+        view.adopt_content_hash(verdict.content_hash)
+        state.file_hash = view.file_hash()
+        state.content_hash = verdict.content_hash
+        return state
     vectors = view.check_embeddings_layout().size  # the first 0x04 entry (checked at parse)
     with Lane() as lane:
         # The NaN walk of 0x04 and the content hash (another pass over the same bytes) run on
@@ -261,8 +312,11 @@ def open_state(buf) -> OpenedFile:
     return state
 
 
-def _open_steps(view: UrnaView, dim: int, n: int) -> OpenedFile:
-    """Steps 5-13 after the NaN walk: dtype, slabs, tables and the optional indexes."""
+def _open_steps(view: UrnaView, dim: int, n: int, deferred: bool = False) -> OpenedFile:
+    """Steps 5-13 after the NaN walk: dtype, slabs, tables and the optional indexes.
+
+    ``deferred``: the body was verified whole before, so HNSW and BM25 decode on first use.
+    """
     m = view.manifest
     if m.dtype not in DTYPES:
         raise UnsupportedDType(m.dtype)
@@ -271,13 +325,14 @@ def _open_steps(view: UrnaView, dim: int, n: int) -> OpenedFile:
     scoring, scoring_dtype = fp if fp is not None else (stored, m.dtype)
     chunk_ids = _chunk_ids(view, n)
     spans = _spans(view, n)
-    hnsw = bm25 = graph = None
+    hnsw: Any = None
+    bm25: Any = None
+    graph = None
     if view.entry(SECTION_HNSW_INDEX) is not None:
-        from ..format.sections.hnsw import decode_hnsw
-        hnsw = decode_hnsw(view.decoded(SECTION_HNSW_INDEX), n)
+        hnsw = (Deferred(lambda: _decode_hnsw(view, n)) if deferred
+                else _decode_hnsw(view, n))
     if view.entry(SECTION_BM25_INDEX) is not None:
-        from ..index.bm25 import Bm25Index
-        bm25 = Bm25Index.from_bytes(view.decoded(SECTION_BM25_INDEX))
+        bm25 = Deferred(lambda: _decode_bm25(view)) if deferred else _decode_bm25(view)
     if _flag(view, "graph_present") and view.entry(SECTION_GRAPH_ADJACENCY) is not None:
         from ..format.sections.graph import decode_graph
         graph = decode_graph(view.decoded(SECTION_GRAPH_ADJACENCY), n)

@@ -161,10 +161,15 @@ def search_by_mode(searcher: Searcher, mode: str, query: Any, k: int, *, text: s
 
 def open_searcher(path: str | os.PathLike) -> UrnaFile | Catalog:
     """Open ``path`` as a Searcher: a shard catalog by its ``.catalog.json`` suffix, else a file."""
-    from .catalog import is_catalog_path, open_catalog
+    from .catalog_paths import is_catalog_path
+
+    if is_catalog_path(path):
+        from .catalog import open_catalog
+
+        return open_catalog(path)
     from .file import open_file
 
-    return open_catalog(path) if is_catalog_path(path) else open_file(path)
+    return open_file(path)
 
 
 if TYPE_CHECKING:  # pragma: no cover - mypy checks that both satisfy the protocol

@@ -7,14 +7,13 @@ by exact score). The names below are the package's public surface.
 """
 
 from ...errors import CatalogError
+from ..catalog_paths import CATALOG_SUFFIX, is_catalog_path
 from .document import (
     CATALOG_SCHEMA_VERSION,
-    CATALOG_SUFFIX,
     MAX_CATALOG_BYTES,
     SHARD_KEYS,
     catalog_document,
     catalog_hash,
-    is_catalog_path,
     read_catalog,
     write_catalog,
 )

@@ -20,7 +20,6 @@ from ..._atomic import write_atomic
 from ...errors import CatalogError
 
 CATALOG_SCHEMA_VERSION = 1
-CATALOG_SUFFIX = ".catalog.json"
 SHARD_KEYS = ("file", "file_hash", "content_hash", "n_chunks", "model_hash", "embedding_dim")
 MAX_CATALOG_BYTES = 64 << 20  # a catalog is a small index; refuse anything far larger
 
@@ -34,11 +33,6 @@ def catalog_hash(doc: dict[str, Any]) -> str:
     body = {k: v for k, v in doc.items() if k != "catalog_hash"}
     raw = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     return _sha256_hex(raw.encode("utf-8"))
-
-
-def is_catalog_path(path: str | os.PathLike) -> bool:
-    """Whether ``path`` names a catalog (by its ``.catalog.json`` suffix)."""
-    return os.fspath(path).endswith(CATALOG_SUFFIX)
 
 
 def catalog_document(name: str, n_shards: int, shards: Sequence[dict[str, Any]],

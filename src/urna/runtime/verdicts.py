@@ -1,0 +1,144 @@
+"""Verdicts of full opens, so a file opened again costs one hash pass instead of three (#20).
+
+Every check of an open (the section checksums, the NaN walk, the content hash, the decoding of
+the indexes) is a pure function of the file's body, and the footer digest is the SHA-256 of
+that body. After a full open succeeds, the body digest and the content hash are kept under
+the user cache (``<URNA_CACHE_DIR or ~/.cache/urna>/opened/``), one entry per resolved path.
+The next open of that path still computes the body digest over every byte; only when it
+equals the digest of the verified body are the other passes known to pass (the bytes are the
+same bytes) and skipped. The file's stat (size, mtime, inode) only chooses that strategy:
+it never stands in for a check. A changed byte changes the digest, so a damaged file always
+gets the full checks and fails with the reference's first error.
+
+Only files past ``MIN_BYTES`` are remembered (below it the passes cost less than the entry);
+``URNA_OPEN_CACHE=0`` turns the cache off. A missing, stale or corrupt entry just means the full
+open; a cache that cannot be written is skipped.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from .._cache_dir import user_cache_dir
+from .._version import __version__
+
+if TYPE_CHECKING:
+    from ..format.reader import UrnaView
+
+SCHEMA = 1
+MIN_BYTES = 4 << 20
+MAX_ENTRIES = 256
+_HEX = frozenset("0123456789abcdef")
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """A verified body: its SHA-256 (32 bytes) and the content hash the full open computed."""
+
+    body_digest: bytes
+    content_hash: str
+
+
+def enabled() -> bool:
+    """Whether opens consult and keep verdicts (``URNA_OPEN_CACHE=0`` turns them off)."""
+    return os.environ.get("URNA_OPEN_CACHE", "1") != "0"
+
+
+def _state(st: os.stat_result) -> list[int]:
+    return [st.st_size, st.st_mtime_ns, st.st_ino, st.st_dev]
+
+
+def _entry_path(path: str) -> Path:
+    key = hashlib.sha256(os.path.realpath(path).encode("utf-8", "surrogatepass")).hexdigest()
+    return user_cache_dir() / "opened" / f"{key}.json"
+
+
+def lookup(path: str, st: os.stat_result) -> Verdict | None:
+    """The kept verdict of ``path`` when its stat is unchanged since, else None."""
+    if st.st_size < MIN_BYTES or not enabled():
+        return None
+    try:
+        doc = json.loads(_entry_path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not (isinstance(doc, dict) and doc.get("schema") == SCHEMA
+            and doc.get("urna") == __version__ and doc.get("state") == _state(st)):
+        return None
+    body, content = doc.get("body_sha256"), doc.get("content_hash")
+    if not (isinstance(body, str) and len(body) == 64 and set(body) <= _HEX
+            and isinstance(content, str) and content.startswith("sha256:")):
+        return None
+    return Verdict(bytes.fromhex(body), content)
+
+
+def remember(path: str, st: os.stat_result, verdict: Verdict) -> None:
+    """Keep ``verdict`` for ``path`` as of ``st`` (best effort: errors leave no entry)."""
+    if st.st_size < MIN_BYTES or not enabled():
+        return
+    target = _entry_path(path)
+    doc = {"schema": SCHEMA, "urna": __version__, "path": os.path.realpath(path),
+           "state": _state(st), "body_sha256": verdict.body_digest.hex(),
+           "content_hash": verdict.content_hash}
+    tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        _prune(target.parent)
+        # No fsync: a torn entry fails to parse and only costs one full open.
+        tmp.write_text(json.dumps(doc, sort_keys=True), encoding="utf-8")
+        os.replace(tmp, target)
+    except OSError:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+
+
+def _prune(folder: Path) -> None:
+    """Drop the oldest entries so the folder holds fewer than ``MAX_ENTRIES``."""
+    entries = list(folder.glob("*.json"))
+    if len(entries) < MAX_ENTRIES:
+        return
+    aged = []
+    for entry in entries:
+        with contextlib.suppress(OSError):
+            aged.append((entry.stat().st_mtime_ns, entry))
+    aged.sort()
+    for _, entry in aged[:len(aged) - MAX_ENTRIES + 1]:
+        with contextlib.suppress(OSError):
+            entry.unlink()
+
+
+def checked_view(path: str, data: bytes) -> UrnaView:
+    """``UrnaView.from_bytes(data)`` for the bytes read from ``path``, through its verdict.
+
+    A trusted view takes the kept content hash; a full one that computed its content hash
+    keeps a verdict for the next call (``cite``, ``inspect`` and the open share them).
+    """
+    from ..format.reader import UrnaView
+
+    try:
+        st = os.stat(path)
+    except OSError:
+        return UrnaView.from_bytes(data)
+    verdict = lookup(path, st) if st.st_size == len(data) else None
+    view = UrnaView.from_bytes(data, trusted_body=None if verdict is None
+                               else verdict.body_digest)
+    if view.trusted:
+        assert verdict is not None
+        view.adopt_content_hash(verdict.content_hash)
+    return view
+
+
+def keep_view(path: str, data: bytes, view: UrnaView) -> None:
+    """Keep the verdict of a fully checked ``view`` of ``path`` whose content hash is known."""
+    digest = view.body_digest()
+    if view.trusted or digest is None:
+        return
+    with contextlib.suppress(OSError):
+        st = os.stat(path)
+        if st.st_size == len(data):
+            remember(path, st, Verdict(digest, view.content_hash()))
