@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..errors import InvalidInput
 from .row_scores import score_block, unpack_int4
 
 F32 = np.float32
@@ -341,9 +342,9 @@ def _gamma(m: int) -> float:
 def resolve_threads(threads: int | None) -> int:
     """The scan's thread count: ``threads`` when given, else ``URNA_THREADS``, else the cores."""
     if threads is not None:
-        if threads < 1:
-            raise ValueError("threads must be at least 1")
-        return int(threads)
+        if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
+            raise InvalidInput(f"threads must be a whole number >= 1, not {threads!r}")
+        return threads
     from ..format.ahead import worker_count
 
     return worker_count()
