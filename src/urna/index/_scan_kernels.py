@@ -10,9 +10,8 @@ a screened score can be from the exact one.
 * float16: the halves widened in registers (``fpext half -> float``: F16C's ``vcvtph2ps``).
 * int8: integer dot of the codes with the query quantised to int16 (``vpmaddwd``), then
   ``* (scale * qscale)``.
-* int4: the nibbles unpacked in registers; ``x ^ 0x88`` turns both signed nibbles into
-  ``u + 8`` with ``u`` in 0..15, so the integer dot is ``sum u * q - 8 * sum q`` (the second
-  term per group precomputed), then ``acc += part * scale_g`` per group.
+* int4: the nibbles unpacked and sign-extended in registers (two int8 shifts), an exact
+  integer dot per 64-component group, then ``acc += part * scale_g``.
 """
 
 from __future__ import annotations
@@ -70,21 +69,23 @@ def screen_i8(C, scales, qi, qscale, lo, hi, out):
 
 
 @_screen
-def screen_i4(P, scales, qe, qo, corr, qscale, lo, hi, out):
+def screen_i4(P, scales, qe, qo, qscale, lo, hi, out):
     """int4 rows (packed nibbles, f32 group scales) against the int16 query halves ``qe``/``qo``.
 
-    ``corr[g] = 8 * sum(qe + qo)`` over group ``g``; ``out[i] ~ qscale * sum_g part_g * s_g``.
+    ``out[i] ~ qscale * sum_g part_g * s_g``; ``part_g`` an exact integer dot per group.
     """
     groups = scales.shape[1]
     for i in range(lo, hi):
         acc = np.float32(0.0)
         for g in range(groups):
-            part = np.int32(0)
+            part = 0  # int64 accumulator and int8 shifts: the pattern LLVM maps to vpdpwssd
             for b in range(32):
                 c = g * 32 + b
-                y = np.int16(P[i, c] ^ np.uint8(0x88))
-                part += np.int32((y & np.int16(15)) * qe[c]) + np.int32((y >> np.int16(4)) * qo[c])
-            acc += np.float32(part - corr[g]) * scales[i, g]
+                x = np.int8(P[i, c])
+                low = np.int8(x << np.int8(4)) >> np.int8(4)  # arithmetic shifts sign-extend
+                high = x >> np.int8(4)
+                part += np.int32(low) * np.int32(qe[c]) + np.int32(high) * np.int32(qo[c])
+            acc += np.float32(np.int32(part)) * scales[i, g]  # |part| <= 2^24 by the levels
         out[i] = acc * qscale
 
 

@@ -411,7 +411,7 @@ def _probe(slab: Slab, q: np.ndarray) -> _Probe:
     if slab.dtype in ("float32", "float16"):
         return _Probe((q,), 0.0, qn)
     # int16 query levels, as many as keep every int32 partial sum exact
-    width = 128 * slab.dim if slab.dtype == "int8" else 15 * 64
+    width = 128 * slab.dim if slab.dtype == "int8" else 8 * 64
     levels = max(1, min(32767, _INT_DOT // width))
     top = float(np.abs(q).max()) if q.size else 0.0
     qscale = F32(top / levels) if top > 0 else F32(1.0)
@@ -424,8 +424,7 @@ def _probe(slab: Slab, q: np.ndarray) -> _Probe:
     if slab.dtype == "int8":
         return _Probe((qi, qscale), err, norm)
     qe, qo = np.ascontiguousarray(qi[0::2]), np.ascontiguousarray(qi[1::2])
-    corr = 8 * (qe.astype(np.int32) + qo).reshape(-1, 32).sum(axis=1).astype(np.int32)
-    return _Probe((qe, qo, corr, qscale), err, norm)
+    return _Probe((qe, qo, qscale), err, norm)
 
 
 def screen_bound(slab: Slab, qnorm: float, probe_err: float = 0.0,
