@@ -326,10 +326,12 @@ def rerank(slab: Slab, q: np.ndarray, candidates, k: int) -> tuple[np.ndarray, n
 _INT_DOT = 2 ** 31 - 1  # int32 accumulators of the integer screens
 _UNDERFLOW = 2.0 ** -120  # per-rounding absolute slack for subnormal products, generously
 _ROWS_PER_TASK = 16384  # a thread hop costs ~50 us: each task scans at least this many rows
-# numba (import + cached kernels) costs ~0.4 s to load; a screen in numpy / BLAS is slower
-# per byte. Ski rental: numpy screens until they have cost this much in the process, then
-# the kernels (a CLI query never loads them; a server does after its first few hundred ms).
-KERNEL_RENT_SECONDS = 0.4
+# Loading numba and the cached kernels costs ~1-1.7 s of wall time here (bench_exact.py's
+# "kernel break-even" line; they save ~0.1 ms per MB scanned, so one query pays it back only
+# past ~10 GB). Ski rental: numpy / BLAS screens until they have cost this much in the
+# process, then the kernels; at most twice the best choice in hindsight, and a CLI query
+# never imports numba.
+KERNEL_RENT_SECONDS = 1.0
 _RENT = [0.0]
 _SCAN: list = []  # [kernels dict or None] once tried
 _POOL: list = []
