@@ -1,30 +1,28 @@
-"""Exact search side by side: urna (mmap'd file) vs numpy (in memory) vs faiss IndexFlatIP.
+"""Exact search side by side: urna (mmap'd file) vs numpy, faiss Flat / SQ, usearch, read floors.
 
 One clustered, L2-normalised 100,000 x 384 float32 corpus (2000 centres, as the reference's
-harness), written with ``urna.build`` as float32, float16, int8 and int4 files. Everything
-runs in one process on one thread (BLAS, OpenMP and faiss pinned to 1), warm cache.
+harness), written with ``urna.build`` as float32, float16, int8 and int4 files. BLAS, OpenMP
+and faiss are pinned to 1 thread; urna runs once on 1 thread and once on ``--threads``
+(default: the cores). Warm cache; the methods take turns query by query, so a shared machine
+slows them alike and the ratios stay meaningful (read those, not the absolute times).
 
-* single query: p50 / p99 latency of one top-10 query, over ``--queries`` queries;
-  urna = ``UrnaFile.search`` (validation, kernel scan of the mapped rows, exact top-k, hits),
-  numpy = ``M @ q`` + ``argpartition`` + sort of the k on an in-memory array,
-  faiss = ``IndexFlatIP.search`` with one query.
-* batch: queries per second for ``--batch`` queries at once; urna = ``search_batch`` (one
-  sgemm per chunk over the map + exact rescoring of the screened rows), numpy = ``Q @ M.T`` +
-  argpartition per row, faiss = ``IndexFlatIP.search`` with the whole batch.
-* read floor: one float32 sum over the mapped slab (the bytes any scan reads); usearch
-  ``search(..., exact=True)`` as a second peer.
-* quantised: urna single-query p50 on the float16 / int8 / int4 files vs float32.
+* single query, per dtype: p50 of one top-10 query; urna = ``exact.search`` on the file's
+  mapped slab (numba screen + exact rescoring) and ``UrnaFile.search`` (the whole path);
+  faiss = ``IndexFlatIP`` / ``IndexScalarQuantizer`` fp16 / 8 bit / 4 bit; the read floor is
+  an integer sum over the same bytes (and the same split across threads for the thread
+  figure). float32 also: numpy ``M @ q`` + argpartition, usearch exact, and urna's numpy /
+  BLAS screen (the path of a process that has not loaded numba).
+* kernel break-even: the wall time a fresh interpreter needs to import numba and load the
+  cached scan kernels, against the time they save per float32 query.
+* batch: queries per second for ``--batch`` float32 queries at once; urna = ``search_batch``
+  (sgemm per block of rows over the map, then exact rescoring), numpy = ``Q @ M.T`` +
+  argpartition, faiss ``IndexFlatIP``, usearch exact.
 
     .venv/bin/python benchmarks/bench_exact.py                 # 100,000 x 384
     .venv/bin/python benchmarks/bench_exact.py --n 20000       # quicker
 
-Files are cached in ``--dir`` (default: a temp folder) so reruns skip the build.
-
-Figures of 2026-11-29 (``--queries 100 --batch 500``, 100,000 x 384, x86_64 AVX2, numba
-backend; the 2-core machine was shared, load average ~8, so absolute times are inflated,
-the interleaved ratios are the result): single query p50 urna 58.7 ms / numpy 60.2 ms /
-faiss 64.3 ms (0.91x faiss); batch of 500 urna 122 QPS / numpy 92 / faiss 70 (1.74x faiss);
-urna per dtype p50 vs float32: float16 1.34x, int8 0.59x, int4 0.64x.
+Files are cached in ``--dir`` (default: a temp folder) so reruns skip the build. Figures: the
+README's "Exact search" paragraph.
 """
 
 from __future__ import annotations
