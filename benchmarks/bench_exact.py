@@ -1,38 +1,39 @@
-"""Exact search side by side: urna (mmap'd file) vs numpy (in memory) vs faiss IndexFlatIP.
+"""Exact search side by side: urna (mmap'd file) vs numpy, faiss Flat / SQ, usearch, read floors.
 
 One clustered, L2-normalised 100,000 x 384 float32 corpus (2000 centres, as the reference's
-harness), written with ``urna.build`` as float32, float16, int8 and int4 files. Everything
-runs in one process on one thread (BLAS, OpenMP and faiss pinned to 1), warm cache.
+harness), written with ``urna.build`` as float32, float16, int8 and int4 files. BLAS, OpenMP
+and faiss are pinned to 1 thread; urna runs once on 1 thread and once on ``--threads``
+(default: the cores). Warm cache; the methods take turns query by query, so a shared machine
+slows them alike and the ratios stay meaningful (read those, not the absolute times).
 
-* single query: p50 / p99 latency of one top-10 query, over ``--queries`` queries;
-  urna = ``UrnaFile.search`` (validation, kernel scan of the mapped rows, exact top-k, hits),
-  numpy = ``M @ q`` + ``argpartition`` + sort of the k on an in-memory array,
-  faiss = ``IndexFlatIP.search`` with one query.
-* batch: queries per second for ``--batch`` queries at once; urna = ``search_batch`` (one
-  sgemm per chunk over the map + exact rescoring of the screened rows), numpy = ``Q @ M.T`` +
-  argpartition per row, faiss = ``IndexFlatIP.search`` with the whole batch.
-* read floor: one float32 sum over the mapped slab (the bytes any scan reads); usearch
-  ``search(..., exact=True)`` as a second peer.
-* quantised: urna single-query p50 on the float16 / int8 / int4 files vs float32.
+* single query, per dtype: p50 of one top-10 query; urna = ``exact.search`` on the file's
+  mapped slab (numba screen + exact rescoring) and ``UrnaFile.search`` (the whole path);
+  faiss = ``IndexFlatIP`` / ``IndexScalarQuantizer`` fp16 / 8 bit / 4 bit; the read floor is
+  an integer sum over the same bytes (and the same split across threads for the thread
+  figure). float32 also: numpy ``M @ q`` + argpartition, usearch exact, and urna's numpy /
+  BLAS screen (the path of a process that has not loaded numba).
+* kernel break-even: the wall time a fresh interpreter needs to import numba and load the
+  cached scan kernels, against the time they save per float32 query.
+* batch: queries per second for ``--batch`` float32 queries at once; urna = ``search_batch``
+  (sgemm per block of rows over the map, then exact rescoring), numpy = ``Q @ M.T`` +
+  argpartition, faiss ``IndexFlatIP``, usearch exact.
 
     .venv/bin/python benchmarks/bench_exact.py                 # 100,000 x 384
     .venv/bin/python benchmarks/bench_exact.py --n 20000       # quicker
 
-Files are cached in ``--dir`` (default: a temp folder) so reruns skip the build.
-
-Figures of 2026-11-29 (``--queries 100 --batch 500``, 100,000 x 384, x86_64 AVX2, numba
-backend; the 2-core machine was shared, load average ~8, so absolute times are inflated,
-the interleaved ratios are the result): single query p50 urna 58.7 ms / numpy 60.2 ms /
-faiss 64.3 ms (0.91x faiss); batch of 500 urna 122 QPS / numpy 92 / faiss 70 (1.74x faiss);
-urna per dtype p50 vs float32: float16 1.34x, int8 0.59x, int4 0.64x.
+Files are cached in ``--dir`` (default: a temp folder) so reruns skip the build. Figures: the
+README's "Exact search" paragraph.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import subprocess
+import sys
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS"):
     os.environ.setdefault(_var, "1")  # before numpy / faiss load
@@ -99,9 +100,27 @@ def qps(fns: dict, batch: np.ndarray, repeat: int = 3) -> dict:
     return {name: len(batch) / t for name, t in best.items()}
 
 
-def read_floor(a: np.ndarray) -> float:
-    """One pass over the mapped slab's bytes (a float32 sum): what any scan must at least pay."""
-    return float(np.add.reduce(a.reshape(-1), dtype=np.float32))
+def read_floor(a: np.ndarray) -> int:
+    """One pass over the slab's bytes (an integer sum of them as uint64): what any scan pays."""
+    return int(np.add.reduce(a.reshape(-1).view(np.uint64)))
+
+
+def threaded_floor(a: np.ndarray, threads: int, pool) -> int:
+    """The same pass split into ``threads`` row ranges summed at once (numpy drops the GIL)."""
+    n = a.shape[0]
+    cuts = [n * t // threads for t in range(threads + 1)]
+    parts = pool.map(lambda t: read_floor(a[cuts[t]:cuts[t + 1]]), range(threads))
+    return sum(parts)
+
+
+def kernel_load_seconds() -> float:
+    """Wall time of a fresh interpreter's numba import + cached scan kernels (the rent)."""
+    code = ("import time; t = time.perf_counter(); from urna.index import exact; "
+            "exact.load_kernels(); exact._RENT[0] = exact.KERNEL_RENT_SECONDS; "
+            "exact._scan_kernels(); print(time.perf_counter() - t)")
+    runs = [float(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                                 check=True).stdout) for _ in range(3)]
+    return min(runs)
 
 
 def numpy_top(M: np.ndarray, q: np.ndarray, k: int) -> np.ndarray:
@@ -117,6 +136,27 @@ def numpy_batch(M: np.ndarray, Q: np.ndarray, k: int) -> np.ndarray:
     return np.take_along_axis(part, order, 1)
 
 
+def faiss_peers(rows: np.ndarray) -> dict:
+    """faiss IndexFlatIP and its scalar quantisers (fp16 / 8 / 4 bit), inner product."""
+    import faiss
+
+    d = rows.shape[1]
+    peers = {"float32": faiss.IndexFlatIP(d)}
+    for dt, qt in (("float16", faiss.ScalarQuantizer.QT_fp16),
+                   ("int8", faiss.ScalarQuantizer.QT_8bit),
+                   ("int4", faiss.ScalarQuantizer.QT_4bit)):
+        peers[dt] = faiss.IndexScalarQuantizer(d, qt, faiss.METRIC_INNER_PRODUCT)
+        peers[dt].train(rows)
+    for index in peers.values():
+        index.add(rows)
+    return peers
+
+
+def pct(t: np.ndarray) -> float:
+    """The median of a latency series (ms)."""
+    return float(np.percentile(t, 50))
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--n", type=int, default=100_000)
@@ -124,6 +164,7 @@ def main() -> None:
     ap.add_argument("--queries", type=int, default=200)
     ap.add_argument("--batch", type=int, default=1000)
     ap.add_argument("--k", type=int, default=10)
+    ap.add_argument("--threads", type=int, default=os.cpu_count() or 1)
     ap.add_argument("--dir", default=None)
     args = ap.parse_args()
     import faiss
@@ -134,54 +175,84 @@ def main() -> None:
     folder = args.dir or tempfile.mkdtemp(prefix="urna-bench-")
     rows, queries = clustered(args.n, args.dim, max(args.queries, args.batch), centres=2000)
     single, batch = queries[:args.queries], queries[:args.batch]
-    k = args.k
+    k, nt = args.k, args.threads
     paths = {dt: build_file(folder, rows, dt) for dt in ("float32", "float16", "int8", "int4")}
-
-    index = faiss.IndexFlatIP(args.dim)
-    index.add(rows)
+    peers = faiss_peers(rows)
     M = np.ascontiguousarray(rows)
-    print(f"\nn={args.n} dim={args.dim} k={k}, single thread, warm cache; "
-          f"urna backend={exact.backend()} ({exact.simd_backend()})")
+    pool = ThreadPoolExecutor(nt)
+    load = kernel_load_seconds()
+    exact.load_kernels()  # a long-running process: the compiled screens from the first query
+    files = {dt: urna.open(paths[dt]) for dt in paths}
+    print(f"\nn={args.n} dim={args.dim} k={k}, warm cache, BLAS/faiss on 1 thread; urna "
+          f"backend={exact.backend()} ({exact.simd_backend()}); threads figure: {nt} threads. "
+          f"The machine may be shared: methods alternate query by query, read the ratios.")
+    f = files["float32"]
+    agree = sum(np.array_equal([f.chunk_ids().index(h.chunk_id) for h in f.search(q, k)],
+                               numpy_top(M, q, k)) for q in single[:20])
+    print(f"(top-{k} ids equal to numpy's full sort on {agree}/20 queries)")
 
-    with urna.open(paths["float32"]) as f:
-        # same answers first: urna's top-k ids equal numpy's full sort on the same rows
-        agree = sum(np.array_equal([f.chunk_ids().index(h.chunk_id) for h in f.search(q, k)],
-                                   numpy_top(M, q, k)) for q in single[:20])
-        slab = f._state.scoring.a  # the mapped float32 rows the search reads
-        single_t = latencies({"urna search (mmap)": lambda q: f.search(q, k),
-                              "read floor (sum of slab)": lambda q: read_floor(slab),
-                              "numpy matmul+argpartition": lambda q: numpy_top(M, q, k),
-                              "faiss IndexFlatIP": lambda q: index.search(q[None, :], k),
-                              "usearch exact": lambda q: usearch_search(
-                                  M, q, k, MetricKind.IP, exact=True, threads=1)}, single)
-        batch_r = qps({"urna search_batch (mmap)": lambda Q: f.search_batch(Q, k),
-                       "numpy Q@M.T+argpartition": lambda Q: numpy_batch(M, Q, k),
-                       "faiss IndexFlatIP": lambda Q: index.search(Q, k),
-                       "usearch exact": lambda Q: usearch_search(
-                           M, Q, k, MetricKind.IP, exact=True, threads=1)}, batch)
+    print(f"\n{'single query, p50 ms':<34}{'float32':>10}{'float16':>10}{'int8':>10}{'int4':>10}")
+    table: dict[str, dict[str, float]] = {}
+    for dt, uf in files.items():
+        slab = uf._state.scoring
+        slab.max_row_norm()
+        fns = {"read floor, 1 thread": lambda q, a=slab.a: read_floor(a),
+               "urna, 1 thread": lambda q, s=slab: exact.search(s, q, k, threads=1),
+               "faiss Flat / SQfp16 / SQ8 / SQ4": lambda q, i=peers[dt]: i.search(q[None], k),
+               f"read floor, {nt} threads": lambda q, a=slab.a: threaded_floor(a, nt, pool),
+               f"urna, {nt} threads": lambda q, s=slab: exact.search(s, q, k, threads=nt),
+               "urna UrnaFile.search (default)": lambda q, u=uf: u.search(q, k)}
+        if dt == "float32":
+            fns["numpy matmul+argpartition"] = lambda q: numpy_top(M, q, k)
+            fns["usearch exact"] = lambda q: usearch_search(M, q, k, MetricKind.IP, exact=True,
+                                                            threads=1)
+            fns["urna numpy screen (CLI path)"] = lambda q, s=slab: numpy_screen(s, q, k)
+        for name, t in latencies(fns, single).items():
+            table.setdefault(name, {})[dt] = pct(t)
+    for name, row in table.items():
+        print(f"{name:<34}" + "".join(f"{row[dt]:>10.3f}" if dt in row else f"{'':>10}"
+                                      for dt in files))
+    one, many = table["urna, 1 thread"], table[f"urna, {nt} threads"]
+    f1, fn_ = table["read floor, 1 thread"], table[f"read floor, {nt} threads"]
+    peer = table["faiss Flat / SQfp16 / SQ8 / SQ4"]
+    print(f"{'urna / floor, 1 thread':<34}" + "".join(f"{one[d] / f1[d]:>9.2f}x" for d in files))
+    print(f"{'urna / floor, ' + str(nt) + ' threads':<34}"
+          + "".join(f"{many[d] / fn_[d]:>9.2f}x" for d in files))
+    print(f"{'urna 1 thread / faiss':<34}" + "".join(f"{one[d] / peer[d]:>9.2f}x" for d in files))
+    print(f"floor rate: {M.nbytes / f1['float32'] / 1e6:.1f} GB/s on one thread, "
+          f"{M.nbytes / fn_['float32'] / 1e6:.1f} GB/s on {nt}")
+    gain = table["urna numpy screen (CLI path)"]["float32"] - one["float32"]
+    print(f"\nkernel break-even: numba + scan kernels load in {load * 1e3:.0f} ms (fresh "
+          f"process); they save {gain:.2f} ms per {M.nbytes / 1e6:.0f} MB float32 query, so "
+          + (f"a process pays them back after ~{load * 1e3 / gain:.0f} such queries "
+             f"(~{load * 1e3 / gain * M.nbytes / 1e9:.1f} GB scanned)" if gain > 0 else
+             "they never pay back here") + f"; KERNEL_RENT_SECONDS = {exact.KERNEL_RENT_SECONDS}")
 
-    print(f"(top-{k} ids equal to numpy's on {agree}/20 queries)\n")
-    print(f"{'single query':<28}{'p50 ms':>10}{'p99 ms':>10}{'vs faiss':>10}")
-    ff50 = np.percentile(single_t["faiss IndexFlatIP"], 50)
-    for name, t in single_t.items():
-        p50, p99 = np.percentile(t, 50), np.percentile(t, 99)
-        print(f"{name:<28}{p50:>10.3f}{p99:>10.3f}{p50 / ff50:>9.2f}x")
-    floor = np.percentile(single_t["read floor (sum of slab)"], 50)
-    urna50 = np.percentile(single_t["urna search (mmap)"], 50)
-    print(f"urna / read floor: {urna50 / floor:.2f}x "
-          f"(floor {M.nbytes / floor / 1e6:.1f} GB/s over {M.nbytes / 1e6:.0f} MB)")
-    print(f"\n{'batch of ' + str(len(batch)):<28}{'QPS':>10}{'vs faiss':>20}")
+    bf = {"urna search_batch, 1 thread": lambda Q: exact.search_batch(
+              f._state.scoring, Q, k, threads=1),
+          f"urna search_batch, {nt} threads": lambda Q: exact.search_batch(
+              f._state.scoring, Q, k, threads=nt),
+          "numpy Q@M.T+argpartition": lambda Q: numpy_batch(M, Q, k),
+          "faiss IndexFlatIP": lambda Q: peers["float32"].search(Q, k),
+          "usearch exact": lambda Q: usearch_search(M, Q, k, MetricKind.IP, exact=True,
+                                                    threads=1)}
+    batch_r = qps(bf, batch)
+    print(f"\n{'float32 batch of ' + str(len(batch)):<34}{'QPS':>10}{'vs faiss':>12}")
     for name, r in batch_r.items():
-        print(f"{name:<28}{r:>10.1f}{r / batch_r['faiss IndexFlatIP']:>19.2f}x")
+        print(f"{name:<34}{r:>10.1f}{r / batch_r['faiss IndexFlatIP']:>11.2f}x")
+    for uf in files.values():
+        uf.close()
+    pool.shutdown()
 
-    print(f"\n{'urna per dtype':<28}{'p50 ms':>10}{'vs float32':>12}")
-    files = {dt: urna.open(paths[dt]) for dt in ("float32", "float16", "int8", "int4")}
-    per = latencies({dt: (lambda q, f=f: f.search(q, k)) for dt, f in files.items()}, single)
-    f32 = np.percentile(per["float32"], 50)
-    for dt, t in per.items():
-        print(f"{dt:<28}{np.percentile(t, 50):>10.3f}{np.percentile(t, 50) / f32:>11.2f}x")
-    for f in files.values():
-        f.close()
+
+def numpy_screen(slab, q: np.ndarray, k: int):
+    """urna's search as a process without numba runs it (BLAS screen, numpy rescoring)."""
+    saved = exact._SCAN[:]
+    exact._SCAN[:] = [None]
+    try:
+        return exact.search(slab, q, k, threads=1)
+    finally:
+        exact._SCAN[:] = saved
 
 
 if __name__ == "__main__":

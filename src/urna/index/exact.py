@@ -27,10 +27,12 @@ import math
 import os
 import platform
 import threading
+import time
 from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..errors import InvalidInput
 from .row_scores import score_block, unpack_int4
 
 F32 = np.float32
@@ -281,20 +283,18 @@ def top_k(scores: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
     return rank(np.arange(len(scores), dtype=np.int64), scores, k)
 
 
-def search(slab: Slab, q: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+def search(slab: Slab, q: np.ndarray, k: int,
+           threads: int | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Exact top-k of the slab for one normalised query: (row ids, scores).
 
-    Slabs past a few rows are screened with one BLAS product (float32 straight over the map)
-    and only the rows near the cut-off are scored exactly; the result is the same as scoring
-    every row (see :func:`search_batch`). Long quantised slabs are scanned by the compiled
-    kernels instead when numba is there (faster than dequantising for the screen).
+    Slabs past a few rows are screened (:func:`screen`, rows split across ``threads``) and
+    only the rows within the proven screen bound of the cut-off are scored exactly; the
+    result is the same as scoring every row, whatever the thread count.
     """
     if 0 < k < slab.n and slab.n > SCREEN_MIN_ROWS:
-        scan = (slab.dtype != "float32" and slab.n * slab.dim >= NUMBA_MIN_VALUES
-                and _use_numba(slab.n, slab.dim))
-        if not scan:
-            ids, scores = search_batch(slab, np.asarray(q, dtype=F32)[None, :], k)
-            return ids[0], scores[0]
+        got = _screened_search(slab, np.ascontiguousarray(q, dtype=F32), k, threads)
+        if got is not None:
+            return got
     return top_k(score_rows(slab, q), k)
 
 
@@ -305,13 +305,212 @@ def rerank(slab: Slab, q: np.ndarray, candidates, k: int) -> tuple[np.ndarray, n
     return rank(cand, score_rows(slab, q, cand), k)
 
 
-def search_batch(slab: Slab, Q: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+# --- the screen: approximate scores at the read rate, then the exact kernel near the cut-off --
+#
+# Why the answers equal the full per-row scan. Let R bound every dequantized row's norm
+# (:meth:`Slab.max_row_norm`), t = r . q the real dot product, K the exact kernel's score and
+# s the screen's. Any f32 sum of d rounded (or fused) products, in any order, is within
+# gamma_d * sum|r_j q_j| <= gamma_d * R * |q| of t (Higham, Thm 3.1 for every summation tree);
+# the kernels' lanes, tails, scale products and int4 groups add at most G + 2 roundings
+# (G = groups), so |K - t| <= gamma_m R |q| with m = dim + G + 4. The quantised screens use an
+# integer query q' = qscale * qi (error e = q - q'); their integer dot products are exact, the
+# f32 conversions, scale products and group sums add <= G + 3 roundings, so
+# |s - t| <= R |e| + gamma_m R |q'|. Hence |s - K| <= delta with
+#     delta = R (|e| + gamma_m (|q| + |q'|)) + an underflow slack.
+# If s_k is the k-th largest screened score, k rows have K >= s_k - delta, so the k-th exact
+# score is >= s_k - delta and every row of the exact top k (ties included) has
+# s >= s_k - 2 delta: scoring exactly the rows above that cut and ranking them gives the full
+# scan's answer. The screen's own bits may differ between runs, threads or backends; the
+# answer cannot. Non-finite screens or bounds score every row instead.
+
+_INT_DOT = 2 ** 31 - 1  # int32 accumulators of the integer screens
+_UNDERFLOW = 2.0 ** -120  # per-rounding absolute slack for subnormal products, generously
+_ROWS_PER_TASK = 16384  # a thread hop costs ~50 us: each task scans at least this many rows
+# Loading numba and the cached kernels costs ~1-1.7 s of wall time here (bench_exact.py's
+# "kernel break-even" line; they save ~0.1 ms per MB scanned, so one query pays it back only
+# past ~10 GB). Ski rental: numpy / BLAS screens until they have cost this much in the
+# process, then the kernels; at most twice the best choice in hindsight, and a CLI query
+# never imports numba.
+KERNEL_RENT_SECONDS = 1.0
+_RENT = [0.0]
+_SCAN: list = []  # [kernels dict or None] once tried
+_POOL: list = []
+
+
+def _gamma(m: int) -> float:
+    return m * _U / (1.0 - m * _U)
+
+
+def resolve_threads(threads: int | None) -> int:
+    """The scan's thread count: ``threads`` when given, else ``URNA_THREADS``, else the cores."""
+    if threads is not None:
+        if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
+            raise InvalidInput(f"threads must be a whole number >= 1, not {threads!r}")
+        return threads
+    from ..format.ahead import worker_count
+
+    return worker_count()
+
+
+def _scan_kernels() -> dict | None:
+    """The numba screens once rented out (or numba already loaded), else None (numpy)."""
+    if _SCAN:
+        return _SCAN[0]
+    loaded = _NUMBA_LOADED and _NUMBA is not None
+    if not loaded and (_RENT[0] < KERNEL_RENT_SECONDS or _kernels() is None):
+        return None
+    with _NUMBA_LOCK:
+        if not _SCAN:
+            try:
+                from . import _scan_kernels
+                _SCAN.append(_scan_kernels.KERNELS | {"kth": _scan_kernels.kth_largest})
+            except Exception:  # an optional extra that fails to compile means numpy screens
+                _SCAN.append(None)
+    return _SCAN[0]
+
+
+def _run_tasks(fn, tasks: list, threads: int) -> None:
+    """Run ``fn(*task)`` for every task, on up to ``threads`` threads; errors re-raised here."""
+    if threads < 2 or len(tasks) < 2:
+        for t in tasks:
+            fn(*t)
+        return
+    if not _POOL:
+        with _NUMBA_LOCK:
+            if not _POOL:
+                from concurrent.futures import ThreadPoolExecutor
+
+                _POOL.append(ThreadPoolExecutor(max(2, os.cpu_count() or 2),
+                                                thread_name_prefix="urna-scan"))
+    pool = _POOL[0]
+    per = -(-len(tasks) // threads)
+    groups = [tasks[i:i + per] for i in range(0, len(tasks), per)]
+    futures = [pool.submit(lambda g=g: [fn(*t) for t in g]) for g in groups[1:]]
+    for t in groups[0]:
+        fn(*t)
+    for fut in futures:
+        fut.result()
+
+
+def _ranges(n: int, threads: int) -> list[tuple[int, int]]:
+    """``threads`` contiguous row ranges (fewer when the slab is short)."""
+    parts = max(1, min(threads, n // _ROWS_PER_TASK))
+    cuts = [n * p // parts for p in range(parts + 1)]
+    return [(cuts[p], cuts[p + 1]) for p in range(parts)]
+
+
+@dataclass
+class _Probe:
+    """The query as one dtype's screen takes it, with the norms the bound needs."""
+
+    args: tuple
+    err: float  # |q - q'|
+    norm: float  # |q'|
+
+
+def _probe(slab: Slab, q: np.ndarray) -> _Probe:
+    qn = float(np.sqrt(np.dot(q.astype(np.float64), q.astype(np.float64))))
+    if slab.dtype in ("float32", "float16"):
+        return _Probe((q,), 0.0, qn)
+    # int16 query levels, as many as keep every int32 partial sum exact
+    width = 128 * slab.dim if slab.dtype == "int8" else 8 * 64
+    levels = max(1, min(32767, _INT_DOT // width))
+    top = float(np.abs(q).max()) if q.size else 0.0
+    qscale = F32(top / levels) if top > 0 else F32(1.0)
+    if not np.isfinite(qscale) or qscale == 0:
+        qscale = F32(1.0)
+    qi = np.clip(np.rint(q.astype(np.float64) / float(qscale)), -levels, levels).astype(np.int16)
+    qp = qi.astype(np.float64) * float(qscale)  # exact: 16 x 24 bits
+    err = float(np.sqrt(((q.astype(np.float64) - qp) ** 2).sum())) * (1 + 1e-9)
+    norm = float(np.sqrt((qp ** 2).sum())) * (1 + 1e-9)
+    if slab.dtype == "int8":
+        return _Probe((qi, qscale), err, norm)
+    qe, qo = np.ascontiguousarray(qi[0::2]), np.ascontiguousarray(qi[1::2])
+    return _Probe((qe, qo, qscale), err, norm)
+
+
+def screen_bound(slab: Slab, qnorm: float, probe_err: float = 0.0,
+                 probe_norm: float | None = None) -> float:
+    """delta: how far a screened score can be from the exact kernel's (see the note above)."""
+    groups = slab.dim // 64 if slab.dtype == "int4" else 1
+    g = _gamma(slab.dim + groups + 4)
+    qp = qnorm if probe_norm is None else probe_norm
+    with np.errstate(over="ignore", invalid="ignore"):
+        return (slab.max_row_norm() * (probe_err + g * (qnorm + qp))
+                + 4 * (slab.dim + groups + 4) * _UNDERFLOW)
+
+
+def _slab_args(slab: Slab) -> tuple:
+    if slab.dtype == "float32":
+        return (slab.a,)
+    if slab.dtype == "float16":
+        return (slab._get("u16", lambda: slab.a.view(np.uint16)),)
+    if slab.dtype == "int8":
+        return (slab.a, slab.scales)
+    return (slab.a, slab._get("sc32", lambda: np.ascontiguousarray(slab.scales, dtype=F32)))
+
+
+def screen(slab: Slab, q: np.ndarray, threads: int | None = None) -> tuple[np.ndarray, float]:
+    """Approximate scores of every row and their bound ``delta`` (|screen - exact| <= delta)."""
+    q = np.ascontiguousarray(q, dtype=F32)
+    nthreads = resolve_threads(threads)
+    out = np.empty(slab.n, dtype=F32)
+    qnorm = float(np.sqrt(np.dot(q.astype(np.float64), q.astype(np.float64))))
+    kern = _scan_kernels()
+    if kern is None:
+        t0 = time.perf_counter()
+
+        def blas(lo: int, hi: int) -> None:
+            for b in range(lo, hi, _BLOCK):
+                with np.errstate(all="ignore"):
+                    out[b:min(hi, b + _BLOCK)] = slab.dequantize(b, min(hi, b + _BLOCK)) @ q
+
+        _run_tasks(blas, _ranges(slab.n, nthreads), nthreads)
+        _RENT[0] += time.perf_counter() - t0
+        return out, screen_bound(slab, qnorm)
+    probe = _probe(slab, q)
+    fn, head = kern[slab.dtype], _slab_args(slab)
+    _run_tasks(lambda lo, hi: fn(*head, *probe.args, lo, hi, out),
+               _ranges(slab.n, nthreads), nthreads)
+    return out, screen_bound(slab, qnorm, probe.err, probe.norm)
+
+
+def _kth(s: np.ndarray, k: int) -> float:
+    kern = _SCAN[0] if _SCAN else None
+    if kern is not None and k <= 4096:
+        return float(kern["kth"](s, k))
+    return float(np.partition(s, len(s) - k)[len(s) - k])
+
+
+def _cut(kth: float, delta: float) -> F32:
+    """The f32 cut ``kth - 2 delta``, rounded down (an f32 compare must not lose a row)."""
+    c = F32(kth - 2.0 * delta)
+    return np.nextafter(c, F32(-np.inf)) if float(c) > kth - 2.0 * delta else c
+
+
+def _finish(slab: Slab, q: np.ndarray, s: np.ndarray, delta: float,
+            k: int) -> tuple[np.ndarray, np.ndarray] | None:
+    """Exact top-k from screened scores ``s`` within ``delta``; None when they are unusable."""
+    if not (math.isfinite(delta) and np.isfinite(s).all()):
+        return None
+    cand = np.flatnonzero(s >= _cut(_kth(s, k), delta))
+    return rank(cand, score_rows(slab, q, cand), k)
+
+
+def _screened_search(slab: Slab, q: np.ndarray, k: int,
+                     threads: int | None) -> tuple[np.ndarray, np.ndarray] | None:
+    s, delta = screen(slab, q, threads)
+    return _finish(slab, q, s, delta, k)
+
+
+def search_batch(slab: Slab, Q: np.ndarray, k: int,
+                 threads: int | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Exact top-k for every row of ``Q`` (normalised queries): (m, k') ids and scores.
 
-    One BLAS ``sgemm`` per chunk of queries screens every row (straight over the mapped
-    float32 slab; quantised slabs are dequantised block by block); rows whose screened score
-    is within twice the rounding bound of the k-th are rescored by :func:`score_rows`, so each
-    answer equals :func:`search` on that query.
+    Chunks of queries are screened with one BLAS ``sgemm`` per block of rows (straight over
+    the mapped float32 slab; quantised blocks dequantised once per chunk), the blocks split
+    across ``threads``; each query then keeps the rows within the screen bound of its k-th
+    and rescores them exactly, so each answer equals :func:`search` on that query.
     """
     Q = np.ascontiguousarray(Q, dtype=F32)
     m, n = Q.shape[0], slab.n
@@ -320,34 +519,29 @@ def search_batch(slab: Slab, Q: np.ndarray, k: int) -> tuple[np.ndarray, np.ndar
     out = np.zeros((m, kk), dtype=F32)
     if m == 0 or kk <= 0:
         return ids, out
-    # |sgemm - kernel| <= 2 * gamma_{dim+2} * |q| * max|row| (dequantisation included); delta
-    # is twice that, and a window of two deltas below the k-th catches every true top-k row.
-    qn = float(np.sqrt((Q.astype(np.float64) ** 2).sum(axis=1)).max())
-    delta = 4.0 * (slab.dim + 4) * _U * qn * slab.max_row_norm()
+    nthreads = resolve_threads(threads)
+    with np.errstate(over="ignore", invalid="ignore"):
+        qnorms = np.sqrt((Q.astype(np.float64) ** 2).sum(axis=1))
     chunk = max(1, min(m, (64 << 20) // (4 * n)))  # bound the score matrix to ~64 MB
+    blocks = [(lo, min(n, lo + _BLOCK)) for lo in range(0, n, _BLOCK)]
     for lo in range(0, m, chunk):
         Qc = Q[lo:lo + chunk]
-        S = _screen(slab, Qc)
-        kth = np.partition(S, n - kk, axis=1)[:, n - kk]
-        for j in range(Qc.shape[0]):
-            s = S[j]
-            if not (np.isfinite(delta) and np.isfinite(s).all()):
-                rid, rsc = top_k(score_rows(slab, Qc[j]), kk)  # overflow: score every row
-            else:
-                cand = np.flatnonzero(s >= kth[j] - 2.0 * delta)
-                rid, rsc = rank(cand, score_rows(slab, Qc[j], cand), kk)
-            ids[lo + j, :len(rid)], out[lo + j, :len(rsc)] = rid, rsc
+        S = np.empty((Qc.shape[0], n), dtype=F32)
+        t0 = time.perf_counter()
+
+        def gemm(b0: int, b1: int, S=S, Qc=Qc) -> None:
+            with np.errstate(all="ignore"):
+                S[:, b0:b1] = Qc @ slab.dequantize(b0, b1).T
+
+        _run_tasks(gemm, blocks, nthreads)
+        _RENT[0] += time.perf_counter() - t0
+        _scan_kernels()  # a long batch pays for the compiled selection and rescoring
+
+        def finish(j: int, S=S, Qc=Qc, lo=lo) -> None:
+            got = _finish(slab, Qc[j], S[j], screen_bound(slab, float(qnorms[lo + j])), kk)
+            if got is None:  # overflow or NaN: score every row
+                got = top_k(score_rows(slab, Qc[j]), kk)
+            ids[lo + j, :len(got[0])], out[lo + j, :len(got[1])] = got
+
+        _run_tasks(finish, [(j,) for j in range(Qc.shape[0])], nthreads)
     return ids, out
-
-
-def _screen(slab: Slab, Qc: np.ndarray) -> np.ndarray:
-    """Approximate scores of every row for a chunk of queries (BLAS)."""
-    if slab.dtype == "float32":
-        with np.errstate(all="ignore"):
-            return Qc @ slab.a.T  # the mapped rows, no copy: sgemm reads them transposed
-    S = np.empty((Qc.shape[0], slab.n), dtype=F32)
-    for lo in range(0, slab.n, _BLOCK):
-        hi = min(slab.n, lo + _BLOCK)
-        with np.errstate(all="ignore"):
-            S[:, lo:hi] = Qc @ slab.dequantize(lo, hi).T
-    return S

@@ -126,17 +126,20 @@ def filtered_exact(st: OpenedFile, q: np.ndarray, k: int,
 
 
 def exact_search(st: OpenedFile, x: np.ndarray, k: int, t0: float | None = None,
-                 where: Where = None) -> SearchResult:
-    """§5: score every row (the candidates), keep the first ``min(k, n)`` of the total order."""
+                 where: Where = None, threads: int | None = None) -> SearchResult:
+    """§5: score every row (the candidates), keep the first ``min(k, n)`` of the total order.
+
+    ``threads`` splits the scan's rows (default ``URNA_THREADS`` or the cores; same answer).
+    """
     t0 = time.perf_counter() if t0 is None else t0
     q = validate(x, k, st.dim)
     fm = row_mask(st, where)
     if fm is not None:  # the matching rows are the candidates
         ids, sc = filtered_exact(st, q, k, fm)
         return exact_result(st, ids, sc, k, _ms(t0), fm)
-    # every row is a candidate: exact.search screens them with BLAS and reranks the cut-off
+    # every row is a candidate: exact.search screens them and rescores those near the cut-off
     # with the kernel in the cosine order
-    ids, sc = exact.search(st.scoring, q, k)
+    ids, sc = exact.search(st.scoring, q, k, threads)
     return exact_result(st, ids, sc, k, _ms(t0))
 
 

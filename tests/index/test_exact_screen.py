@@ -1,0 +1,202 @@
+"""index/exact screens: the fast screen plus exact rescoring answers exactly the full per-row scan.
+
+Claims: for every dtype, on random data with duplicated rows (ties), any k (1, near n, past n),
+the screened search returns the same ids and score bits as scoring every row with the exact
+kernel and fully sorting, whichever screen runs (numba kernels or numpy / BLAS) and on any
+number of threads; each screen stays within its stated bound of the exact kernel on adversarial
+rows (cancellation, mixed magnitudes, subnormals, int4 nibble extremes); ``search_batch`` with
+threads equals ``search`` per query; the heap selection equals numpy's partition; ``threads``
+comes from ``URNA_THREADS`` by default and a bad value is a typed error.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from urna.errors import InvalidInput, UrnaError
+from urna.index import exact
+from urna.index.exact import Slab, score_rows, search, search_batch, top_k
+
+DTYPES = ("float32", "float16", "int8", "int4")
+# the fixtures only pick a backend and task size: the same for every generated input
+FIXED = [HealthCheck.function_scoped_fixture]
+
+
+@pytest.fixture(autouse=True)
+def _small_tasks(monkeypatch):
+    """Small slabs still split into several thread tasks and use the compiled rescoring."""
+    monkeypatch.setattr(exact, "_ROWS_PER_TASK", 16)
+    monkeypatch.setattr(exact, "NUMBA_MIN_VALUES", 0)
+
+
+@pytest.fixture(params=["kernels", "numpy"])
+def screen_backend(request, monkeypatch):
+    """Run a test once with the numba screens and once with the numpy / BLAS screen."""
+    if request.param == "kernels":
+        assert exact.load_kernels()
+        monkeypatch.setattr(exact, "_RENT", [exact.KERNEL_RENT_SECONDS])
+        assert exact._scan_kernels() is not None
+    else:
+        monkeypatch.setattr(exact, "_SCAN", [None])
+    return request.param
+
+
+def make_slab(dtype: str, m: np.ndarray) -> Slab:
+    """The rows ``m`` stored as ``dtype`` (the writer's quantisers, §2.2)."""
+    if dtype == "float32":
+        return Slab.float32(np.ascontiguousarray(m, dtype=np.float32))
+    if dtype == "float16":
+        return Slab.float16(m.astype(np.float16))
+    n, d = m.shape
+    if dtype == "int8":
+        sc = (np.abs(m).max(axis=1) / 127).astype(np.float32)
+        sc[sc == 0] = 1
+        codes = np.clip(np.round(m / sc[:, None]), -127, 127).astype(np.int8)
+        return Slab.int8(sc, codes)
+    g = m.reshape(n, d // 64, 64)
+    sc16 = (np.abs(g).max(axis=2) / 7).astype(np.float16)
+    sc16[sc16 == 0] = 1
+    codes = np.clip(np.round(g / sc16.astype(np.float32)[..., None]), -8, 7).astype(np.int8)
+    codes = codes.reshape(n, d)
+    packed = ((codes[:, 0::2] & 0x0F) | ((codes[:, 1::2] & 0x0F) << 4)).astype(np.uint8)
+    return Slab.int4(sc16, packed, d)
+
+
+def full_scan(slab: Slab, q: np.ndarray, k: int) -> tuple[list[int], bytes]:
+    """The definition: every row scored by the exact kernel, then the full (score, id) sort."""
+    ids, scores = top_k(score_rows(slab, q), k)
+    return ids.tolist(), scores.tobytes()
+
+
+@st.composite
+def corpora(draw):
+    """Random unit rows with duplicates and near-duplicates, a query near one row, a k."""
+    seed = draw(st.integers(0, 2 ** 32 - 1))
+    rng = np.random.default_rng(seed)
+    n = draw(st.integers(65, 400))
+    dim = draw(st.sampled_from([64, 128, 192]))
+    m = rng.standard_normal((n, dim)).astype(np.float32)
+    dups = draw(st.integers(0, n // 3))
+    src = rng.integers(0, n, dups)
+    dst = rng.integers(0, n, dups)
+    m[dst] = m[src]  # exact ties, possibly straddling the cut-off
+    m /= np.linalg.norm(m, axis=1, keepdims=True)
+    q = m[rng.integers(0, n)] + draw(st.sampled_from([0.0, 1e-3, 0.3, 3.0])) * \
+        rng.standard_normal(dim).astype(np.float32)
+    q = (q / np.linalg.norm(q)).astype(np.float32)
+    k = draw(st.sampled_from([1, 2, 10, n - 1, n, n + 5]))
+    threads = draw(st.sampled_from([1, 2, 3]))
+    return m, q, k, threads
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@settings(max_examples=40, deadline=None, suppress_health_check=FIXED)
+@given(case=corpora())
+def test_screened_search_equals_the_full_scan(screen_backend, dtype, case) -> None:
+    m, q, k, threads = case
+    slab = make_slab(dtype, m)
+    ids, scores = search(slab, q, k, threads=threads)
+    assert (ids.tolist(), scores.tobytes()) == full_scan(slab, q, k)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@settings(max_examples=15, deadline=None, suppress_health_check=FIXED)
+@given(case=corpora())
+def test_batch_equals_search_on_any_thread_count(screen_backend, dtype, case) -> None:
+    m, q, k, threads = case
+    slab = make_slab(dtype, m)
+    Q = np.vstack([q, m[:3]]).astype(np.float32)
+    ids, scores = search_batch(slab, Q, k, threads=threads)
+    for j in range(len(Q)):
+        want_ids, want_scores = full_scan(slab, Q[j], k)
+        assert ids[j].tolist() == want_ids and scores[j].tobytes() == want_scores
+
+
+def adversarial_rows(rng: np.random.Generator, n: int, dim: int) -> np.ndarray:
+    """Rows made to cancel: alternating huge terms, mixed magnitudes, subnormal-sized entries."""
+    m = rng.standard_normal((n, dim)).astype(np.float32)
+    m[0::4, 0::2] *= 1e4
+    m[0::4, 1::2] *= -1e4
+    m[1::4] *= np.float32(10.0) ** rng.integers(-20, 4, (len(m[1::4]), dim))
+    m[2::4] = np.float32(1e-39) * rng.integers(-3, 4, (len(m[2::4]), dim))
+    m[3::4, : dim // 2] = 7.0
+    m[3::4, dim // 2:] = -7.0
+    return m
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@settings(max_examples=30, deadline=None, suppress_health_check=FIXED)
+@given(seed=st.integers(0, 2 ** 32 - 1), dim=st.sampled_from([64, 128, 384]),
+       scale=st.sampled_from([1.0, 1e-3, 1e3]))
+def test_screen_stays_within_its_bound(screen_backend, dtype, seed, dim, scale) -> None:
+    rng = np.random.default_rng(seed)
+    slab = make_slab(dtype, adversarial_rows(rng, 96, dim))
+    q = rng.standard_normal(dim).astype(np.float32)
+    q[0::2] *= np.float32(scale)
+    q = (q / np.linalg.norm(q)).astype(np.float32)
+    s, delta = exact.screen(slab, q, threads=2)
+    exact_scores = score_rows(slab, q)
+    assert np.isfinite(delta)
+    gap = np.abs(s.astype(np.float64) - exact_scores.astype(np.float64))
+    assert gap.max() <= delta
+
+
+def test_int4_screen_covers_every_nibble(screen_backend) -> None:
+    # bytes 0x00..0xFF in every position: all sixteen signed values, low and high
+    rows = np.vstack([np.roll(np.arange(256, dtype=np.uint8), -r)[:64] for r in range(96)])
+    slab = Slab.int4(np.full((96, 2), 0.5, np.float16), rows, 128)
+    q = np.linspace(-1, 1, 128).astype(np.float32)
+    q /= np.linalg.norm(q)
+    s, delta = exact.screen(slab, q, threads=1)
+    assert np.abs(s.astype(np.float64) - score_rows(slab, q)).max() <= delta
+
+
+def test_threads_do_not_change_a_single_bit(screen_backend) -> None:
+    rng = np.random.default_rng(3)
+    m = rng.standard_normal((5000, 128)).astype(np.float32)
+    m[1000:1100] = m[4]
+    for dtype in DTYPES:
+        slab = make_slab(dtype, m)
+        q = (m[4] / np.linalg.norm(m[4])).astype(np.float32)
+        one = search(slab, q, 50, threads=1)
+        for t in (2, 3, 7):
+            got = search(slab, q, 50, threads=t)
+            assert got[0].tolist() == one[0].tolist() and got[1].tobytes() == one[1].tobytes()
+        b1 = search_batch(slab, m[:9], 20, threads=1)
+        b2 = search_batch(slab, m[:9], 20, threads=2)
+        assert b1[0].tolist() == b2[0].tolist() and b1[1].tobytes() == b2[1].tobytes()
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.sampled_from([0.0, -0.0, 0.5, -1.0, 2.0, 0.5, 3.25]), min_size=1,
+                max_size=60), st.integers(1, 60))
+def test_heap_selection_equals_partition(values: list[float], k: int) -> None:
+    assert exact.load_kernels()
+    from urna.index import _scan_kernels
+
+    s = np.array(values, dtype=np.float32)
+    k = min(k, len(s))
+    assert _scan_kernels.kth_largest(s, k) == np.partition(s, len(s) - k)[len(s) - k]
+
+
+def test_threads_default_from_the_environment(monkeypatch) -> None:
+    monkeypatch.setenv("URNA_THREADS", "3")
+    assert exact.resolve_threads(None) == 3
+    assert exact.resolve_threads(1) == 1
+    for bad in (0, -2, 1.5, True, "2"):
+        with pytest.raises(InvalidInput) as err:
+            exact.resolve_threads(bad)  # type: ignore[arg-type]
+        assert isinstance(err.value, UrnaError)
+
+
+def test_non_finite_rows_fall_back_to_the_full_scan(screen_backend) -> None:
+    rng = np.random.default_rng(9)
+    m = rng.standard_normal((300, 64)).astype(np.float32)
+    m[5] *= np.float32(3e37)
+    slab = Slab.float32(m)
+    q = np.ones(64, np.float32) / np.float32(8.0)
+    ids, scores = search(slab, q, 3, threads=2)
+    assert (ids.tolist(), scores.tobytes()) == full_scan(slab, q, 3)
