@@ -5,6 +5,8 @@ handlers as they ran before batching)."""
 
 from __future__ import annotations
 
+import io
+import os
 import threading
 from pathlib import Path
 from typing import Any
@@ -12,11 +14,14 @@ from typing import Any
 import httpx
 import numpy as np
 import pytest
-from serve_support import start_server
+from serve_support import start_app, start_server
 
 import urna
 from urna.forge.embed import potion_embedder
+from urna.serve.app import create_app
 from urna.serve.corpora import BATCH_MIN_VALUES, Corpora
+from urna.serve.registry import ReloadingCorpora
+from urna.serve.security import protect
 
 DIM = 256
 N = BATCH_MIN_VALUES // DIM  # the smallest file whose exact queries are batched
@@ -28,8 +33,12 @@ WHERES = [None, {"lang": "en"}, {"year": {"$gte": 2010}}]
 @pytest.fixture(scope="module")
 def big_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """N potion-model rows on a coarse grid (exact ties, repeated rows) with metadata."""
+    return _build_big(tmp_path_factory.mktemp("batching") / "big.urna", 20)
+
+
+def _build_big(path: Path, seed: int) -> Path:
     emb = potion_embedder()
-    rng = np.random.default_rng(20)
+    rng = np.random.default_rng(seed)
     X = rng.integers(-1, 2, size=(N, DIM)).astype(np.float32)
     X[:, 0] = 1.0  # no zero row
     X[N // 2:N // 2 + 50] = X[:50]
@@ -37,7 +46,6 @@ def big_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
     chunks = [{"canonical_text": f"row {i}", "source_uri": f"doc{i % 11}.txt", "byte_start": 0,
                "byte_end": 3, "embedding": X[i].tolist()} for i in range(N)]
     meta = [{"lang": ("en", "de")[i % 2], "year": 2000 + i % 20} for i in range(N)]
-    path = tmp_path_factory.mktemp("batching") / "big.urna"
     urna.build(str(path), emb.embedding_model, DIM, "serve-test/1", emb.model_hash(), chunks,
                metadata=meta, preset="exact", reproducible=True)
     return path
@@ -165,3 +173,51 @@ def test_small_files_are_never_batched(served) -> None:
     corpus = served.corpora.get("quickstart")
     assert not corpus.batchable()
     assert isinstance(corpus.plan("search", {"vector": [1.0] * DIM}), dict)
+
+
+def test_a_file_replaced_under_batched_load_is_served_old_or_new(tmp_path: Path) -> None:
+    old, new = _build_big(tmp_path / "old.urna", 1), _build_big(tmp_path / "new.urna", 2)
+    body = {"vector": [1.0] + [0.5] * (DIM - 1), "k": 5}
+    want = {}
+    for f in (old, new):
+        with urna.open(f) as u:
+            want[u.file_hash] = [h.to_dict() for h in u.search(body["vector"], 5)]
+    served = tmp_path / "big.urna"
+    served.write_bytes(old.read_bytes())
+    corpora = ReloadingCorpora([served], check_ms=10, log_stream=io.StringIO())
+    corpora.warm()
+    app = create_app(corpora, threads=2, batch_window_ms=20.0, batch_max=8)
+    server, thread, url = start_app(protect(app, time_limit=60.0, access_log=False))
+    answers: list[tuple[int, Any]] = []
+    stop = threading.Event()
+
+    def load() -> None:
+        with httpx.Client(base_url=url, timeout=60) as c:
+            while not stop.is_set():
+                r = c.post("/api/corpora/big/search", json=body)
+                answers.append((r.status_code, r.json()))
+
+    threads = [threading.Thread(target=load) for _ in range(6)]
+    try:
+        for t in threads:
+            t.start()
+        while len(answers) < 20:
+            threading.Event().wait(0.05)
+        tmp = served.with_name("big.urna.tmp")
+        tmp.write_bytes(new.read_bytes())
+        os.replace(tmp, served)  # what a deploy does
+        seen = len(answers)
+        while len(answers) < seen + 40:
+            threading.Event().wait(0.05)
+    finally:
+        stop.set()
+        for t in threads:
+            t.join(60)
+        server.should_exit = True
+        thread.join(10)
+        corpora.close()
+    assert {status for status, _ in answers} == {200}
+    hashes = [doc["hits"][0]["file_hash"] for _, doc in answers]
+    assert set(hashes) == set(want)  # both files answered ...
+    assert all(doc["hits"] == want[h] for (_, doc), h in zip(answers, hashes, strict=True))
+    assert app.state.batcher.calls < app.state.batcher.items  # ... through shared scans

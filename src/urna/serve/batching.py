@@ -6,11 +6,14 @@ that one call can answer together (the same corpus and every option that changes
 the caller's ``key``) are collected and answered by one ``answer(items)`` call in a worker.
 
 Per key at most one call runs. A query that finds its key idle leads the next call: it waits at
-most ``window_s`` for the other requests in progress to join (never when it is the only one,
-so a lone request gets no added latency), then runs the call for up to ``max_batch`` queries.
-Queries arriving while a call runs wait for it, then the first of them leads the next call at
-once. The wait and the call are shielded from cancellation, as a worker-thread call already
-is: a request's time limit answers once its call returns, never leaves a call half-served.
+most ``window_s`` for the other requests in progress (and as many as the last call answered)
+to join, never when it is the only one, so a lone request gets no added latency; then it runs
+the call for up to ``max_batch`` queries. Queries arriving while a call runs wait for it; the
+first of them then leads the next call, waiting at most ``window_s`` for the clients of the
+call that just ended (without that wait, two cohorts of clients would alternate for ever in
+half-full calls). The wait and the call are shielded from cancellation, as a worker-thread
+call already is: a request's time limit answers once its call returns, never leaves a call
+half-served.
 """
 
 from __future__ import annotations
@@ -86,9 +89,11 @@ class MicroBatcher:
         with anyio.CancelScope(shield=True):
             if not group.busy:
                 group.busy = slot.lead = True
-                await self._collect(group)
+                await self._collect(group, 0)
+                await self._call(key, group, answer)
             while not slot.done.is_set():
-                if slot.lead:
+                if slot.lead:  # handed the lead: the last call's clients are on their way back
+                    await self._collect(group, len(group.pending) + self._last)
                     await self._call(key, group, answer)
                 else:
                     await slot.done.wait()  # woken with its answer, or to lead the next call
@@ -98,13 +103,13 @@ class MicroBatcher:
             raise slot.failed
         return slot.outcome  # type: ignore[no-any-return]
 
-    async def _collect(self, group: _Group) -> None:
-        """A fresh leader's wait: until as many queries joined as there are requests in
-        progress or as the last call answered (under steady load the others are on their way),
-        the batch is full, or the window passed. A lone request after lone requests never
-        waits."""
+    async def _collect(self, group: _Group, expected: int) -> None:
+        """A leader's wait: until as many queries joined as there are requests in progress,
+        as the last call answered, or as ``expected`` (under steady load the others are on
+        their way back), the batch is full, or the window passed. A lone request after lone
+        requests never waits."""
         deadline = time.monotonic() + self.window_s
-        while len(group.pending) < min(self.max_batch, max(self._active, self._last)):
+        while len(group.pending) < min(self.max_batch, max(self._active, self._last, expected)):
             left = deadline - time.monotonic()
             if left <= 0:
                 return
