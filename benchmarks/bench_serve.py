@@ -22,19 +22,14 @@ The load generator is ``wrk`` (C, ``apt-get install wrk``) when it is on PATH, b
 
     .venv/bin/python benchmarks/bench_serve.py                      # 100,000 chunks, 10 s each
     .venv/bin/python benchmarks/bench_serve.py --n 20000 --seconds 5
+    .venv/bin/python benchmarks/bench_serve.py --seconds 6 --compare 2  # before / after
 
-Measured 2026-11-29 with ``--seconds 8`` (wrk, 8 connections, ``--threads 1``) on a 2-core VM
-shared with other jobs (load average 4-6), so read them as a floor:
-
-    | corpus     | chunks  | request | requests/s | p50 ms | p99 ms |
-    | quickstart | 12      | search  | 696        | 11.2   | 26.1   |
-    | quickstart | 12      | ask     | 494        | 13.9   | 31.8   |
-    | big        | 100,000 | search  | 35         | 214.8  | 314.6  |
-    | big        | 100,000 | ask     | 42         | 189.7  | 236.7  |
-
-With one connection (``--connections 1 --seconds 5``) p50 / p99 were 1.7 / 25.6 ms (search)
-and 4.0 / 14.5 ms (ask) on the quickstart, 39.1 / 61.6 ms and 47.0 / 537.5 ms on 100,000
-chunks. The 100,000-chunk rows are one exact BLAS scan of 100 MB per request.
+``--compare ROUNDS`` alternates, in one run, a server as it was before shared scans
+(``--threads 1 --batch-max 1``: one worker thread, every request scanned alone, the handlers'
+old path) and one with the defaults (a thread per core, concurrent exact queries on the big
+file sharing one scan, ``urna.serve.batching``), so both see the same machine load.
+``--serve-option`` passes other ``urna serve`` options. Figures: README "Performance",
+paragraph "Serving".
 """
 
 from __future__ import annotations
