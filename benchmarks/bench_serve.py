@@ -22,19 +22,14 @@ The load generator is ``wrk`` (C, ``apt-get install wrk``) when it is on PATH, b
 
     .venv/bin/python benchmarks/bench_serve.py                      # 100,000 chunks, 10 s each
     .venv/bin/python benchmarks/bench_serve.py --n 20000 --seconds 5
+    .venv/bin/python benchmarks/bench_serve.py --seconds 6 --compare 2  # before / after
 
-Measured 2026-11-29 with ``--seconds 8`` (wrk, 8 connections, ``--threads 1``) on a 2-core VM
-shared with other jobs (load average 4-6), so read them as a floor:
-
-    | corpus     | chunks  | request | requests/s | p50 ms | p99 ms |
-    | quickstart | 12      | search  | 696        | 11.2   | 26.1   |
-    | quickstart | 12      | ask     | 494        | 13.9   | 31.8   |
-    | big        | 100,000 | search  | 35         | 214.8  | 314.6  |
-    | big        | 100,000 | ask     | 42         | 189.7  | 236.7  |
-
-With one connection (``--connections 1 --seconds 5``) p50 / p99 were 1.7 / 25.6 ms (search)
-and 4.0 / 14.5 ms (ask) on the quickstart, 39.1 / 61.6 ms and 47.0 / 537.5 ms on 100,000
-chunks. The 100,000-chunk rows are one exact BLAS scan of 100 MB per request.
+``--compare ROUNDS`` alternates, in one run, a server as it was before shared scans
+(``--threads 1 --batch-max 1``: one worker thread, every request scanned alone, the handlers'
+old path) and one with the defaults (a thread per core, concurrent exact queries on the big
+file sharing one scan, ``urna.serve.batching``), so both see the same machine load.
+``--serve-option`` passes other ``urna serve`` options. Figures: README "Performance",
+paragraph "Serving".
 """
 
 from __future__ import annotations
@@ -81,7 +76,8 @@ def build_big(work: Path, n: int) -> Path:
     out = work / f"big-{n}.urna"
     if out.exists():
         return out
-    rows = [json.loads(x) for x in (ROOT / "examples/quickstart/docs.jsonl").read_text().splitlines()]
+    docs = (ROOT / "examples/quickstart/docs.jsonl").read_text().splitlines()
+    rows = [json.loads(x) for x in docs]
     words = sorted({w for r in rows for w in re.findall(r"[a-z][a-z'-]+", r["text"])})
     rng = random.Random(7)
     texts = [f"{i}: " + " ".join(rng.choices(words, k=rng.randint(12, 40))) for i in range(n)]
@@ -111,11 +107,10 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def start_server(files: list[Path], threads: int) -> tuple[subprocess.Popen, str]:
-    """``urna serve FILES`` on a free loopback port; returns once it answers."""
+def start_server(files: list[Path], options: list[str]) -> tuple[subprocess.Popen, str]:
+    """``urna serve FILES OPTIONS`` on a free loopback port; returns once it answers."""
     port = free_port()
-    proc = subprocess.Popen([*URNA, "serve", *map(str, files), "--port", str(port),
-                             "--threads", str(threads)],
+    proc = subprocess.Popen([*URNA, "serve", *map(str, files), "--port", str(port), *options],
                             stderr=subprocess.DEVNULL)
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 120
@@ -193,26 +188,14 @@ def run_python(url: str, body: dict, seconds: float, connections: int, max_reque
             "generator": "python"}
 
 
-def main() -> None:
-    """Build (or reuse) the corpora, serve them, drive each kind, print a table."""
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--n", type=int, default=100_000, help="chunks in the big corpus")
-    ap.add_argument("--seconds", type=float, default=10.0, help="duration of each run")
-    ap.add_argument("--connections", type=int, default=8)
-    ap.add_argument("--max-requests", type=int, default=200_000, help="Python generator cap")
-    ap.add_argument("--threads", type=int, default=1, help="urna serve --threads")
-    ap.add_argument("--warmup", type=int, default=20)
-    ap.add_argument("--dir", default=os.path.join(tempfile.gettempdir(), "urna-bench-serve"))
-    ap.add_argument("--generator", choices=["auto", "wrk", "python"], default="auto")
-    args = ap.parse_args()
-    work = Path(args.dir)
-    work.mkdir(parents=True, exist_ok=True)
-    files = [build_quickstart(work), build_big(work, args.n)]
-    gen = args.generator
-    if gen == "auto":
-        gen = "wrk" if shutil.which("wrk") else "python"
-    qvec = potion_embedder().embed([QUESTIONS[0]])[0].tolist()
-    proc, url = start_server(files, args.threads)
+VARIANTS = {"before": ["--threads", "1", "--batch-max", "1"], "after": []}
+"""``--compare``: the old serving (one thread, no shared scans) against the defaults."""
+
+
+def drive(files: list[Path], options: list[str], args: argparse.Namespace, gen: str,
+          qvec: list[float], work: Path) -> list[dict]:
+    """One server with ``options``: every corpus and request kind for ``--seconds`` each."""
+    proc, url = start_server(files, options)
     rows = []
     try:
         with httpx.Client(timeout=60) as c:
@@ -237,13 +220,47 @@ def main() -> None:
     finally:
         proc.send_signal(signal.SIGTERM)
         proc.wait(30)
-    print(f"\nurna serve --threads {args.threads}, 1 uvicorn worker, {args.connections} "
-          f"connections, {args.seconds:g} s per row, generator {gen}, {os.cpu_count()} CPUs\n")
-    print("| corpus | chunks | request | requests/s | p50 ms | p99 ms | non-2xx |")
-    print("|---|---:|---|---:|---:|---:|---:|")
+    return rows
+
+
+def main() -> None:
+    """Build (or reuse) the corpora, serve them, drive each kind, print a table."""
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--n", type=int, default=100_000, help="chunks in the big corpus")
+    ap.add_argument("--seconds", type=float, default=10.0, help="duration of each run")
+    ap.add_argument("--connections", type=int, default=8)
+    ap.add_argument("--max-requests", type=int, default=200_000, help="Python generator cap")
+    ap.add_argument("--serve-option", action="append", default=[], metavar="OPT",
+                    help="extra urna serve option (repeat: --serve-option=--threads "
+                    "--serve-option=1)")
+    ap.add_argument("--compare", type=int, default=0, metavar="ROUNDS",
+                    help="alternate the old serving (--threads 1 --batch-max 1) and the "
+                    "defaults for ROUNDS rounds each, in this one run")
+    ap.add_argument("--warmup", type=int, default=20)
+    ap.add_argument("--dir", default=os.path.join(tempfile.gettempdir(), "urna-bench-serve"))
+    ap.add_argument("--generator", choices=["auto", "wrk", "python"], default="auto")
+    args = ap.parse_args()
+    work = Path(args.dir)
+    work.mkdir(parents=True, exist_ok=True)
+    files = [build_quickstart(work), build_big(work, args.n)]
+    gen = args.generator
+    if gen == "auto":
+        gen = "wrk" if shutil.which("wrk") else "python"
+    qvec = potion_embedder().embed([QUESTIONS[0]])[0].tolist()
+    runs = ([(v, VARIANTS[v]) for _ in range(args.compare) for v in VARIANTS] if args.compare
+            else [("serve", args.serve_option)])
+    rows = []
+    for label, options in runs:
+        rows += [{"variant": label, **r} for r in drive(files, options, args, gen, qvec, work)]
+    load = os.getloadavg()[0]
+    print(f"\n1 uvicorn worker, {args.connections} connections, {args.seconds:g} s per row, "
+          f"generator {gen}, {os.cpu_count()} CPUs, load average {load:.1f} at the end\n")
+    print("| variant | corpus | chunks | request | requests/s | p50 ms | p99 ms | non-2xx |")
+    print("|---|---|---:|---|---:|---:|---:|---:|")
     for r in rows:
-        print(f"| {r['corpus']} | {r['chunks']:,} | {r['kind']} | {r['rps']:,.0f} | "
-              f"{r['p50_ms']:.1f} | {r['p99_ms']:.1f} | {r['non_2xx'] + r['errors']} |")
+        print(f"| {r['variant']} | {r['corpus']} | {r['chunks']:,} | {r['kind']} | "
+              f"{r['rps']:,.0f} | {r['p50_ms']:.1f} | {r['p99_ms']:.1f} | "
+              f"{r['non_2xx'] + r['errors']} |")
 
 
 if __name__ == "__main__":

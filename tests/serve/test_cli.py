@@ -52,7 +52,8 @@ def test_loopback_by_default_without_warning(calls: list[dict]) -> None:
     res = invoke(FILE)
     assert res.exit_code == 0, res.output
     assert calls == [{"names": ["quickstart-exact"], "warmed": True, "host": "127.0.0.1",
-                      "port": 8077, "max_body": 1 << 20, "threads": 1, "token": None,
+                      "port": 8077, "max_body": 1 << 20, "threads": None,  # one per core
+                      "batch_window_ms": 2.0, "batch_max": 32, "token": None,
                       "cors_origins": (), "time_limit": 30.0}]
     assert "warning" not in res.stderr
     assert res.stderr == "urna serve: http://127.0.0.1:8077/ (1 file(s))\n"

@@ -24,8 +24,14 @@ from .options import PORT, FiniteFloatRange, input_file, size
               help="Allow a non-loopback --host (anyone who can reach it can query the files).")
 @click.option("--max-body", type=size(1024), default=1 << 20, show_default=True,
               help="Largest request body in bytes.")
-@click.option("--threads", type=click.IntRange(1, 64), default=1, show_default=True,
-              help="Searches run at once (a large exact scan already uses every core).")
+@click.option("--threads", type=click.IntRange(1, 64), default=None,
+              help="Worker threads (checks, searches, rendering) [default: one per core].")
+@click.option("--batch-window", "batch_window_ms", type=FiniteFloatRange(min=0, max=1000),
+              default=2.0, show_default=True,
+              help="Milliseconds a query on a large file waits for concurrent ones to share "
+              "its exact scan (never when it is the only request).")
+@click.option("--batch-max", type=click.IntRange(1, 1024), default=32, show_default=True,
+              help="Most queries one shared exact scan answers (1: no sharing).")
 @click.option("--token", envvar="URNA_TOKEN", default=None,
               help="Require Authorization: Bearer TOKEN on the API (env URNA_TOKEN); "
               "needed with --expose.")
@@ -36,8 +42,8 @@ from .options import PORT, FiniteFloatRange, input_file, size
 @click.option("--reload-check-ms", type=size(), default=1000, show_default=True,
               help="How often a request checks whether a served file was replaced (0: never).")
 def serve_cmd(files: tuple[str, ...], host: str, port: int, expose: bool, max_body: int,
-              threads: int, token: str | None, cors_origins: tuple[str, ...],
-              time_limit: float, reload_check_ms: int) -> None:
+              threads: int | None, batch_window_ms: float, batch_max: int, token: str | None,
+              cors_origins: tuple[str, ...], time_limit: float, reload_check_ms: int) -> None:
     """[engine] Serve FILES over HTTP: JSON API (/openapi.json) and a web page at /.
 
     Each file is opened once and named by its stem (quickstart.urna -> quickstart).
@@ -62,7 +68,8 @@ def serve_cmd(files: tuple[str, ...], host: str, port: int, expose: bool, max_bo
         raise click.ClickException(f"{name}: {e}" if name else str(e)) from None
     click.echo(f"urna serve: http://{host if ':' not in host else f'[{host}]'}:{port}/ "
                f"({len(files)} file(s))", err=True)
-    run(corpora, host=host, port=port, max_body=max_body, threads=threads, token=token or None,
+    run(corpora, host=host, port=port, max_body=max_body, threads=threads,
+        batch_window_ms=batch_window_ms, batch_max=batch_max, token=token or None,
         cors_origins=cors_origins, time_limit=time_limit)
 
 

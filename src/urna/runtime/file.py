@@ -15,6 +15,7 @@ import errno
 import mmap
 import os
 import stat
+import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -32,6 +33,7 @@ from .hits import RetrieveHit, SearchHit, SearchResult
 from .opening import OpenedFile, open_state
 from .query import as_f32, as_i32, check_size, prepare_batch
 from .ranks import check_rank
+from .routing import EXACT, choose_route
 
 Where = Mapping[str, Any] | None
 
@@ -70,8 +72,9 @@ class BatchResult(Sequence):
     query, built on access."""
 
     def __init__(self, st: OpenedFile, ids: np.ndarray, scores: np.ndarray, k: int,
-                 fm: _f.RowMask | None = None) -> None:
+                 fm: _f.RowMask | None = None, ms: float = 0.0) -> None:
         self._st, self.ids, self.scores, self._k, self._fm = st, ids, scores, k, fm
+        self._ms = ms  # the whole batch's time: every row's query_time_ms
 
     def __len__(self) -> int:
         return self.ids.shape[0]
@@ -79,7 +82,8 @@ class BatchResult(Sequence):
     def __getitem__(self, i):  # type: ignore[override]
         if isinstance(i, slice):
             return [self[j] for j in range(*i.indices(len(self)))]
-        return _s.exact_result(self._st, self.ids[i], self.scores[i], self._k, 0.0, self._fm)
+        return _s.exact_result(self._st, self.ids[i], self.scores[i], self._k, self._ms,
+                               self._fm)
 
 
 class UrnaFile:
@@ -304,19 +308,48 @@ class UrnaFile:
                            query_text, where, check_rank(rank))
 
     def search_batch(self, queries, k: int, *, where: Where = None) -> BatchResult:
-        """Exact top-k for many queries with one BLAS screen; equals :meth:`search` per row."""
+        """Exact top-k for many queries with one BLAS screen; equals :meth:`search` per row
+        (each row's ``query_time_ms`` is the whole batch's)."""
+        t0 = time.perf_counter()
         st = self._state
         Q, k = prepare_batch(queries, k, st.dim)
         fm = _f.row_mask(st, where)
         if fm is None:
             ids, scores = exact.search_batch(st.scoring, Q, k)
-            return BatchResult(st, ids, scores, k)
+            return BatchResult(st, ids, scores, k, ms=(time.perf_counter() - t0) * 1e3)
         m = min(k, fm.matches)  # every query has the same matching rows: a rectangular batch
         ids = np.empty((Q.shape[0], m), dtype=np.int64)
         scores = np.empty((Q.shape[0], m), dtype=np.float32)
         for j in range(Q.shape[0]):
             ids[j], scores[j] = _s.filtered_exact(st, Q[j], k, fm)
-        return BatchResult(st, ids, scores, k, fm)
+        return BatchResult(st, ids, scores, k, fm, (time.perf_counter() - t0) * 1e3)
+
+    def retrieve_batch(self, queries, k: int, candidates: int | None = None, hops: int = 1,
+                       ef: int = 100, expected_model_hash: str | None = None,
+                       query_texts: Sequence[str | None] | None = None, *,
+                       where: Where = None,
+                       rank: str = "cosine") -> list[SearchResult[RetrieveHit]]:
+        """:meth:`retrieve` for many queries sharing every option (``query_texts[i]`` goes
+        with ``queries[i]``); equals ``retrieve`` per row. When every row routes to the exact
+        path they share one :meth:`search_batch` scan, else each row is retrieved alone."""
+        st = self._state
+        texts = [None] * len(queries) if query_texts is None else list(query_texts)
+        if len(texts) != len(queries):
+            raise ValueError(f"{len(texts)} query texts for {len(queries)} queries")
+        _s.check_model_hash(st, expected_model_hash)
+        k, rank = as_i32(k), check_rank(rank)
+        cand = None if candidates is None else check_size(candidates)
+        routes = [choose_route(st.index_type, st.bm25 is not None, st.hnsw is not None, k, cand,
+                               t) for t in texts]
+        if any(r.path != EXACT for r in routes):
+            return [self.retrieve(q, k, cand, hops, ef, None, t, where=where, rank=rank)
+                    for q, t in zip(queries, texts, strict=True)]
+        batch = self.search_batch(queries, k, where=where)
+        if self._by_id is None:
+            self._by_id = _s.texts_by_id(st, self.texts())
+        by_id = self._by_id
+        return [_s.with_text(_s.routed_envelope(st, route, res, rank), by_id)
+                for route, res in zip(routes, batch, strict=True)]
 
     # -- file-level accessors ------------------------------------------------------------
 

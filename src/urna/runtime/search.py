@@ -334,6 +334,13 @@ def run_route(st: OpenedFile, route: Route, x: np.ndarray, k: int, hops: int,
         res = graph_search(st, x, k, hops, ef, where, rank, route.query_text)
     else:
         res = exact_search(st, x, k, where=where)
+    return routed_envelope(st, route, res, rank)
+
+
+def routed_envelope(st: OpenedFile, route: Route, res: SearchResult,
+                    rank: str = "cosine") -> SearchResult:
+    """``res`` (the result of the path ``route`` ran) with the routed envelope: the candidate
+    budget of the path that ran, and why a fused rank fell back when it had no lexical pool."""
     ran = route if res.index_type == route.path else Route(EXACT, 0, "")  # ANN fell back
     budget = ran.budget(st.n, st.hnsw is not None)
     explain = res.explain

@@ -8,8 +8,10 @@ is a 500 with the same shape and no traceback in the body.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
+import os
 from collections.abc import Callable
 from importlib import resources
 from typing import Any
@@ -23,7 +25,8 @@ from starlette.responses import FileResponse, JSONResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from .corpora import ApiError, Corpora
+from .batching import MAX_BATCH, WINDOW_S, MicroBatcher
+from .corpora import ApiError, Corpora, ExactQuery
 from .openapi import document
 
 MAX_BODY = 1 << 20
@@ -57,25 +60,53 @@ async def _body(request: Request, limit: int) -> Any:
         raise ApiError(400, "InvalidJson", f"the request body is not valid JSON: {e}") from None
 
 
-def create_app(corpora: Corpora, *, max_body: int = MAX_BODY, threads: int = 1) -> Starlette:
+def default_threads() -> int:
+    """Worker threads by default: one per core (the heavy parts release the GIL)."""
+    return max(1, min(64, os.cpu_count() or 1))
+
+
+def create_app(corpora: Corpora, *, max_body: int = MAX_BODY, threads: int | None = None,
+               batch_window_ms: float = WINDOW_S * 1e3,
+               batch_max: int = MAX_BATCH) -> Starlette:
     """The ASGI app serving ``corpora`` (the caller owns them and closes them).
 
-    At most ``threads`` searches run at once, the others wait their turn: a large exact scan
-    is one BLAS call that already uses every core, and measured on 100,000 x 256 rows, 8
-    concurrent scans took 4x longer in total than the same scans one after another.
+    At most ``threads`` worker calls run at once (default: one per core). Concurrent exact
+    queries on a large file share one scan (:mod:`urna.serve.batching`): one scan is bound by
+    memory bandwidth, so two at once each take as long as one alone, while one matrix product
+    over several queries reads the rows once. ``batch_max=1`` turns that off.
     """
-    limiter = anyio.CapacityLimiter(threads)
+    limiter = anyio.CapacityLimiter(default_threads() if threads is None else threads)
+    batcher = (MicroBatcher(lambda fn, *a: in_worker(fn, *a), window_s=batch_window_ms / 1e3,
+                            max_batch=batch_max) if batch_max > 1 else None)
 
     async def in_worker(fn: Callable[..., Any], *args: Any) -> Any:
         return await anyio.to_thread.run_sync(fn, *args, limiter=limiter)
+
+    async def answer(name: str, method: str, body: Any, b: MicroBatcher) -> Any:
+        """The lease, the checks and the plan in a worker; a shared scan when it is one."""
+        with contextlib.ExitStack() as stack:
+            def plan() -> Any:
+                return stack.enter_context(corpora.lease(name)).plan(method, body)
+
+            out = await in_worker(plan)
+            if isinstance(out, ExactQuery):
+                out = await b.submit(out.key, out, out.corpus.answer_batch)
+                if isinstance(out, ApiError):
+                    raise out
+            return out
 
     def post(method: str) -> Callable[[Request], Any]:
         async def endpoint(request: Request) -> Response:
             try:
                 name = request.path_params["name"]
                 corpora.get(name)  # an unknown corpus is a 404 before the body is read
-                body = await _body(request, max_body)
-                out = await in_worker(corpora.call, name, method, body)
+                if batcher is None:
+                    body = await _body(request, max_body)
+                    out = await in_worker(corpora.call, name, method, body)
+                else:
+                    with batcher.request():
+                        body = await _body(request, max_body)
+                        out = await answer(name, method, body, batcher)
             except ApiError as e:
                 return _error(e)
             return JSONResponse(out)
@@ -124,8 +155,10 @@ def create_app(corpora: Corpora, *, max_body: int = MAX_BODY, threads: int = 1) 
         Route("/api/corpora/{name}/inspect", inspect, methods=["GET"]),
         Mount("/static", app=StaticFiles(directory=str(STATIC)), name="static"),
     ]
-    return Starlette(routes=routes,
-                     exception_handlers={HTTPException: http_error, Exception: server_error})
+    app = Starlette(routes=routes,
+                    exception_handlers={HTTPException: http_error, Exception: server_error})
+    app.state.batcher = batcher  # its calls / items counters say how much was shared
+    return app
 
 
 def is_loopback(host: str) -> bool:
@@ -134,8 +167,9 @@ def is_loopback(host: str) -> bool:
 
 
 def run(corpora: Corpora, *, host: str = "127.0.0.1", port: int = 8077,
-        max_body: int = MAX_BODY, threads: int = 1, log_level: str = "warning",
-        **security: Any) -> None:
+        max_body: int = MAX_BODY, threads: int | None = None,
+        batch_window_ms: float = WINDOW_S * 1e3, batch_max: int = MAX_BATCH,
+        log_level: str = "warning", **security: Any) -> None:
     """Serve ``corpora`` with uvicorn until interrupted, then close them.
 
     ``security`` goes to :func:`urna.serve.security.protect` (token, cors_origins, time_limit).
@@ -144,8 +178,9 @@ def run(corpora: Corpora, *, host: str = "127.0.0.1", port: int = 8077,
 
     from .security import PUBLIC_PAGE, protect
 
-    app = protect(create_app(corpora, max_body=max_body, threads=threads), public=PUBLIC_PAGE,
-                  **security)
+    app = protect(create_app(corpora, max_body=max_body, threads=threads,
+                             batch_window_ms=batch_window_ms, batch_max=batch_max),
+                  public=PUBLIC_PAGE, **security)
     try:
         uvicorn.run(app, host=host, port=port, log_level=log_level)
     finally:

@@ -16,6 +16,7 @@ with the file's own model, model_hash gate, the runtime's route and candidates),
 from __future__ import annotations
 
 import contextlib
+import json
 import math
 import os
 import threading
@@ -221,8 +222,55 @@ class Corpus:
 
     # -- handlers --------------------------------------------------------------------------
 
+    def batchable(self) -> bool:
+        """Whether an exact scan of this file is long enough to share (see BATCH_MIN_VALUES)."""
+        return int(self.file.n_embeddings) * int(self.file.embedding_dim) >= BATCH_MIN_VALUES
+
+    def plan(self, method: str, body: Any) -> dict[str, Any] | ExactQuery:
+        """``POST <method>`` checked: the answer, or the exact query a shared scan answers."""
+        if method == "search":
+            return self._plan_search(body)
+        if method == "retrieve":
+            return self._plan_retrieve(body)
+        return getattr(self, method)(body)  # type: ignore[no-any-return]
+
+    def answer_batch(self, queries: list[ExactQuery]) -> list[dict[str, Any] | ApiError]:
+        """Answers of same-key exact queries (one scan for several, each as it would be alone).
+
+        One query, or a batch whose shared call fails (a file replaced under the map, a bad
+        filter), is answered query by query, so each gets the exact answer or error it would
+        get alone.
+        """
+        if len(queries) > 1:
+            try:
+                results = self._shared_scan(queries)
+            except UrnaError:
+                pass
+            else:
+                return [q.render(r) for q, r in zip(queries, results, strict=True)]
+        out: list[dict[str, Any] | ApiError] = []
+        for q in queries:
+            try:
+                out.append(q.render(q.alone()))
+            except UrnaError as e:
+                out.append(_from_urna(e))
+        return out
+
+    def _shared_scan(self, queries: list[ExactQuery]) -> list[Any]:
+        q0, f = queries[0], self.file
+        vectors = np.stack([q.vector for q in queries])
+        if q0.kind == "search":
+            return list(f.search_batch(vectors, q0.k, where=q0.where))
+        return f.retrieve_batch(vectors, q0.k, q0.candidates,
+                                expected_model_hash=q0.model_hash,
+                                query_texts=[q.text for q in queries], where=q0.where,
+                                rank=q0.rank)
+
     def search(self, body: Any) -> dict[str, Any]:
         """``POST search``: a vector (or text embedded with the file's model) by one mode."""
+        return _unbatched(self, self._plan_search(body))
+
+    def _plan_search(self, body: Any) -> dict[str, Any] | ExactQuery:
         b = _fields(body, ("vector", "text", "k", "mode", "ef", "candidates", "hops", "where",
                            "rank"))
         k = _int(b, "k", 10, 1, K_MAX)
@@ -244,10 +292,15 @@ class Corpus:
                 from ..forge.query import embed_query, manifest_of
 
                 vector, _ = embed_query(manifest_of(f), text or "", embedder=self.embedder())
+            if mode == "exact" and self.batchable():
+                return ExactQuery(self, "search", vector, k, where, rank, candidates, text)
             res = search_by_mode(f, mode, vector, k, text=text or "", ef=ef,
                                  candidates=candidates, hops=hops, where=where, rank=rank)
         except UrnaError as e:
             raise _from_urna(e) from None
+        return self._search_doc(mode, k, res)
+
+    def _search_doc(self, mode: str, k: int, res: Any) -> dict[str, Any]:
         return _with_filter({"corpus": self.name, "mode": mode, "index_type": res.index_type,
                              "k_requested": k, "k_returned": res.k_returned,
                              "query_time_ms": res.query_time_ms}, res) | {
@@ -255,23 +308,36 @@ class Corpus:
 
     def retrieve(self, body: Any) -> dict[str, Any]:
         """``POST retrieve``: text embedded server-side, gated and routed like ``urna retrieve``."""
+        return _unbatched(self, self._plan_retrieve(body))
+
+    def _plan_retrieve(self, body: Any) -> dict[str, Any] | ExactQuery:
         from ..forge.embed import EmbedderError
-        from ..forge.query import DEFAULT_RANK, ask
+        from ..forge.query import DEFAULT_RANK, ask, embed_query, manifest_of
+        from ..runtime.routing import EXACT, choose_route
 
         b = _fields(body, ("text", "k", "candidates", "where", "rank"))
-        text = _text(b, "text", required=True)
+        text = _text(b, "text", required=True) or ""
         k = _int(b, "k", 10, 1, K_MAX)
         candidates = _opt_int(b, "candidates", 1, CANDIDATES_MAX)
         where = _where(b)
         rank = _rank(b, DEFAULT_RANK)  # a text question: the best measured ranking
         emb = self.embedder()
+        f = self.file
         try:
-            res = ask(self.file, text or "", k, candidates=candidates, embedder=emb, where=where,
-                      rank=rank)
+            if self.batchable() and choose_route(f.index_type, f.has_bm25, f.has_ann, k,
+                                                 candidates, text).path == EXACT:
+                # ask() is this embedding then retrieve(); the retrieve part is shared
+                vector, emb = embed_query(manifest_of(f), text, embedder=emb)
+                return ExactQuery(self, "retrieve", vector, k, where, rank, candidates, text,
+                                  emb.model_hash())
+            res = ask(f, text, k, candidates=candidates, embedder=emb, where=where, rank=rank)
         except UrnaError as e:
             raise _from_urna(e) from None
         except EmbedderError as e:
             raise ApiError(422, "EmbedderError", str(e)) from None
+        return self._retrieve_doc(res)
+
+    def _retrieve_doc(self, res: Any) -> dict[str, Any]:
         return _with_filter({"corpus": self.name, "route": res.route,
                              "candidates": res.candidate_budget,
                              "fusion": res.explain.fusion_mode, "rerank_source": res.disclosure,
@@ -298,6 +364,64 @@ class Corpus:
     def inspect(self) -> dict[str, Any]:
         """``GET inspect``: the ``UrnaFile.inspect()`` dict."""
         return self.file.inspect()
+
+
+# ------------------------------------------------------------------------ shared exact scans
+
+BATCH_MIN_VALUES = 1 << 20
+"""Stored values (rows x dim) from which exact queries are batched: below ~4 MB of float32 a
+scan takes less than the batching window, so a small file answers each query alone."""
+
+
+@dataclass(eq=False)
+class ExactQuery:
+    """The exact vector part of a checked request, which one scan may share with others.
+
+    ``key`` is everything besides the vector that changes the answer: the corpus object (a
+    reloaded file is another one), the handler, k, the filter, the rank and the candidates.
+    """
+
+    corpus: Corpus
+    kind: str  # "search" or "retrieve"
+    vector: np.ndarray
+    k: int
+    where: dict[str, Any] | None
+    rank: str
+    candidates: int | None
+    text: str | None
+    model_hash: str | None = None  # retrieve's gate: the embedder's
+
+    @property
+    def key(self) -> tuple[Any, ...]:
+        """Queries with equal keys can share one scan."""
+        where = None if self.where is None else json.dumps(self.where, sort_keys=True)
+        return (id(self.corpus), self.kind, self.k, where, self.rank, self.candidates,
+                self.model_hash)
+
+    def alone(self) -> Any:
+        """This query's result as the unbatched handler computes it."""
+        f = self.corpus.file
+        if self.kind == "search":
+            return f.search(self.vector, self.k, where=self.where)
+        return f.retrieve(self.vector, self.k, candidates=self.candidates or None,
+                          expected_model_hash=self.model_hash, query_text=self.text,
+                          where=self.where, rank=self.rank)
+
+    def render(self, res: Any) -> dict[str, Any]:
+        """The response document of this query's result."""
+        if self.kind == "search":
+            return self.corpus._search_doc("exact", self.k, res)
+        return self.corpus._retrieve_doc(res)
+
+
+def _unbatched(corpus: Corpus, plan: dict[str, Any] | ExactQuery) -> dict[str, Any]:
+    """A plan answered on its own (the handlers called directly, ``--batch-max 1``)."""
+    if isinstance(plan, dict):
+        return plan
+    (out,) = corpus.answer_batch([plan])
+    if isinstance(out, ApiError):
+        raise out
+    return out
 
 
 # --------------------------------------------------------------------------------- corpora
@@ -328,6 +452,10 @@ class Corpora:
     def call(self, name: str, method: str, *args: Any) -> Any:
         """``corpus.<method>(*args)`` on the corpus called ``name`` (a worker-thread call)."""
         return getattr(self.get(name), method)(*args)
+
+    def lease(self, name: str) -> contextlib.AbstractContextManager[Corpus]:
+        """The corpus ``name``, kept open until the block ends (files here are never swapped)."""
+        return contextlib.nullcontext(self.get(name))
 
     def listing(self) -> dict[str, Any]:
         """The ``GET /api/corpora`` document."""
