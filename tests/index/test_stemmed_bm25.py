@@ -13,7 +13,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from urna.index.bm25 import Bm25Index
-from urna.index.stemmed_bm25 import stem_groups, stemmed_evidence
+from urna.index.stemming import porter_stem
+from urna.index.stemmed_bm25 import stem_group, stemmed_evidence
 
 DOCS = ["copy the files", "copying file now", "unrelated words here", "the copier"]
 K1, B = 1.5, 0.75
@@ -82,10 +83,26 @@ def test_rows_in_any_order_get_their_own_evidence() -> None:
 
 def test_stem_groups_hold_every_vocabulary_form() -> None:
     index = Bm25Index.build(DOCS)
-    groups = stem_groups(index)
-    assert sorted(index.terms[i] for i in groups["copi"]) == ["copy", "copying"]
-    assert sorted(index.terms[i] for i in groups["file"]) == ["file", "files"]
-    assert stem_groups(index) is groups  # built once per index
+    group = stem_group(index, "copi")
+    assert sorted(index.terms[i] for i in group) == ["copy", "copying"]
+    assert sorted(index.terms[i] for i in stem_group(index, "file")) == ["file", "files"]
+    assert stem_group(index, "copi") is group  # found once per index
+    assert stem_group(index, "zebra").size == 0
+
+
+LETTERS = st.text(alphabet="abcdeilmnorstuyz", min_size=1, max_size=14)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.lists(LETTERS, min_size=1, max_size=5), min_size=1, max_size=12))
+def test_a_stem_group_is_every_term_with_that_stem(docs) -> None:
+    # the prefix search must find exactly what stemming the whole vocabulary finds
+    index = Bm25Index.build([" ".join(d) for d in docs])
+    brute: dict[str, list[int]] = {}
+    for i, term in enumerate(index.terms):
+        brute.setdefault(porter_stem(term), []).append(i)
+    for stem, ids in brute.items():
+        assert stem_group(index, stem).tolist() == ids
 
 
 WORDS = ["ab", "cd", "ef", "gh", "ij", "kl"]  # two letters: each is its own stem

@@ -7,7 +7,7 @@ Expected stems are the worked examples of Porter's paper ("An algorithm for suff
 from __future__ import annotations
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from urna.index.stemming import MAX_STEMMED, porter_stem
@@ -68,3 +68,19 @@ def test_stems_are_deterministic_nonempty_and_never_longer(term: str) -> None:
     stem = porter_stem(term)
     assert stem == porter_stem(term)
     assert (stem == term) if len(term) <= 2 else 1 <= len(stem) <= len(term)
+
+
+SUFFIX_HEAVY = st.lists(st.sampled_from(
+    ["a", "e", "i", "o", "u", "y", "b", "c", "l", "s", "t", "z", "at", "bl", "iz", "ed", "ing",
+     "ies", "sses", "ational", "tional", "enci", "anci", "izer", "abli", "alli", "entli", "eli",
+     "ousli", "ization", "ation", "ator", "alism", "iveness", "fulness", "ousness", "aliti",
+     "iviti", "biliti", "logi", "li", "icate", "ative", "alize", "iciti", "ical", "ful", "ness",
+     "al", "ance", "ence", "er", "ic", "able", "ible", "ant", "ement", "ment", "ent", "ion",
+     "ou", "ism", "ate", "iti", "ous", "ive", "ize", "ll"]), min_size=1, max_size=6).map("".join)
+
+
+@settings(max_examples=3000)
+@given(st.one_of(SUFFIX_HEAVY, st.text(alphabet="abcdefilmnorstuvyz", min_size=1, max_size=20)))
+def test_a_word_begins_with_its_stem_but_the_last_letter(term: str) -> None:
+    # stemmed_bm25.stem_group looks a stem's words up by this prefix
+    assert term.startswith(porter_stem(term)[:-1])

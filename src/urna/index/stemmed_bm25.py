@@ -19,9 +19,10 @@ of the query's groups; no array of the index's size is allocated per query.
 
 from __future__ import annotations
 
+import bisect
 import threading
 import weakref
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -29,11 +30,6 @@ from .bm25 import Bm25Index
 from .fusion import bm25_idf
 from .stemming import porter_stem
 from .tokenize import tokenize
-
-_groups_cache: weakref.WeakKeyDictionary[Bm25Index, dict[str, np.ndarray]] = (
-    weakref.WeakKeyDictionary())
-_groups_lock = threading.Lock()
-
 
 @dataclass(frozen=True)
 class StemmedEvidence:
@@ -43,17 +39,52 @@ class StemmedEvidence:
     coverage: np.ndarray  # float64 in [0, 1]
 
 
-def stem_groups(bm25: Bm25Index) -> dict[str, np.ndarray]:
-    """Stem -> int64 term ids of the vocabulary sharing it (built once per index)."""
-    with _groups_lock:
-        groups = _groups_cache.get(bm25)
-        if groups is None:
-            lists: dict[str, list[int]] = {}
-            for i, term in enumerate(bm25.terms):
-                lists.setdefault(porter_stem(term), []).append(i)
-            groups = {s: np.asarray(ids, dtype=np.int64) for s, ids in lists.items()}
-            _groups_cache[bm25] = groups
-        return groups
+@dataclass
+class _Vocabulary:
+    """An index's terms in code point order (= UTF-8 byte order) and the groups found so far."""
+
+    terms: list[str]
+    ids: list[int]
+    groups: dict[str, np.ndarray] = field(default_factory=dict)
+
+
+_vocabularies: weakref.WeakKeyDictionary[Bm25Index, _Vocabulary] = weakref.WeakKeyDictionary()
+_lock = threading.Lock()
+
+
+def _vocabulary(bm25: Bm25Index) -> _Vocabulary:
+    vocab = _vocabularies.get(bm25)
+    if vocab is None:
+        terms = list(bm25.terms)
+        ids = list(range(len(terms)))
+        if any(a > b for a, b in zip(terms, terms[1:])):  # a v1 payload may list them unsorted
+            ids.sort(key=terms.__getitem__)
+            terms = [terms[i] for i in ids]
+        vocab = _vocabularies[bm25] = _Vocabulary(terms, ids)
+    return vocab
+
+
+def stem_group(bm25: Bm25Index, stem: str) -> np.ndarray:
+    """int64 ids of the vocabulary terms whose Porter stem is ``stem`` (sorted, cached).
+
+    A word always begins with its stem minus the stem's last letter (Porter's rules only
+    rewrite the end of a word and every rewrite keeps all but the last letter of what it
+    leaves; tests/index/test_stemming.py checks it), so only the terms under that prefix are
+    stemmed: a query stems a few dozen words, not the whole vocabulary.
+    """
+    with _lock:
+        vocab = _vocabulary(bm25)
+        group = vocab.groups.get(stem)
+        if group is None:
+            prefix = stem[:-1]
+            at = bisect.bisect_left(vocab.terms, prefix)
+            members = []
+            while at < len(vocab.terms) and vocab.terms[at].startswith(prefix):
+                if porter_stem(vocab.terms[at]) == stem:
+                    members.append(vocab.ids[at])
+                at += 1
+            group = vocab.groups[stem] = np.sort(np.asarray(members, dtype=np.int64))
+        return group
 
 
 def _group_postings(bm25: Bm25Index, members: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -72,7 +103,6 @@ def stemmed_evidence(bm25: Bm25Index, text: str, rows: np.ndarray) -> StemmedEvi
     held = np.zeros(rows.shape, dtype=np.float64)
     if rows.size == 0 or bm25.n_docs == 0:
         return StemmedEvidence(scores, held)
-    groups = stem_groups(bm25)
     by_row = np.argsort(rows, kind="stable")
     sorted_rows = rows[by_row]
     inside = (rows >= 0) & (rows < bm25.n_docs)
@@ -86,8 +116,8 @@ def stemmed_evidence(bm25: Bm25Index, text: str, rows: np.ndarray) -> StemmedEvi
     for term in tokenize(text):
         stem = porter_stem(term)
         if stem not in parts:
-            members = groups.get(stem)
-            docs, tfs = (_group_postings(bm25, members) if members is not None
+            members = stem_group(bm25, stem)
+            docs, tfs = (_group_postings(bm25, members) if members.size
                          else (np.zeros(0, np.int64), np.zeros(0)))
             df = int(np.unique(docs).size) if docs.size else 0
             if df == 0:  # in no document: no evidence, but the part of the query nobody holds
