@@ -31,6 +31,7 @@ from .fusion import bm25_idf
 from .stemming import porter_stem
 from .tokenize import tokenize
 
+
 @dataclass(frozen=True)
 class StemmedEvidence:
     """The stem-widened BM25 score and query coverage of each asked row."""
@@ -57,7 +58,8 @@ def _vocabulary(bm25: Bm25Index) -> _Vocabulary:
     if vocab is None:
         terms = list(bm25.terms)
         ids = list(range(len(terms)))
-        if any(a > b for a, b in zip(terms, terms[1:])):  # a v1 payload may list them unsorted
+        # a v1 payload may list its terms unsorted
+        if any(a > b for a, b in zip(terms, terms[1:], strict=False)):
             ids.sort(key=terms.__getitem__)
             terms = [terms[i] for i in ids]
         vocab = _vocabularies[bm25] = _Vocabulary(terms, ids)
