@@ -19,6 +19,7 @@ which is why it lives here and not in the test suite.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import hashlib
 import os
 import sys
@@ -29,7 +30,6 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")  # before faiss / BLAS load
 import numpy as np  # noqa: E402
 
 from urna.format.sections.hnsw import encode_hnsw  # noqa: E402
-from urna.index import _hnsw_kernels as K  # noqa: E402
 from urna.index.hnsw import Lcg, build_hnsw, hnsw_search  # noqa: E402
 
 PINS = [(2000, 128, 0x5EED0001, 0xBEEF,
@@ -76,13 +76,9 @@ def run_queries(fn, queries: np.ndarray) -> tuple[list[np.ndarray], float]:
 
 
 def urna_query(graph, vecs, ef, floor=True):
+    unfloored = dataclasses.replace(graph, ef_construction=0)  # the beam is exactly ef
     def q_fn(q):
-        if floor:
-            cands = hnsw_search(graph, vecs, q, ef)
-        else:
-            cands = K.search_graph(q, max(ef, 1), graph.entry_point, graph.max_level, vecs,
-                                   graph.node_ptr, graph.nbr_ptr[:-1], graph.nbr_ptr[1:],
-                                   graph.ids)
+        cands = hnsw_search(graph if floor else unfloored, vecs, q, ef)
         scores = vecs[cands] @ q  # the exact rerank
         return cands[np.argsort(-scores, kind="stable")[:10]]
     return q_fn
