@@ -31,7 +31,8 @@ from ._hnsw_dist import (
 )
 
 __all__ = ["EPOCH_LIMIT", "HAVE_NUMBA", "build_graph", "dist8", "dist_one", "dists", "greedy",
-           "layer_search", "next_epoch", "order_key", "search_graph", "select_heuristic", "vectorizing"]
+           "layer_search", "next_epoch", "order_key", "search_graph", "select_heuristic",
+           "vectorizing"]
 
 _F32_INF = np.float32(np.inf)
 
