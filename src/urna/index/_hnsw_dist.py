@@ -259,6 +259,12 @@ def decode_f16_row(bits, row, out):
 
 
 @jit
+def _decode_f16_store_row(bits, scales, row, out):
+    """``decode_f16_row`` with the store's (unused) scales, so every decoder takes the same."""
+    decode_f16_row(bits, row, out)
+
+
+@jit
 def decode_i8_row(codes, scales, row, out):
     """Row ``row`` of int8 ``codes`` times its f32 scale."""
     s = scales[row]
@@ -279,7 +285,7 @@ def decode_i4_row(packed, scales, row, out):
 def _decode_plain(codes, scales, row, out):
     """The plain-Python decoder for the store's kind (numba picks one at compile time)."""
     if codes.dtype == np.uint16:
-        decode_f16_row(codes, row, out)
+        _decode_f16_store_row(codes, scales, row, out)
     elif codes.dtype == np.int8:
         decode_i8_row(codes, scales, row, out)
     else:
@@ -324,7 +330,7 @@ if HAVE_NUMBA:
 
     def _decoder(codes):
         if codes.dtype == types.uint16:
-            return lambda c, s, row, out: decode_f16_row(c, row, out)
+            return _decode_f16_store_row
         if codes.dtype == types.int8:
             return decode_i8_row
         return decode_i4_row
