@@ -10,9 +10,7 @@ Without numba the same functions run as plain Python (correct, slow).
 
 from __future__ import annotations
 
-import contextlib
 import threading
-from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -42,8 +40,35 @@ _window_depth = 0
 _window_saved = 0
 
 
-@contextlib.contextmanager
-def vectorizing() -> Iterator[None]:
+class _SlpWindow:
+    """The context manager ``vectorizing`` returns (a class: cheaper per query than a generator)."""
+
+    __slots__ = ()
+
+    def __enter__(self) -> None:
+        global _window_depth, _window_saved
+        if _numba_config is None:
+            return
+        with _window_lock:
+            if _window_depth == 0:
+                _window_saved = _numba_config.SLP_VECTORIZE
+                _numba_config.SLP_VECTORIZE = 1
+            _window_depth += 1
+
+    def __exit__(self, *exc: object) -> None:
+        global _window_depth
+        if _numba_config is None:
+            return
+        with _window_lock:
+            _window_depth -= 1
+            if _window_depth == 0:
+                _numba_config.SLP_VECTORIZE = _window_saved
+
+
+_WINDOW = _SlpWindow()
+
+
+def vectorizing() -> _SlpWindow:
     """Let LLVM's SLP vectoriser run while our kernels compile (numba keeps it off by default).
 
     SLP packs the eight independent lane accumulators of ``dist8`` into one SIMD register; it
@@ -52,22 +77,7 @@ def vectorizing() -> Iterator[None]:
     loaded from numba's cache) the flag no longer matters. Nested and concurrent windows are
     counted, so the global flag is restored only when the last one closes.
     """
-    global _window_depth, _window_saved
-    if _numba_config is None:
-        yield
-        return
-    with _window_lock:
-        if _window_depth == 0:
-            _window_saved = _numba_config.SLP_VECTORIZE
-            _numba_config.SLP_VECTORIZE = 1
-        _window_depth += 1
-    try:
-        yield
-    finally:
-        with _window_lock:
-            _window_depth -= 1
-            if _window_depth == 0:
-                _numba_config.SLP_VECTORIZE = _window_saved
+    return _WINDOW
 
 
 _F32_ONE = np.float32(1.0)
