@@ -8,7 +8,10 @@ urna's search applies the reference's floor (beam = max(ef, efConstruction)) and
 exact rerank of the candidates; "urna (no floor)" runs the same traversal with beam = ef.
 "hnswlib (same graph)" loads urna's graph and rows into hnswlib (written in hnswlib's own
 index format), so both libraries walk one graph: recall is then equal, and the latency ratio
-"no floor / same graph" compares the search code alone.
+"no floor / same graph" compares the searches on one graph (urna's still includes its exact
+rerank of the ef candidates, which hnswlib does not do). Methods alternate round by round
+(``--rounds``) and the best round counts. Last, the beam over float16 / int8 / int4 rows read
+packed in place vs the same rows dequantised to float32 up front (candidates must match).
 
     .venv/bin/python benchmarks/bench_hnsw.py                  # 100,000 x 384
     .venv/bin/python benchmarks/bench_hnsw.py --n 20000        # quicker
@@ -36,7 +39,8 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")  # before faiss / BLAS load
 import numpy as np  # noqa: E402
 
 from urna.format.sections.hnsw import encode_hnsw  # noqa: E402
-from urna.index.hnsw import Lcg, build_hnsw, hnsw_search  # noqa: E402
+from urna.index.exact import Slab  # noqa: E402
+from urna.index.hnsw import Lcg, beam_rows, build_hnsw, hnsw_search  # noqa: E402
 
 PINS = [(2000, 128, 0x5EED0001, 0xBEEF,
          "0210ecf212b48524fea016a3033064259ce23075666cbae43f0bdb02d0b77f9b"),
@@ -126,6 +130,42 @@ def save_for_hnswlib(graph, vecs: np.ndarray, path: str) -> None:
             f.write(block.tobytes())
 
 
+def quantised_slabs(x: np.ndarray) -> dict[str, Slab]:
+    """float16, int8 (per-row scale) and int4 (per-64 group scale) forms of the rows ``x``."""
+    s8 = (np.abs(x).max(axis=1) / 127).astype(np.float32)
+    codes8 = np.clip(np.rint(x / s8[:, None]), -127, 127).astype(np.int8)
+    g = x.reshape(len(x), -1, 64)
+    s4 = (np.abs(g).max(axis=2) / 7).astype(np.float16)
+    c4 = np.clip(np.rint(g / s4.astype(np.float32)[:, :, None]), -8, 7).astype(np.int8)
+    nib = (c4.reshape(len(x), -1) & 0x0F).astype(np.uint8)
+    packed = nib[:, 0::2] | (nib[:, 1::2] << 4)
+    return {"float16": Slab.float16(x.astype(np.float16)), "int8": Slab.int8(s8, codes8),
+            "int4": Slab.int4(s4, packed, x.shape[1])}
+
+
+def compare_packed(graph, corpus: np.ndarray, queries: np.ndarray, rounds: int) -> None:
+    """Latency at ef 64 (no floor) over packed rows vs the same rows dequantised up front."""
+    unfloored = dataclasses.replace(graph, ef_construction=0)
+    print("quantised rows, ef 64, beam only: packed in place vs dequantised float32 copy")
+    for name, slab in quantised_slabs(corpus).items():
+        f32 = slab.dequantize(0, slab.n)
+        packed = beam_rows(slab)
+        fns = [lambda q, r=packed: hnsw_search(unfloored, r, q, 64),
+               lambda q, r=f32: hnsw_search(unfloored, r, q, 64)]
+        best = [float("inf")] * 2
+        same = True
+        for _ in range(rounds):
+            got = []
+            for j, fn in enumerate(fns):
+                found, us = run_queries(fn, queries)
+                best[j] = min(best[j], us)
+                got.append(found)
+            same &= all(np.array_equal(a, b) for a, b in zip(*got, strict=True))
+        print(f"  {name:8} packed {best[0]:8.1f} us  dequantised {best[1]:8.1f} us  "
+              f"({best[0] / best[1]:.2f}x; {f32.nbytes / 2**20:.0f} MiB not allocated)  "
+              f"same candidates: {same}")
+
+
 def check_pins() -> int:
     bad = 0
     for n, dim, cseed, bseed, want in PINS:
@@ -213,6 +253,7 @@ def main() -> int:
         print(f"{ef:>4} | {cells} | {row[0][1] / row[2][1]:.2f}x / "
               f"{row[1][1] / row[2][1]:.2f}x (no floor) / "
               f"{row[1][1] / row[4][1]:.2f}x (no floor, same graph)")
+    compare_packed(graph, corpus, queries, args.rounds)
     return 0
 
 

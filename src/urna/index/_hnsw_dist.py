@@ -257,15 +257,20 @@ _IOTA4 = np.arange(4, dtype=np.int32)
 _HALF_POW2 = np.array([2.0 ** (max(e, 1) - 25) for e in range(32)], dtype=np.float32)
 
 
+def half_to_f32(h):
+    """One binary16 value (its uint16 bits) as float32, exactly (finite halves only)."""
+    h = int(h)
+    e = (h >> 10) & 31
+    mant = (h & 1023) + (1024 if e > 0 else 0)  # subnormals: m * 2^-24, as e = 1 scales
+    v = np.float32(mant) * _HALF_POW2[e]
+    return -v if h & 0x8000 else v
+
+
 @jit
 def decode_f16_row(bits, row, out):
     """Row ``row`` of binary16 ``bits`` as float32 values (exact; finite halves only)."""
     for j in range(bits.shape[1]):
-        h = np.int64(bits[row, j])
-        e = (h >> 10) & 31
-        mant = (h & 1023) + (1024 if e > 0 else 0)  # subnormals: m * 2^-24, as e = 1 scales
-        v = np.float32(mant) * _HALF_POW2[e]
-        out[j] = -v if h & 0x8000 else v
+        out[j] = half_to_f32(bits[row, j])
 
 
 @jit
@@ -285,11 +290,12 @@ def decode_i8_row(codes, scales, row, out):
 @jit
 def decode_i4_row(packed, scales, row, out):
     """Row ``row`` of packed int4 nibbles (low nibble first) times its groups' f32 scales."""
-    for b in range(packed.shape[1]):
-        p = np.int64(packed[row, b])
-        s = scales[row, (2 * b) >> 6]
-        out[2 * b] = np.float32(((p & 15) ^ 8) - 8) * s
-        out[2 * b + 1] = np.float32(((p >> 4) ^ 8) - 8) * s
+    for g in range(scales.shape[1]):
+        s = scales[row, g]
+        for b in range(32):  # one 64-column group: 32 bytes
+            p = np.int32(packed[row, 32 * g + b])
+            out[64 * g + 2 * b] = np.float32(((p & 15) ^ 8) - 8) * s
+            out[64 * g + 2 * b + 1] = np.float32(((p >> 4) ^ 8) - 8) * s
 
 
 def _decode_plain(codes, scales, row, out):
@@ -397,6 +403,21 @@ if HAVE_NUMBA:
             return context.get_dummy_value()
 
         return types.void(vecs, row), codegen
+
+    @intrinsic
+    def _half_to_f32_typed(typingctx, h):
+        if not isinstance(h, types.Integer) or h.bitwidth != 16:
+            return None
+
+        def codegen(context, builder, signature, args):
+            # fpext half -> float is exact; on x86 it is the F16C conversion
+            return builder.fpext(builder.bitcast(args[0], ir.HalfType()), ir.FloatType())
+
+        return types.float32(h), codegen
+
+    @overload(half_to_f32, jit_options={"nogil": True})
+    def _half_to_f32_overload(h):
+        return lambda h: _half_to_f32_typed(h)
 
     @overload(prefetch_row, jit_options={"nogil": True})
     def _prefetch_row_overload(vecs, row):
