@@ -1,6 +1,8 @@
 """Hot loops of the HNSW index (03-runtime §7.5-7.7), compiled with numba when it is installed.
 
-Everything here works on flat arrays: vectors ``(n, dim)`` float32, and a graph given as
+Everything here works on flat arrays: the rows as a store ``(codes, scales)`` (float32 rows,
+or packed float16 / int8 / int4 rows decoded four at a time, see ``_hnsw_dist``; the build
+uses float32 rows only), and a graph given as
 ``node_ptr`` (n+1) + per-row ``row_start``/``row_end`` offsets into an int32 ``ids`` array
 (row ``node_ptr[i] + l`` is node ``i``'s list on layer ``l``). The build writes into
 fixed-capacity rows and moves ``row_end``; a decoded payload passes ``nbr_ptr[:-1]`` and
