@@ -10,9 +10,7 @@ Without numba the same functions run as plain Python (correct, slow).
 
 from __future__ import annotations
 
-import contextlib
 import threading
-from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -42,8 +40,35 @@ _window_depth = 0
 _window_saved = 0
 
 
-@contextlib.contextmanager
-def vectorizing() -> Iterator[None]:
+class _SlpWindow:
+    """The context manager ``vectorizing`` returns (a class: cheaper per query than a generator)."""
+
+    __slots__ = ()
+
+    def __enter__(self) -> None:
+        global _window_depth, _window_saved
+        if _numba_config is None:
+            return
+        with _window_lock:
+            if _window_depth == 0:
+                _window_saved = _numba_config.SLP_VECTORIZE
+                _numba_config.SLP_VECTORIZE = 1
+            _window_depth += 1
+
+    def __exit__(self, *exc: object) -> None:
+        global _window_depth
+        if _numba_config is None:
+            return
+        with _window_lock:
+            _window_depth -= 1
+            if _window_depth == 0:
+                _numba_config.SLP_VECTORIZE = _window_saved
+
+
+_WINDOW = _SlpWindow()
+
+
+def vectorizing() -> _SlpWindow:
     """Let LLVM's SLP vectoriser run while our kernels compile (numba keeps it off by default).
 
     SLP packs the eight independent lane accumulators of ``dist8`` into one SIMD register; it
@@ -52,22 +77,7 @@ def vectorizing() -> Iterator[None]:
     loaded from numba's cache) the flag no longer matters. Nested and concurrent windows are
     counted, so the global flag is restored only when the last one closes.
     """
-    global _window_depth, _window_saved
-    if _numba_config is None:
-        yield
-        return
-    with _window_lock:
-        if _window_depth == 0:
-            _window_saved = _numba_config.SLP_VECTORIZE
-            _numba_config.SLP_VECTORIZE = 1
-        _window_depth += 1
-    try:
-        yield
-    finally:
-        with _window_lock:
-            _window_depth -= 1
-            if _window_depth == 0:
-                _numba_config.SLP_VECTORIZE = _window_saved
+    return _WINDOW
 
 
 _F32_ONE = np.float32(1.0)
@@ -234,3 +244,181 @@ def dist_one(q, vecs, row, acc):
             acc[lane] += q[o + np.uint64(lane)] * vecs[row, o + np.uint64(lane)]
         o += _U8
     return _finish(q, vecs, row, acc, 0)
+
+
+# --- packed stores: quantised rows decoded four at a time into a small f32 buffer -----------
+# A store is ``(codes, scales)``: float32 rows (scales unused), float16 rows as their uint16
+# bits, int8 codes with per-row f32 scales, or int4 nibbles (uint8, low nibble = even column)
+# with per-group f32 scales (the file's f16 group scales widened, which is exact). Each decoded
+# value is the f32 product ``dequantize`` computes, so distances keep the f32 rows' bits.
+
+_IOTA4 = np.arange(4, dtype=np.int32)
+# 2^(e-25) for a binary16 exponent field e >= 1: (1024 + mantissa) * it is the half's value
+_HALF_POW2 = np.array([2.0 ** (max(e, 1) - 25) for e in range(32)], dtype=np.float32)
+
+
+def half_to_f32(h):
+    """One binary16 value (its uint16 bits) as float32, exactly (finite halves only)."""
+    h = int(h)
+    e = (h >> 10) & 31
+    mant = (h & 1023) + (1024 if e > 0 else 0)  # subnormals: m * 2^-24, as e = 1 scales
+    v = np.float32(mant) * _HALF_POW2[e]
+    return -v if h & 0x8000 else v
+
+
+@jit
+def decode_f16_row(bits, row, out):
+    """Row ``row`` of binary16 ``bits`` as float32 values (exact; finite halves only)."""
+    for j in range(bits.shape[1]):
+        out[j] = half_to_f32(bits[row, j])
+
+
+@jit
+def _decode_f16_store_row(bits, scales, row, out):
+    """``decode_f16_row`` with the store's (unused) scales, so every decoder takes the same."""
+    decode_f16_row(bits, row, out)
+
+
+@jit
+def decode_i8_row(codes, scales, row, out):
+    """Row ``row`` of int8 ``codes`` times its f32 scale."""
+    s = scales[row]
+    for j in range(codes.shape[1]):
+        out[j] = np.float32(codes[row, j]) * s
+
+
+@jit
+def decode_i4_row(packed, scales, row, out):
+    """Row ``row`` of packed int4 nibbles (low nibble first) times its groups' f32 scales."""
+    for g in range(scales.shape[1]):
+        s = scales[row, g]
+        for b in range(32):  # one 64-column group: 32 bytes
+            p = np.int32(packed[row, 32 * g + b])
+            out[64 * g + 2 * b] = np.float32(((p & 15) ^ 8) - 8) * s
+            out[64 * g + 2 * b + 1] = np.float32(((p >> 4) ^ 8) - 8) * s
+
+
+def _decode_plain(codes, scales, row, out):
+    """The plain-Python decoder for the store's kind (numba picks one at compile time)."""
+    if codes.dtype == np.uint16:
+        _decode_f16_store_row(codes, scales, row, out)
+    elif codes.dtype == np.int8:
+        decode_i8_row(codes, scales, row, out)
+    else:
+        decode_i4_row(codes, scales, row, out)
+
+
+def store_dists(q, codes, scales, rows, count, out, acc, rowbuf):
+    """``out[j] = dist8(q, row rows[j])`` for j < count over a (possibly packed) store.
+
+    float32 rows are read in place; packed rows are decoded four at a time into ``rowbuf``
+    (4, dim) float32, so nothing beyond those four rows is ever dequantised.
+    """
+    if codes.dtype == np.float32:
+        dists(q, codes, rows, count, out, acc)
+        return
+    for g in range(0, count, 4):
+        cnt = min(4, count - g)
+        for r in range(cnt):
+            _decode_plain(codes, scales, rows[g + r], rowbuf[r])
+        dists(q, rowbuf, _IOTA4, cnt, out[g:g + cnt], acc)
+
+
+def store_dist_one(q, codes, scales, row, acc, rowbuf):
+    """``dist8(q, row)`` for one row of a (possibly packed) store."""
+    if codes.dtype == np.float32:
+        return dist_one(q, codes, row, acc)
+    _decode_plain(codes, scales, row, rowbuf[0])
+    return dist_one(q, rowbuf, 0, acc)
+
+
+def prefetch_row(vecs, row):
+    """Hint the CPU to start loading row ``row`` of ``vecs`` (a no-op without numba)."""
+
+
+if HAVE_NUMBA:
+    from llvmlite import ir
+    from numba.core import cgutils, types
+    from numba.extending import intrinsic, overload
+
+    def _pick(codes, f32_impl, packed_impl):
+        return f32_impl if codes.dtype == types.float32 else packed_impl
+
+    def _decoder(codes):
+        if codes.dtype == types.uint16:
+            return _decode_f16_store_row
+        if codes.dtype == types.int8:
+            return decode_i8_row
+        return decode_i4_row
+
+    @overload(store_dists, jit_options={"nogil": True})
+    def _store_dists_typed(q, codes, scales, rows, count, out, acc, rowbuf):
+        def f32_impl(q, codes, scales, rows, count, out, acc, rowbuf):
+            dists(q, codes, rows, count, out, acc)
+
+        decode = _decoder(codes)
+
+        def packed_impl(q, codes, scales, rows, count, out, acc, rowbuf):
+            for g in range(0, count, 4):
+                cnt = min(4, count - g)
+                for r in range(cnt):
+                    decode(codes, scales, rows[g + r], rowbuf[r])
+                dists(q, rowbuf, _IOTA4, cnt, out[g:g + cnt], acc)
+
+        return _pick(codes, f32_impl, packed_impl)
+
+    @overload(store_dist_one, jit_options={"nogil": True})
+    def _store_dist_one_typed(q, codes, scales, row, acc, rowbuf):
+        def f32_impl(q, codes, scales, row, acc, rowbuf):
+            return dist_one(q, codes, row, acc)
+
+        decode = _decoder(codes)
+
+        def packed_impl(q, codes, scales, row, acc, rowbuf):
+            decode(codes, scales, row, rowbuf[0])
+            return dist_one(q, rowbuf, 0, acc)
+
+        return _pick(codes, f32_impl, packed_impl)
+
+    _PREFETCH_LINES = 4  # the row's first cache lines; the hardware streamer fetches the rest
+
+    @intrinsic
+    def _prefetch_row_typed(typingctx, vecs, row):
+        if not isinstance(vecs, types.Array) or vecs.ndim != 2:
+            return None
+
+        def codegen(context, builder, signature, args):
+            ary = context.make_array(signature.args[0])(context, builder, args[0])
+            stride0 = cgutils.unpack_tuple(builder, ary.strides)[0]
+            r = context.cast(builder, args[1], signature.args[1], types.intp)
+            i8p = ir.IntType(8).as_pointer()
+            start = builder.gep(builder.bitcast(ary.data, i8p), [builder.mul(r, stride0)])
+            i32 = ir.IntType(32)
+            fn = cgutils.get_or_insert_function(
+                builder.module, ir.FunctionType(ir.VoidType(), [i8p, i32, i32, i32]),
+                "llvm.prefetch.p0")
+            for line in range(_PREFETCH_LINES):  # read, keep in all levels, data cache
+                addr = builder.gep(start, [ir.Constant(ir.IntType(64), 64 * line)])
+                builder.call(fn, [addr, i32(0), i32(3), i32(1)])
+            return context.get_dummy_value()
+
+        return types.void(vecs, row), codegen
+
+    @intrinsic
+    def _half_to_f32_typed(typingctx, h):
+        if not isinstance(h, types.Integer) or h.bitwidth != 16:
+            return None
+
+        def codegen(context, builder, signature, args):
+            # fpext half -> float is exact; on x86 it is the F16C conversion
+            return builder.fpext(builder.bitcast(args[0], ir.HalfType()), ir.FloatType())
+
+        return types.float32(h), codegen
+
+    @overload(half_to_f32, jit_options={"nogil": True})
+    def _half_to_f32_overload(h):
+        return lambda h: _half_to_f32_typed(h)
+
+    @overload(prefetch_row, jit_options={"nogil": True})
+    def _prefetch_row_overload(vecs, row):
+        return lambda vecs, row: _prefetch_row_typed(vecs, row)

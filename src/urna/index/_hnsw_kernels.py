@@ -1,6 +1,8 @@
 """Hot loops of the HNSW index (03-runtime §7.5-7.7), compiled with numba when it is installed.
 
-Everything here works on flat arrays: vectors ``(n, dim)`` float32, and a graph given as
+Everything here works on flat arrays: the rows as a store ``(codes, scales)`` (float32 rows,
+or packed float16 / int8 / int4 rows decoded four at a time, see ``_hnsw_dist``; the build
+uses float32 rows only), and a graph given as
 ``node_ptr`` (n+1) + per-row ``row_start``/``row_end`` offsets into an int32 ``ids`` array
 (row ``node_ptr[i] + l`` is node ``i``'s list on layer ``l``). The build writes into
 fixed-capacity rows and moves ``row_end``; a decoded payload passes ``nbr_ptr[:-1]`` and
@@ -18,10 +20,20 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._hnsw_dist import HAVE_NUMBA, dist8, dist_one, dists, jit, vectorizing
+from ._hnsw_dist import (
+    HAVE_NUMBA,
+    dist8,
+    dist_one,
+    dists,
+    jit,
+    prefetch_row,
+    store_dist_one,
+    store_dists,
+    vectorizing,
+)
 
-__all__ = ["HAVE_NUMBA", "build_graph", "dist8", "dist_one", "dists", "greedy", "layer_search",
-           "order_key", "search_graph", "search_graph_filtered", "select_heuristic",
+__all__ = ["EPOCH_LIMIT", "HAVE_NUMBA", "build_graph", "dist8", "dist_one", "dists", "greedy",
+           "layer_search", "next_epoch", "order_key", "search_graph", "select_heuristic",
            "vectorizing"]
 
 _F32_INF = np.float32(np.inf)
@@ -101,12 +113,23 @@ def _pop_root(key, val, size):
 
 
 _CHUNK = 64  # neighbour ids gathered per distance batch (bounds the scratch buffers)
+EPOCH_LIMIT = 65535  # visited stamps are uint16: at the wrap the array is cleared once
 
 
 @jit
-def greedy(curr, q, layer, vecs, node_ptr, row_start, row_end, ids, nbuf, dbuf, acc):
+def next_epoch(mark, epoch):
+    """The stamp of a new traversal: ``epoch + 1``, or 1 after clearing ``mark`` at the wrap."""
+    if epoch >= EPOCH_LIMIT:
+        mark[:] = 0
+        return 1
+    return epoch + 1
+
+
+@jit
+def greedy(curr, q, layer, codes, scales, node_ptr, row_start, row_end, ids, nbuf, dbuf, acc,
+           rowbuf):
     """Greedy descent on one layer: move to a strictly closer neighbour until none is."""
-    cd = dist_one(q, vecs, curr, acc)
+    cd = store_dist_one(q, codes, scales, curr, acc, rowbuf)
     while True:
         if layer >= node_ptr[curr + 1] - node_ptr[curr]:
             return curr
@@ -119,7 +142,8 @@ def greedy(curr, q, layer, vecs, node_ptr, row_start, row_end, ids, nbuf, dbuf, 
             cnt = min(_CHUNK, hi - lo)
             for j in range(cnt):
                 nbuf[j] = ids[lo + j]
-            dists(q, vecs, nbuf, cnt, dbuf, acc)
+                prefetch_row(codes, nbuf[j])
+            store_dists(q, codes, scales, nbuf, cnt, dbuf, acc, rowbuf)
             for j in range(cnt):  # list order: the earliest of equal smaller distances wins
                 if dbuf[j] < bd:
                     best = nbuf[j]
@@ -132,21 +156,27 @@ def greedy(curr, q, layer, vecs, node_ptr, row_start, row_end, ids, nbuf, dbuf, 
 
 
 @jit
-def layer_search(entry, q, layer, ef, vecs, node_ptr, row_start, row_end, ids, skip,
-                 mark, epoch, fk, fv, rk, rv, nbuf, dbuf, acc):
+def layer_search(entry, q, layer, ef, codes, scales, node_ptr, row_start, row_end, ids, skip,
+                 allowed, mark, epoch, fk, fv, rk, rv, nbuf, dbuf, acc, rowbuf):
     """Beam search of width ``ef`` from ``entry``; result heap left in ``rk``/``rv``.
 
     ``fk``/``fv`` hold the frontier (key = -distance, so the max-heap pops the closest);
     ``rk``/``rv`` the result (key = distance, root = farthest). Returns the result size.
     Neighbours are marked and measured a batch at a time, then pushed one by one in list
     order: distances do not depend on the heaps, so this is the reference's sequence.
+    ``allowed`` (uint8 per node, or empty for all) is a ``where=`` mask: as hnswlib's filtered
+    search, a neighbour enters the frontier when the result heap is not full or it is closer
+    than the worst result, but only allowed ones enter the result heap, so a filter never
+    disconnects the graph. ``skip`` (the node being inserted, else -1) is never visited.
     """
+    every = allowed.shape[0] == 0
     fs = 0
     rs = 0
     if entry != skip:
-        d = dist_one(q, vecs, entry, acc)
+        d = store_dist_one(q, codes, scales, entry, acc, rowbuf)
         fs = _push(fk, fv, fs, -d, entry)
-        rs = _push(rk, rv, rs, d, entry)
+        if every or allowed[entry]:
+            rs = _push(rk, rv, rs, d, entry)
         mark[entry] = epoch
     while fs > 0:
         cdist = -fk[0]
@@ -168,20 +198,22 @@ def layer_search(entry, q, layer, ef, vecs, node_ptr, row_start, row_end, ids, s
                 if nb == skip or mark[nb] == epoch:
                     continue
                 mark[nb] = epoch
+                prefetch_row(codes, nb)
                 nbuf[cnt] = nb
                 cnt += 1
             lo = stop
             if cnt == 0:
                 continue
-            dists(q, vecs, nbuf, cnt, dbuf, acc)
+            store_dists(q, codes, scales, nbuf, cnt, dbuf, acc, rowbuf)
             for j in range(cnt):
                 d = dbuf[j]
                 worst = rk[0] if rs > 0 else _F32_INF
                 if rs < ef or d < worst:
                     fs = _push(fk, fv, fs, -d, nbuf[j])
-                    rs = _push(rk, rv, rs, d, nbuf[j])
-                    if rs > ef:
-                        rs = _pop_root(rk, rv, rs)
+                    if every or allowed[nbuf[j]]:
+                        rs = _push(rk, rv, rs, d, nbuf[j])
+                        if rs > ef:
+                            rs = _pop_root(rk, rv, rs)
     return rs
 
 
@@ -236,8 +268,11 @@ def build_graph(vecs, levels, m, ef_c, node_ptr, row_start, row_end, ids):
     if n == 0:
         return 0, 0
     m_max0 = 2 * m
-    mark = np.zeros(n, dtype=np.int64)
-    epoch = np.int64(0)
+    mark = np.zeros(n, dtype=np.uint16)
+    epoch = 0
+    every = np.zeros(0, dtype=np.uint8)
+    no_scales = np.zeros(0, dtype=np.float32)
+    rowbuf = np.empty((4, vecs.shape[1]), dtype=np.float32)
     fk = np.empty(n + 2, dtype=np.float32)
     fv = np.empty(n + 2, dtype=np.int32)
     rk = np.empty(ef_c + 3, dtype=np.float32)
@@ -258,13 +293,14 @@ def build_graph(vecs, levels, m, ef_c, node_ptr, row_start, row_end, ids):
         q = vecs[i]
         curr = entry_point
         for layer in range(max_level, lvl, -1):
-            curr = greedy(curr, q, layer, vecs, node_ptr, row_start, row_end, ids,
-                          nbuf, dbuf, acc)
+            curr = greedy(curr, q, layer, vecs, no_scales, node_ptr, row_start, row_end, ids,
+                          nbuf, dbuf, acc, rowbuf)
         entry = curr
         for layer in range(min(lvl, max_level), -1, -1):
-            epoch += 1
-            rs = layer_search(entry, q, layer, ef_c, vecs, node_ptr, row_start, row_end, ids,
-                              i, mark, epoch, fk, fv, rk, rv, nbuf, dbuf, acc)
+            epoch = next_epoch(mark, epoch)
+            rs = layer_search(entry, q, layer, ef_c, vecs, no_scales, node_ptr, row_start,
+                              row_end, ids, i, every, mark, epoch, fk, fv, rk, rv, nbuf, dbuf,
+                              acc, rowbuf)
             nsel = select_heuristic(rv, rk, rs, m, vecs, sel, pruned, dbuf, acc)
             row = node_ptr[i] + layer
             base = row_start[row]
@@ -319,113 +355,33 @@ def build_graph(vecs, levels, m, ef_c, node_ptr, row_start, row_end, ids):
 
 
 @jit
-def search_graph(q, ef, entry_point, max_level, vecs, node_ptr, row_start, row_end, ids):
-    """Greedy descent to layer 1, beam of width ``ef`` on layer 0; ids ascending by distance."""
-    n = vecs.shape[0]
+def search_graph(q, ef, entry_point, max_level, codes, scales, node_ptr, row_start, row_end, ids,
+                 allowed, mark, epoch, fk, fv, rk, rv):
+    """Greedy descent to layer 1, beam of width ``ef`` on layer 0; ids ascending by distance.
+
+    The rows are a store ``(codes, scales)`` (``_hnsw_dist``: float32 rows or packed ones);
+    ``allowed`` is a uint8 ``where=`` mask (empty: every row). The scratch comes from the
+    caller so it is reused across queries: ``mark`` (uint16, >= n; stamped with ``epoch``,
+    which must differ from every stamp left in it), ``fk``/``fv`` (>= n + 2), ``rk``/``rv``
+    (>= ef + 3).
+    """
+    n = codes.shape[0]
     if n == 0:
         return np.zeros(0, dtype=np.int32)
     nbuf = np.empty(_CHUNK, dtype=np.int32)
     dbuf = np.empty(_CHUNK, dtype=np.float32)
     acc = np.empty(32, dtype=np.float32)
+    rowbuf = np.empty((4, q.shape[0]), dtype=np.float32)
     curr = entry_point
     for layer in range(max_level, 0, -1):
-        curr = greedy(curr, q, layer, vecs, node_ptr, row_start, row_end, ids, nbuf, dbuf, acc)
-    mark = np.zeros(n, dtype=np.uint8)
-    fk = np.empty(n + 2, dtype=np.float32)
-    fv = np.empty(n + 2, dtype=np.int32)
-    rk = np.empty(ef + 3, dtype=np.float32)
-    rv = np.empty(ef + 3, dtype=np.int32)
-    rs = layer_search(curr, q, 0, ef, vecs, node_ptr, row_start, row_end, ids, -1,
-                      mark, 1, fk, fv, rk, rv, nbuf, dbuf, acc)
+        curr = greedy(curr, q, layer, codes, scales, node_ptr, row_start, row_end, ids, nbuf,
+                      dbuf, acc, rowbuf)
+    rs = layer_search(curr, q, 0, ef, codes, scales, node_ptr, row_start, row_end, ids, -1,
+                      allowed, mark, epoch, fk, fv, rk, rv, nbuf, dbuf, acc, rowbuf)
     keys = np.empty(rs, dtype=np.int64)
     rbits = rk.view(np.uint32)
     for j in range(rs):
         keys[j] = order_key(rk[j], rbits[j], j)  # stable: heap array order breaks distance ties
-    order = np.argsort(keys)
-    out = np.empty(rs, dtype=np.int32)
-    for j in range(rs):
-        out[j] = rv[order[j]]
-    return out
-
-
-@jit
-def _filtered_layer0(entry, q, ef, vecs, node_ptr, row_start, row_end, ids, allowed, mark,
-                     fk, fv, rk, rv, nbuf, dbuf, acc):
-    """Layer-0 beam whose results are only ``allowed`` rows; the walk crosses every node.
-
-    As hnswlib's filtered search: a neighbour enters the frontier when the result heap is not
-    full or it is closer than the worst result, but only allowed ones enter the result heap,
-    so a filter never disconnects the graph. Returns the result size.
-    """
-    fs = 0
-    rs = 0
-    d = dist_one(q, vecs, entry, acc)
-    fs = _push(fk, fv, fs, -d, entry)
-    if allowed[entry]:
-        rs = _push(rk, rv, rs, d, entry)
-    mark[entry] = 1
-    while fs > 0:
-        cdist = -fk[0]
-        c = fv[0]
-        fs = _pop_root(fk, fv, fs)
-        worst = rk[0] if rs > 0 else _F32_INF
-        if cdist > worst and rs >= ef:
-            break
-        if node_ptr[c + 1] - node_ptr[c] <= 0:
-            continue
-        row = node_ptr[c]
-        lo = row_start[row]
-        hi = row_end[row]
-        while lo < hi:
-            stop = min(lo + _CHUNK, hi)
-            cnt = 0
-            for j in range(lo, stop):
-                nb = ids[j]
-                if mark[nb] == 1:
-                    continue
-                mark[nb] = 1
-                nbuf[cnt] = nb
-                cnt += 1
-            lo = stop
-            if cnt == 0:
-                continue
-            dists(q, vecs, nbuf, cnt, dbuf, acc)
-            for j in range(cnt):
-                d = dbuf[j]
-                worst = rk[0] if rs > 0 else _F32_INF
-                if rs < ef or d < worst:
-                    fs = _push(fk, fv, fs, -d, nbuf[j])
-                    if allowed[nbuf[j]]:
-                        rs = _push(rk, rv, rs, d, nbuf[j])
-                        if rs > ef:
-                            rs = _pop_root(rk, rv, rs)
-    return rs
-
-
-@jit
-def search_graph_filtered(q, ef, entry_point, max_level, vecs, node_ptr, row_start, row_end,
-                          ids, allowed):
-    """``search_graph`` keeping only ``allowed`` rows (uint8 mask) as results."""
-    n = vecs.shape[0]
-    if n == 0:
-        return np.zeros(0, dtype=np.int32)
-    nbuf = np.empty(_CHUNK, dtype=np.int32)
-    dbuf = np.empty(_CHUNK, dtype=np.float32)
-    acc = np.empty(32, dtype=np.float32)
-    curr = entry_point
-    for layer in range(max_level, 0, -1):
-        curr = greedy(curr, q, layer, vecs, node_ptr, row_start, row_end, ids, nbuf, dbuf, acc)
-    mark = np.zeros(n, dtype=np.uint8)
-    fk = np.empty(n + 2, dtype=np.float32)
-    fv = np.empty(n + 2, dtype=np.int32)
-    rk = np.empty(ef + 3, dtype=np.float32)
-    rv = np.empty(ef + 3, dtype=np.int32)
-    rs = _filtered_layer0(curr, q, ef, vecs, node_ptr, row_start, row_end, ids, allowed, mark,
-                          fk, fv, rk, rv, nbuf, dbuf, acc)
-    keys = np.empty(rs, dtype=np.int64)
-    rbits = rk.view(np.uint32)
-    for j in range(rs):
-        keys[j] = order_key(rk[j], rbits[j], j)
     order = np.argsort(keys)
     out = np.empty(rs, dtype=np.int32)
     for j in range(rs):

@@ -12,11 +12,17 @@ This module never parses a file: it takes vectors and an ``HnswPayload``; the lo
 from __future__ import annotations
 
 import math
+import threading
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ..format.sections.hnsw import HnswPayload
 from . import _hnsw_kernels as _k
+
+if TYPE_CHECKING:
+    from .exact import Slab
 
 DEFAULT_M = 16  # "M" in Malkov & Yashunin: target out-degree above layer 0
 DEFAULT_EF_CONSTRUCTION = 400  # "efConstruction": beam width while inserting
@@ -116,33 +122,102 @@ def build_hnsw(vectors: np.ndarray, m: int = DEFAULT_M,
                        levels, node_ptr, nbr_ptr, ids[gather])
 
 
-def hnsw_search(graph: HnswPayload, vectors_f32: np.ndarray, q: np.ndarray,
+@dataclass(frozen=True, eq=False)  # holds arrays
+class PackedRows:
+    """Quantised stored rows as the beam reads them, in place (nothing is dequantised ahead).
+
+    ``codes``: float16 rows as their uint16 bits (n, dim), int8 codes (n, dim) or int4
+    nibbles (n, dim/2) uint8, low nibble = even column. ``scales``: empty for float16, the
+    per-row f32 scales (n,) for int8, the per-group scales (n, dim/64) as f32 for int4. Rows
+    must be finite (an opened file's are). Distances equal those over ``dequantize``'s rows.
+    """
+
+    codes: np.ndarray
+    scales: np.ndarray
+    dim: int
+
+    @property
+    def n(self) -> int:
+        """Number of rows."""
+        return int(self.codes.shape[0])
+
+
+def beam_rows(slab: Slab) -> np.ndarray | PackedRows:
+    """The rows of ``slab`` for ``hnsw_search``: a float32 view, else the packed rows."""
+    if slab.dtype == "float32":
+        return _as_matrix(slab.a)
+    if slab.dtype == "float16":
+        return PackedRows(np.ascontiguousarray(slab.a).view(np.uint16),
+                          np.zeros(0, dtype=np.float32), slab.dim)
+    assert slab.scales is not None  # quantised slabs always carry their scales
+    # int4 group scales are f16 in the file; widening them is exact (n * dim/64 values)
+    return PackedRows(np.ascontiguousarray(slab.a), np.ascontiguousarray(slab.scales,
+                                                                         dtype=np.float32),
+                      slab.dim)
+
+
+class _BeamScratch(threading.local):
+    """Per-thread query scratch: the visited stamps and the heaps, reused across queries."""
+
+    def __init__(self) -> None:
+        self.mark = np.zeros(0, dtype=np.uint16)
+        self.epoch = 0
+        self.fk = np.zeros(0, dtype=np.float32)
+        self.fv = np.zeros(0, dtype=np.int32)
+        self.rk = np.zeros(0, dtype=np.float32)
+        self.rv = np.zeros(0, dtype=np.int32)
+
+    def take(self, n: int, ef: int) -> int:
+        """Size the buffers for ``n`` nodes and beam ``ef``; returns a fresh visited stamp."""
+        if self.mark.shape[0] < n:
+            self.mark = np.zeros(n, dtype=np.uint16)
+            self.fk = np.empty(n + 2, dtype=np.float32)
+            self.fv = np.empty(n + 2, dtype=np.int32)
+            self.epoch = 0
+        if self.rk.shape[0] < ef + 3:
+            self.rk = np.empty(ef + 3, dtype=np.float32)
+            self.rv = np.empty(ef + 3, dtype=np.int32)
+        if self.epoch >= _k.EPOCH_LIMIT:  # uint16 stamps wrap: clear them once
+            self.mark.fill(0)
+            self.epoch = 0
+        self.epoch += 1
+        return self.epoch
+
+
+_scratch = _BeamScratch()
+_ALL_ROWS = np.zeros(0, dtype=np.uint8)
+_NO_SCALES = np.zeros(0, dtype=np.float32)
+
+
+def hnsw_search(graph: HnswPayload, rows: np.ndarray | PackedRows, q: np.ndarray,
                 ef: int, allowed: np.ndarray | None = None) -> np.ndarray:
     """Candidate ids for normalised query ``q``, ascending by ``dot8`` distance (§7.5).
 
-    The beam width is ``max(ef, graph.ef_construction)``, the reference's floor. ``vectors_f32``
-    are the graph's rows as float32 (dequantised stored rows at query time). ``allowed`` (one
-    bool per row, a ``where=`` mask) keeps only those rows as results while the beam still walks
-    through the others. Terminates on any graph ``decode_hnsw`` accepts.
+    The beam width is ``max(ef, graph.ef_construction)``, the reference's floor. ``rows`` are
+    the graph's rows: float32 (n, dim), or ``PackedRows`` (``beam_rows``) read in place.
+    ``allowed`` (one bool per row, a ``where=`` mask) keeps only those rows as results while
+    the beam still walks through the others. Terminates on any graph ``decode_hnsw`` accepts.
     """
     if graph.n_nodes == 0:
         return np.zeros(0, dtype=np.int64)
-    vecs = _as_matrix(vectors_f32)
-    if vecs.shape[0] != graph.n_nodes:
-        raise ValueError(f"graph has {graph.n_nodes} nodes but {vecs.shape[0]} vectors given")
+    if isinstance(rows, PackedRows):
+        codes, scales, n, dim = rows.codes, rows.scales, rows.n, rows.dim
+    else:
+        codes = _as_matrix(rows)
+        scales, n, dim = _NO_SCALES, codes.shape[0], codes.shape[1]
+    if n != graph.n_nodes:
+        raise ValueError(f"graph has {graph.n_nodes} nodes but {n} vectors given")
     qv = np.ascontiguousarray(q, dtype=np.float32).reshape(-1)
-    if qv.shape[0] != vecs.shape[1]:
-        raise ValueError(f"query has {qv.shape[0]} values, vectors have {vecs.shape[1]}")
+    if qv.shape[0] != dim:
+        raise ValueError(f"query has {qv.shape[0]} values, vectors have {dim}")
     ef_eff = max(min(max(ef, graph.ef_construction), graph.n_nodes + 1), 0)
+    mask = _ALL_ROWS if allowed is None else np.ascontiguousarray(allowed, np.uint8)
+    sc = _scratch
+    epoch = sc.take(n, ef_eff)
     with _k.vectorizing():
-        if allowed is not None:  # a where= filter: only allowed rows are results
-            out = _k.search_graph_filtered(qv, ef_eff, graph.entry_point, graph.max_level, vecs,
-                                           graph.node_ptr, graph.nbr_ptr[:-1], graph.nbr_ptr[1:],
-                                           graph.ids, np.ascontiguousarray(allowed, np.uint8))
-        else:
-            out = _k.search_graph(qv, ef_eff, graph.entry_point, graph.max_level, vecs,
-                                  graph.node_ptr, graph.nbr_ptr[:-1], graph.nbr_ptr[1:],
-                                  graph.ids)
+        out = _k.search_graph(qv, ef_eff, graph.entry_point, graph.max_level, codes, scales,
+                              graph.node_ptr, graph.nbr_ptr[:-1], graph.nbr_ptr[1:], graph.ids,
+                              mask, sc.mark, epoch, sc.fk, sc.fv, sc.rk, sc.rv)
     return out.astype(np.int64)
 
 
@@ -151,5 +226,5 @@ def level0_neighbors(graph: HnswPayload, i: int) -> np.ndarray:
     return graph.neighbors(i, 0)
 
 
-__all__ = ["DEFAULT_EF_CONSTRUCTION", "DEFAULT_M", "DEFAULT_SEED", "Lcg", "build_hnsw",
-           "hnsw_search", "level0_neighbors", "sample_levels"]
+__all__ = ["DEFAULT_EF_CONSTRUCTION", "DEFAULT_M", "DEFAULT_SEED", "Lcg", "PackedRows",
+           "beam_rows", "build_hnsw", "hnsw_search", "level0_neighbors", "sample_levels"]

@@ -22,7 +22,7 @@ import dataclasses
 import threading
 import time
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -44,6 +44,9 @@ from .opening import OpenedFile
 from .query import validate
 from .ranks import FUSED
 from .routing import EXACT, GRAPH, HNSW, HYBRID, Route, choose_route
+
+if TYPE_CHECKING:
+    from ..index.hnsw import PackedRows
 
 NAN = float("nan")
 _U64_MAX = (1 << 64) - 1
@@ -143,16 +146,18 @@ def exact_search(st: OpenedFile, x: np.ndarray, k: int, t0: float | None = None,
     return exact_result(st, ids, sc, k, _ms(t0))
 
 
-def hnsw_vectors(st: OpenedFile) -> np.ndarray:
-    """The stored 0x04 rows as float32 for the HNSW beam (a view for float32, else decoded once)."""
-    vecs = getattr(st, "_hnsw_f32", None)
-    if vecs is None:
+def hnsw_vectors(st: OpenedFile) -> np.ndarray | PackedRows:
+    """The stored 0x04 rows as the HNSW beam reads them: in place, packed rows included."""
+    rows = getattr(st, "_hnsw_rows", None)
+    if rows is None:
         with _vectors_lock:
-            vecs = getattr(st, "_hnsw_f32", None)
-            if vecs is None:
-                vecs = st.stored.dequantize(0, st.n)
-                st._hnsw_f32 = vecs  # type: ignore[attr-defined]
-    return vecs
+            rows = getattr(st, "_hnsw_rows", None)
+            if rows is None:
+                from ..index.hnsw import beam_rows
+
+                rows = beam_rows(st.stored)
+                st._hnsw_rows = rows  # type: ignore[attr-defined]
+    return rows
 
 
 def _hnsw_candidates(st: OpenedFile, q: np.ndarray, width: int,

@@ -1,0 +1,228 @@
+"""The query kernel against the previous one, and packed rows against their dequantised form.
+
+``_previous_search`` is a plain-Python copy of the search kernel as it was before the visited
+stamps, the heaps and the filtered beam were merged into one reused traversal: the faster
+search must return the same candidates in the same order (hence the same scores) on random
+graphs, with and without a ``where=`` mask, over many queries reusing the per-thread scratch.
+Packed rows (float16 bits, int8, int4) must give the candidates of the float32 rows
+``Slab.dequantize`` makes from them, and their row decoders the same bits.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import urna
+from urna.format.sections.hnsw import decode_hnsw, encode_hnsw, payload_from_lists
+from urna.index import _hnsw_dist as D
+from urna.index import _hnsw_kernels as K
+from urna.index import hnsw as H
+from urna.index.exact import Slab
+from urna.runtime.search import hnsw_vectors
+
+F32_INF = np.float32(np.inf)
+
+
+# ------------------------------------------------------------------ the previous kernel
+
+
+def _previous_layer0(entry, q, ef, vecs, graph, allowed):
+    """Layer-0 beam as the previous kernels ran it (fresh marks; the filtered variant)."""
+    n = vecs.shape[0]
+    mark = np.zeros(n, dtype=np.uint8)
+    fk = np.empty(n + 2, dtype=np.float32)
+    fv = np.empty(n + 2, dtype=np.int32)
+    rk = np.empty(ef + 3, dtype=np.float32)
+    rv = np.empty(ef + 3, dtype=np.int32)
+    fs = rs = 0
+    d = D.dist8(q, vecs[entry])
+    fs = K._push(fk, fv, fs, -d, entry)
+    if allowed[entry]:
+        rs = K._push(rk, rv, rs, d, entry)
+    mark[entry] = 1
+    while fs > 0:
+        cdist = -fk[0]
+        c = fv[0]
+        fs = K._pop_root(fk, fv, fs)
+        worst = rk[0] if rs > 0 else F32_INF
+        if cdist > worst and rs >= ef:
+            break
+        for nb in graph.neighbors(int(c), 0):
+            if mark[nb]:
+                continue
+            mark[nb] = 1
+            d = D.dist8(q, vecs[nb])
+            worst = rk[0] if rs > 0 else F32_INF
+            if rs < ef or d < worst:
+                fs = K._push(fk, fv, fs, -d, nb)
+                if allowed[nb]:
+                    rs = K._push(rk, rv, rs, d, nb)
+                    if rs > ef:
+                        rs = K._pop_root(rk, rv, rs)
+    keys = [K.order_key(rk[j], rk[j:j + 1].view(np.uint32)[0], j) for j in range(rs)]
+    return [int(rv[j]) for j in np.argsort(np.array(keys, dtype=np.int64), kind="stable")]
+
+
+def _previous_search(graph, vecs, q, ef, allowed=None):
+    """Greedy descent then the layer-0 beam, beam width floored as ``hnsw_search`` does."""
+    n = graph.n_nodes
+    ef = max(min(max(ef, graph.ef_construction), n + 1), 0)
+    allowed = np.ones(n, dtype=bool) if allowed is None else allowed
+    curr = graph.entry_point
+    for layer in range(graph.max_level, 0, -1):
+        cd = D.dist8(q, vecs[curr])
+        while True:
+            best, bd = curr, cd
+            for nb in graph.neighbors(int(curr), layer):
+                d = D.dist8(q, vecs[nb])
+                if d < bd:
+                    best, bd = int(nb), d
+            if best == curr:
+                break
+            curr, cd = best, bd
+    return _previous_layer0(curr, q, ef, vecs, graph, allowed)
+
+
+# ------------------------------------------------------------------ graphs
+
+
+@st.composite
+def built_graphs(draw):
+    """A graph of the reference builder over random unit rows (dim 5..20)."""
+    n = draw(st.integers(1, 120))
+    dim = draw(st.integers(5, 20))
+    seed = draw(st.integers(0, 2**32 - 1))
+    rng = np.random.default_rng(seed)
+    x = rng.normal(size=(n, dim)).astype(np.float32)
+    x /= np.linalg.norm(x, axis=1, keepdims=True)
+    g = H.build_hnsw(x, draw(st.integers(2, 8)), draw(st.integers(1, 40)), seed)
+    return g, x, rng
+
+
+@st.composite
+def decodable_graphs(draw):
+    """Any graph a file could carry (repeated, self and dangling-free ids in any order)."""
+    n = draw(st.integers(1, 40))
+    lists = [[draw(st.lists(st.integers(0, n - 1), max_size=10))
+              for _ in range(draw(st.integers(0, 3)) + 1)] for _ in range(n)]
+    g = payload_from_lists(4, 10, draw(st.integers(0, 30)), draw(st.integers(0, n - 1)),
+                           draw(st.integers(0, 3)), lists)
+    g = decode_hnsw(encode_hnsw(g), n)
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    return g, rng.normal(size=(n, 9)).astype(np.float32), rng
+
+
+def _check_same_as_previous(g, x, rng, ef, masked):
+    for _ in range(4):  # several queries in a row: the scratch is reused between them
+        q = rng.normal(size=x.shape[1]).astype(np.float32)
+        allowed = rng.random(g.n_nodes) < 0.5 if masked else None
+        got = H.hnsw_search(g, x, q, ef, allowed)
+        want = _previous_search(g, x, q, ef, allowed)
+        assert got.tolist() == want
+        # same ids in the same order, so the same distances and exact scores
+        assert [D.dist8(q, x[i]) for i in got] == [D.dist8(q, x[i]) for i in want]
+
+
+@settings(max_examples=60, deadline=None)
+@given(built_graphs(), st.integers(0, 60), st.booleans())
+def test_search_equals_the_previous_kernel_on_built_graphs(case, ef, masked) -> None:
+    g, x, rng = case
+    _check_same_as_previous(g, x, rng, ef, masked)
+
+
+@settings(max_examples=60, deadline=None)
+@given(decodable_graphs(), st.integers(0, 40), st.booleans())
+def test_search_equals_the_previous_kernel_on_any_decodable_graph(case, ef, masked) -> None:
+    g, x, rng = case
+    _check_same_as_previous(g, x, rng, ef, masked)
+
+
+def test_visited_stamps_survive_their_wrap() -> None:
+    rng = np.random.default_rng(3)
+    x = rng.normal(size=(300, 16)).astype(np.float32)
+    x /= np.linalg.norm(x, axis=1, keepdims=True)
+    g = H.build_hnsw(x, 6, 20, 1)
+    H._scratch.take(g.n_nodes, 20)
+    H._scratch.epoch = K.EPOCH_LIMIT - 2  # the next queries cross the uint16 wrap
+    for _ in range(5):
+        q = rng.normal(size=16).astype(np.float32)
+        assert H.hnsw_search(g, x, q, 20).tolist() == _previous_search(g, x, q, 20)
+    assert H._scratch.epoch < 5
+
+
+# ------------------------------------------------------------------ packed rows
+
+
+def _slab(kind: str, n: int, dim: int, rng) -> Slab:
+    if kind == "float16":
+        bits = rng.integers(0, 1 << 16, size=(n, dim), dtype=np.uint16)
+        bits[(bits & 0x7C00) == 0x7C00] &= 0x83FF  # finite halves only (inf/NaN rows never open)
+        return Slab.float16(bits.view(np.float16))
+    if kind == "int8":
+        scales = (rng.random(n) * 0.02).astype(np.float32)
+        return Slab.int8(scales, rng.integers(-128, 128, size=(n, dim), dtype=np.int8))
+    scales = (rng.random((n, dim // 64)) * 0.2).astype(np.float16)
+    return Slab.int4(scales, rng.integers(0, 256, size=(n, dim // 2), dtype=np.uint8), dim)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.sampled_from(["float16", "int8", "int4"]), st.integers(1, 40),
+       st.sampled_from([64, 128, 192]), st.integers(0, 2**32 - 1))
+def test_packed_row_decoders_give_dequantize_bits(kind, n, dim, seed) -> None:
+    slab = _slab(kind, n, dim, np.random.default_rng(seed))
+    rows = H.beam_rows(slab)
+    assert isinstance(rows, H.PackedRows)
+    want = slab.dequantize(0, n)
+    out = np.empty(dim, dtype=np.float32)
+    for i in range(n):
+        if kind == "float16":
+            D.decode_f16_row(rows.codes, i, out)
+        elif kind == "int8":
+            D.decode_i8_row(rows.codes, rows.scales, i, out)
+        else:
+            D.decode_i4_row(rows.codes, rows.scales, i, out)
+        assert out.tobytes() == want[i].tobytes()
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.sampled_from(["float16", "int8", "int4"]), st.integers(1, 150),
+       st.integers(0, 2**32 - 1), st.integers(0, 80), st.booleans())
+def test_packed_rows_give_the_candidates_of_their_dequantised_rows(kind, n, seed, ef,
+                                                                   masked) -> None:
+    rng = np.random.default_rng(seed)
+    slab = _slab(kind, n, 64, rng)
+    f32 = slab.dequantize(0, n)
+    g = H.build_hnsw(f32, 4, 16, seed)
+    packed = H.beam_rows(slab)
+    for _ in range(3):
+        q = rng.normal(size=64).astype(np.float32)
+        allowed = rng.random(n) < 0.5 if masked else None
+        assert (H.hnsw_search(g, packed, q, ef, allowed).tolist()
+                == H.hnsw_search(g, f32, q, ef, allowed).tolist())
+
+
+def test_packed_rows_reject_a_mismatched_query() -> None:
+    slab = _slab("int8", 10, 64, np.random.default_rng(1))
+    g = H.build_hnsw(slab.dequantize(0, 10), 4, 8, 1)
+    with pytest.raises(ValueError):
+        H.hnsw_search(g, H.beam_rows(slab), np.ones(32, dtype=np.float32), 5)
+
+
+REF = __import__("pathlib").Path(__file__).resolve().parent.parent / "data" / "ref-0.5.1"
+
+
+@pytest.mark.parametrize("name", ["synthetic-tiny.urna", "synthetic-nano.urna",
+                                  "synthetic-f16_hnsw.urna", "synthetic-hybrid.urna"])
+def test_an_opened_file_walks_its_stored_rows_in_place(name: str) -> None:
+    with urna.open(REF / name) as f:
+        f.search_ann(np.ones(f.embedding_dim, dtype=np.float32), 3, 32)
+        st_ = f._st
+        rows = hnsw_vectors(st_)
+        if st_.stored.dtype == "float32":
+            assert isinstance(rows, np.ndarray) and np.shares_memory(rows, st_.stored.a)
+        else:  # the packed rows themselves, not a float32 copy of the slab
+            assert isinstance(rows, H.PackedRows)
+            assert np.shares_memory(rows.codes, st_.stored.a)
