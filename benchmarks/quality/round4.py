@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 from labelled_sets import CACHE, SETS
-from round3 import K, SetData, kept
+from round3 import K, SetData, kept, stemmed
 
 from urna.forge.evaluate import RECALL_DEPTH
 from urna.index import exact, metrics
@@ -142,6 +142,37 @@ def lexz_matched(st, q, text, pool):  # type: ignore[no-untyped-def]
     return pool[np.lexsort((pool, -cos, -s))]
 
 
+def _background_gap(x: np.ndarray, depth: int = 10) -> float:
+    """``(top1 - top_depth) / (top1 - median)``: the gap in units of the top's lead."""
+    srt = np.sort(x)[::-1]
+    lead = float(srt[0] - np.median(x))
+    return float(srt[0] - srt[min(depth, srt.size) - 1]) / lead if lead > 0 else 0.0
+
+
+def background_gap(both: bool):  # type: ignore[no-untyped-def]
+    """Gaps over the pool's median instead of zero (cosine only, or both lists)."""
+    def f(st, q, text, pool):  # type: ignore[no-untyped-def]
+        cos = exact.score_rows(st.scoring, q, pool).astype(np.float64)
+        ev = stemmed_evidence(st.bm25, text, pool)
+        if not ev.scores.max() > 0:
+            return pool[np.lexsort((pool, -cos))]
+        e = ev.scores * ev.coverage ** ROW_COVERAGE_POWER
+        cov = float(ev.coverage[int(np.argmax(ev.scores))])
+        g_lex = _background_gap(ev.scores) if both else relative_gap(ev.scores)
+        w_cos, w_lex = _background_gap(cos), g_lex * cov ** COVERAGE_POWER
+        s = w_cos * zscore(cos) + w_lex * zscore(e)
+        return pool[np.lexsort((pool, -cos, -s))]
+    return f
+
+
+def gate_max_coverage(st, q, text, pool):  # type: ignore[no-untyped-def]
+    """Gate = the most any pool row holds of the query (not the best BM25 row's share)."""
+    cos = exact.score_rows(st.scoring, q, pool).astype(np.float64)
+    ev = stemmed_evidence(st.bm25, text, pool)
+    cov = float(ev.coverage.max()) if ev.scores.max() > 0 else 0.0
+    return fuse(pool, cos, ev.scores, coverage=cov, row_coverage=ev.coverage).ids
+
+
 VARIANTS: dict[str, Callable[..., np.ndarray]] = {
     "kept": kept,
     "doc+0.25max": doc_bonus(0.25, "max"),
@@ -150,6 +181,10 @@ VARIANTS: dict[str, Callable[..., np.ndarray]] = {
     "doc+2mean": doc_bonus(2.0, "mean"),
     "doc+1max": doc_bonus(1.0, "max"),
     "lexz-matched": lexz_matched,
+    "gate-max-coverage": gate_max_coverage,
+    "rowcov3": stemmed(3.0),
+    "cosgap-over-median": background_gap(False),
+    "gaps-over-median": background_gap(True),
     "gate-on-evidence": gate_on_evidence,
     "gate-best-evidence-row": gate_best_evidence_row,
 }
