@@ -1,0 +1,220 @@
+"""Fourth-round study: document aggregation, pool depth and gate input for ``rank="fused"``.
+
+``python benchmarks/quality/round4.py [VARIANT,VARIANT...] [set ...]`` prints nDCG@10 per set
+for each variant and its paired difference to ``kept`` (mean ± standard error over queries).
+Pools are the runtime's own (``round3.SetData``); the ``depth-C`` variants capture the pool
+``retrieve(rank="fused", candidates=C)`` builds, cached as ``pools4-C.npz``. Research code:
+what is kept lives in ``urna.index.fusion`` and ``urna.runtime.fused``; the table and what
+it decided: README "Answer quality", fourth round.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+from labelled_sets import CACHE, SETS
+from round3 import K, SetData, kept, stemmed
+
+from urna.forge.evaluate import RECALL_DEPTH
+from urna.index import exact, metrics
+from urna.index.fusion import COVERAGE_POWER, ROW_COVERAGE_POWER, fuse, relative_gap, zscore
+from urna.index.stemmed_bm25 import stemmed_evidence
+from urna.runtime import fused as rt_fused
+
+
+def per_query(d: SetData, order_of: Callable[..., np.ndarray],
+              pools: list[np.ndarray] | None = None) -> np.ndarray:
+    """nDCG@10 of each query (documents judged at their best chunk)."""
+    out = []
+    for q, v, pool in zip(d.queries, d.vecs, pools or d.pools, strict=True):
+        ids = order_of(d.st, v, q["text"], pool)
+        seen: set[str] = set()
+        ranked: list[str] = []
+        for i in ids.tolist():
+            u = d.uris[i]
+            if u not in seen:
+                seen.add(u)
+                ranked.append(u)
+        out.append(metrics.ndcg_at_k(ranked, {r: 1.0 for r in q["relevant"]}, K))
+    return np.asarray(out)
+
+
+def pools_at(d: SetData, cand: int) -> list[np.ndarray]:
+    """The runtime's fused pool of every query with ``cand`` candidates per list (cached)."""
+    cache: Path = CACHE / d.name / f"pools4-{cand}.npz"
+    if cache.exists():
+        z = np.load(cache)
+        offs, rows = z["offs"], z["rows"]
+        return [rows[offs[i]:offs[i + 1]] for i in range(len(d.queries))]
+    got: list[np.ndarray] = []
+    real = rt_fused.fused_order
+
+    def capture(st, q, text, pool, k):  # type: ignore[no-untyped-def]
+        got.append(np.unique(np.asarray(pool, dtype=np.int64)))
+        return real(st, q, text, pool, k)
+
+    rt_fused.fused_order = capture
+    try:
+        for q, v in zip(d.queries, d.vecs, strict=True):
+            d.file.retrieve(v, RECALL_DEPTH, candidates=cand, query_text=q["text"], rank="fused")
+    finally:
+        rt_fused.fused_order = real
+    offs = np.cumsum([0] + [len(p) for p in got])
+    np.savez(cache, offs=offs, rows=np.concatenate(got))
+    return got
+
+
+def _scored(st, q, text, pool):  # type: ignore[no-untyped-def]
+    """The kept fusion's score of every pool row (pool order) and its evidence."""
+    cos = exact.score_rows(st.scoring, q, pool).astype(np.float64)
+    ev = stemmed_evidence(st.bm25, text, pool)
+    cov = float(ev.coverage[int(np.argmax(ev.scores))]) if ev.scores.max() > 0 else 0.0
+    r = fuse(pool, cos, ev.scores, coverage=cov, row_coverage=ev.coverage)
+    at = np.searchsorted(pool, r.ids)
+    s = np.empty(pool.size)
+    s[at] = r.scores
+    return cos, ev, s
+
+
+def doc_bonus(gamma: float, how: str):  # type: ignore[no-untyped-def]
+    """Each chunk's fused score + gamma x its document's best other pooled chunk (>= 0)."""
+    def f(st, q, text, pool):  # type: ignore[no-untyped-def]
+        cos, ev, s = _scored(st, q, text, pool)
+        uris = [st.spans[int(i)][0] for i in pool]
+        by: dict[str, list[int]] = {}
+        for j, u in enumerate(uris):
+            by.setdefault(u, []).append(j)
+        bonus = np.zeros(pool.size)
+        pos = np.maximum(s, 0.0)
+        for js in by.values():
+            if len(js) < 2:
+                continue
+            vals = pos[js]
+            for a, j in enumerate(js):
+                others = np.delete(vals, a)
+                bonus[j] = others.max() if how == "max" else others.sum() / len(js)
+        s2 = s + gamma * bonus
+        return pool[np.lexsort((pool, -cos, -s2))]
+    return f
+
+
+def gate_on_evidence(st, q, text, pool):  # type: ignore[no-untyped-def]
+    """Gate and lexical gap measured on the list that is fused (BM25 x coverage^2)."""
+    cos = exact.score_rows(st.scoring, q, pool).astype(np.float64)
+    ev = stemmed_evidence(st.bm25, text, pool)
+    if not ev.scores.max() > 0:
+        return pool[np.lexsort((pool, -cos))]
+    e = ev.scores * ev.coverage ** ROW_COVERAGE_POWER
+    cov = float(ev.coverage[int(np.argmax(e))])
+    w_cos, w_lex = relative_gap(cos), relative_gap(e) * cov ** COVERAGE_POWER
+    s = w_cos * zscore(cos) + w_lex * zscore(e)
+    return pool[np.lexsort((pool, -cos, -s))]
+
+
+def gate_best_evidence_row(st, q, text, pool):  # type: ignore[no-untyped-def]
+    """Gate = coverage of the best row of the fused lexical list; gap still on raw BM25."""
+    cos = exact.score_rows(st.scoring, q, pool).astype(np.float64)
+    ev = stemmed_evidence(st.bm25, text, pool)
+    if not ev.scores.max() > 0:
+        return pool[np.lexsort((pool, -cos))]
+    e = ev.scores * ev.coverage ** ROW_COVERAGE_POWER
+    cov = float(ev.coverage[int(np.argmax(e))])
+    return fuse(pool, cos, ev.scores, coverage=cov, row_coverage=ev.coverage).ids
+
+
+def lexz_matched(st, q, text, pool):  # type: ignore[no-untyped-def]
+    """The lexical list z-scored with the mean and spread of the rows that match at all."""
+    cos = exact.score_rows(st.scoring, q, pool).astype(np.float64)
+    ev = stemmed_evidence(st.bm25, text, pool)
+    if not ev.scores.max() > 0:
+        return pool[np.lexsort((pool, -cos))]
+    e = ev.scores * ev.coverage ** ROW_COVERAGE_POWER
+    m = e[e > 0]
+    sd = float(m.std()) if m.size > 1 else 0.0
+    ze = (e - float(m.mean())) / sd if sd > 0 else zscore(e)
+    ze[e == 0] = min(float(ze.min()), 0.0) if sd > 0 else ze[e == 0]
+    cov = float(ev.coverage[int(np.argmax(ev.scores))])
+    w_cos, w_lex = relative_gap(cos), relative_gap(ev.scores) * cov ** COVERAGE_POWER
+    s = w_cos * zscore(cos) + w_lex * ze
+    return pool[np.lexsort((pool, -cos, -s))]
+
+
+def _background_gap(x: np.ndarray, depth: int = 10) -> float:
+    """``(top1 - top_depth) / (top1 - median)``: the gap in units of the top's lead."""
+    srt = np.sort(x)[::-1]
+    lead = float(srt[0] - np.median(x))
+    return float(srt[0] - srt[min(depth, srt.size) - 1]) / lead if lead > 0 else 0.0
+
+
+def background_gap(both: bool):  # type: ignore[no-untyped-def]
+    """Gaps over the pool's median instead of zero (cosine only, or both lists)."""
+    def f(st, q, text, pool):  # type: ignore[no-untyped-def]
+        cos = exact.score_rows(st.scoring, q, pool).astype(np.float64)
+        ev = stemmed_evidence(st.bm25, text, pool)
+        if not ev.scores.max() > 0:
+            return pool[np.lexsort((pool, -cos))]
+        e = ev.scores * ev.coverage ** ROW_COVERAGE_POWER
+        cov = float(ev.coverage[int(np.argmax(ev.scores))])
+        g_lex = _background_gap(ev.scores) if both else relative_gap(ev.scores)
+        w_cos, w_lex = _background_gap(cos), g_lex * cov ** COVERAGE_POWER
+        s = w_cos * zscore(cos) + w_lex * zscore(e)
+        return pool[np.lexsort((pool, -cos, -s))]
+    return f
+
+
+def gate_max_coverage(st, q, text, pool):  # type: ignore[no-untyped-def]
+    """Gate = the most any pool row holds of the query (not the best BM25 row's share)."""
+    cos = exact.score_rows(st.scoring, q, pool).astype(np.float64)
+    ev = stemmed_evidence(st.bm25, text, pool)
+    cov = float(ev.coverage.max()) if ev.scores.max() > 0 else 0.0
+    return fuse(pool, cos, ev.scores, coverage=cov, row_coverage=ev.coverage).ids
+
+
+VARIANTS: dict[str, Callable[..., np.ndarray]] = {
+    "kept": kept,
+    "doc+0.25max": doc_bonus(0.25, "max"),
+    "doc+0.5max": doc_bonus(0.5, "max"),
+    "doc+1mean": doc_bonus(1.0, "mean"),
+    "doc+2mean": doc_bonus(2.0, "mean"),
+    "doc+1max": doc_bonus(1.0, "max"),
+    "lexz-matched": lexz_matched,
+    "gate-max-coverage": gate_max_coverage,
+    "rowcov3": stemmed(3.0),
+    "cosgap-over-median": background_gap(False),
+    "gaps-over-median": background_gap(True),
+    "gate-on-evidence": gate_on_evidence,
+    "gate-best-evidence-row": gate_best_evidence_row,
+}
+DEPTHS = {"depth-32": 32, "depth-128": 128}
+DEPTH_COMBOS = {"depth-32+doc+1mean": (32, "doc+1mean")}
+
+
+def main(argv: list[str]) -> None:
+    """Evaluate the named variants (comma-separated) on the named sets."""
+    names = argv[0].split(",") if argv else list(VARIANTS) + list(DEPTHS) + list(DEPTH_COMBOS)
+    sets = argv[1:] or list(SETS)
+    data = [SetData(s) for s in sets]
+    base = [per_query(d, kept) for d in data]
+    print("| variant | " + " | ".join(sets) + " |")
+    print("|---|" + "---|" * len(sets))
+    for n in names:
+        cells = []
+        for d, b in zip(data, base, strict=True):
+            if n in DEPTHS:
+                got = per_query(d, kept, pools_at(d, DEPTHS[n]))
+            elif n in DEPTH_COMBOS:
+                depth, variant = DEPTH_COMBOS[n]
+                got = per_query(d, VARIANTS[variant], pools_at(d, depth))
+            else:
+                got = per_query(d, VARIANTS[n])
+            diff = got - b
+            se = float(diff.std(ddof=1) / np.sqrt(diff.size))
+            cells.append(f"{got.mean():.3f} ({diff.mean():+.3f} ± {se:.3f})")
+        print(f"| {n} | " + " | ".join(cells) + " |", flush=True)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
