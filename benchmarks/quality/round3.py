@@ -30,6 +30,31 @@ from urna.runtime import fused as rt_fused
 K = 10
 
 
+def capture_pools(d: SetData, candidates: int, cache: Path) -> list[np.ndarray]:
+    """The runtime's fused pool of every query of ``d`` (``retrieve(rank="fused")``), cached."""
+    if cache.exists():
+        z = np.load(cache)
+        offs, rows = z["offs"], z["rows"]
+        return [rows[offs[i]:offs[i + 1]] for i in range(len(d.queries))]
+    got: list[np.ndarray] = []
+    real = rt_fused.fused_order
+
+    def capture(st, q, text, pool, k):  # type: ignore[no-untyped-def]
+        got.append(np.unique(np.asarray(pool, dtype=np.int64)))
+        return real(st, q, text, pool, k)
+
+    rt_fused.fused_order = capture
+    try:
+        for q, v in zip(d.queries, d.vecs, strict=True):
+            d.file.retrieve(v, RECALL_DEPTH, candidates=candidates, query_text=q["text"],
+                            rank="fused")
+    finally:
+        rt_fused.fused_order = real
+    offs = np.cumsum([0] + [len(p) for p in got])
+    np.savez(cache, offs=offs, rows=np.concatenate(got))
+    return got
+
+
 class SetData:
     """One built set: the open file, its queries, their vectors and captured pools."""
 
@@ -43,30 +68,7 @@ class SetData:
         manifest = manifest_of(self.file)
         self.vecs = np.stack([embed_query(manifest, q["text"])[0] for q in self.queries])
         self.uris = [s[0] for s in self.st.spans]
-        self.pools = self._pools(d / "pools3.npz")
-
-    def _pools(self, cache: Path) -> list[np.ndarray]:
-        if cache.exists():
-            z = np.load(cache)
-            offs, rows = z["offs"], z["rows"]
-            return [rows[offs[i]:offs[i + 1]] for i in range(len(self.queries))]
-        got: list[np.ndarray] = []
-        real = rt_fused.fused_order
-
-        def capture(st, q, text, pool, k):  # type: ignore[no-untyped-def]
-            got.append(np.unique(np.asarray(pool, dtype=np.int64)))
-            return real(st, q, text, pool, k)
-
-        rt_fused.fused_order = capture
-        try:
-            for q, v in zip(self.queries, self.vecs, strict=True):
-                self.file.retrieve(v, RECALL_DEPTH, candidates=default_candidates(K),
-                                   query_text=q["text"], rank="fused")
-        finally:
-            rt_fused.fused_order = real
-        offs = np.cumsum([0] + [len(p) for p in got])
-        np.savez(cache, offs=offs, rows=np.concatenate(got))
-        return got
+        self.pools = capture_pools(self, default_candidates(K), d / "pools3.npz")
 
     def ndcg(self, order_of: Callable[..., np.ndarray]) -> float:
         """Mean nDCG@10 (documents judged at their best chunk) of a pool-ordering function."""

@@ -12,17 +12,14 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable
-from pathlib import Path
 
 import numpy as np
 from labelled_sets import CACHE, SETS
-from round3 import K, SetData, kept, stemmed
+from round3 import K, SetData, capture_pools, kept, stemmed
 
-from urna.forge.evaluate import RECALL_DEPTH
 from urna.index import exact, metrics
 from urna.index.fusion import COVERAGE_POWER, ROW_COVERAGE_POWER, fuse, relative_gap, zscore
 from urna.index.stemmed_bm25 import stemmed_evidence
-from urna.runtime import fused as rt_fused
 
 
 def per_query(d: SetData, order_of: Callable[..., np.ndarray],
@@ -44,27 +41,7 @@ def per_query(d: SetData, order_of: Callable[..., np.ndarray],
 
 def pools_at(d: SetData, cand: int) -> list[np.ndarray]:
     """The runtime's fused pool of every query with ``cand`` candidates per list (cached)."""
-    cache: Path = CACHE / d.name / f"pools4-{cand}.npz"
-    if cache.exists():
-        z = np.load(cache)
-        offs, rows = z["offs"], z["rows"]
-        return [rows[offs[i]:offs[i + 1]] for i in range(len(d.queries))]
-    got: list[np.ndarray] = []
-    real = rt_fused.fused_order
-
-    def capture(st, q, text, pool, k):  # type: ignore[no-untyped-def]
-        got.append(np.unique(np.asarray(pool, dtype=np.int64)))
-        return real(st, q, text, pool, k)
-
-    rt_fused.fused_order = capture
-    try:
-        for q, v in zip(d.queries, d.vecs, strict=True):
-            d.file.retrieve(v, RECALL_DEPTH, candidates=cand, query_text=q["text"], rank="fused")
-    finally:
-        rt_fused.fused_order = real
-    offs = np.cumsum([0] + [len(p) for p in got])
-    np.savez(cache, offs=offs, rows=np.concatenate(got))
-    return got
+    return capture_pools(d, cand, CACHE / d.name / f"pools4-{cand}.npz")
 
 
 def _scored(st, q, text, pool):  # type: ignore[no-untyped-def]

@@ -5,7 +5,7 @@ already settled, once the body digest proves the bytes are the verified ones. Th
 file changed in place with its stat kept (bit rot, a tool that restores mtime): the stat then
 still points at the old verdict. For every same-length case of ``mutations-0.5.1.json`` the
 source is opened once (its verdict kept), overwritten in place with the case's bytes and its
-mtime restored, and the outcome must be the reference's, exactly as without the cache.
+mtime restored, and the outcome must be the reference's, exactly as without the verdict_cache.
 """
 
 from __future__ import annotations
@@ -26,23 +26,15 @@ CASES = {key: case for key, case in load_cases().items()
          if case["length"] == (REF_DIR / case["src"]).stat().st_size}
 
 
-@pytest.fixture()
-def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setenv("URNA_CACHE_DIR", str(tmp_path / "cache"))
-    monkeypatch.delenv("URNA_OPEN_CACHE", raising=False)
-    monkeypatch.setattr(verdicts, "MIN_BYTES", 0)  # the vectors are small
-    return tmp_path
-
-
 def test_cases_cover_in_place_damage() -> None:
     assert len(CASES) > 100
 
 
 @pytest.mark.parametrize("key", sorted(CASES))
-def test_damage_under_a_kept_verdict_fails_like_reference(key: str, cache: Path,
+def test_damage_under_a_kept_verdict_fails_like_reference(key: str, verdict_cache: Path,
                                                           monkeypatch: pytest.MonkeyPatch) -> None:
     case = CASES[key]
-    path = cache / "case.urna"
+    path = verdict_cache / "case.urna"
     shutil.copyfile(REF_DIR / case["src"], path)
     with urna.open(path):
         pass  # the full open keeps the verdict of the undamaged bytes

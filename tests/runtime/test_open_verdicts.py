@@ -27,14 +27,6 @@ FILES = ["quickstart-hybrid.urna", "quickstart-f16_hnsw.urna", "quickstart-int8_
 TEXT = "offline search with citations"
 
 
-@pytest.fixture()
-def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setenv("URNA_CACHE_DIR", str(tmp_path / "cache"))
-    monkeypatch.delenv("URNA_OPEN_CACHE", raising=False)
-    monkeypatch.setattr(verdicts, "MIN_BYTES", 0)  # the vectors are small
-    return tmp_path
-
-
 def _answers(f: urna.UrnaFile) -> list:
     q = np.random.default_rng(3).standard_normal(f.embedding_dim).astype(np.float32)
     q /= np.linalg.norm(q)
@@ -57,9 +49,9 @@ def _full_open_answers(path: Path, monkeypatch: pytest.MonkeyPatch) -> list:
 
 
 @pytest.mark.parametrize("name", FILES)
-def test_repeat_open_is_trusted_and_answers_alike(name: str, cache: Path,
+def test_repeat_open_is_trusted_and_answers_alike(name: str, verdict_cache: Path,
                                                   monkeypatch: pytest.MonkeyPatch) -> None:
-    path = cache / name
+    path = verdict_cache / name
     shutil.copyfile(REF / name, path)
     want = _full_open_answers(path, monkeypatch)
     with urna.open(path) as f:  # the first open: full, keeps the verdict
@@ -71,8 +63,8 @@ def test_repeat_open_is_trusted_and_answers_alike(name: str, cache: Path,
         assert f.validate(full=True) is True  # validate still runs every check
 
 
-def test_trusted_open_defers_the_indexes(cache: Path) -> None:
-    path = cache / "h.urna"
+def test_trusted_open_defers_the_indexes(verdict_cache: Path) -> None:
+    path = verdict_cache / "h.urna"
     shutil.copyfile(REF / "quickstart-hybrid.urna", path)
     urna.open(path).close()
     with urna.open(path) as f:
@@ -83,8 +75,8 @@ def test_trusted_open_defers_the_indexes(cache: Path) -> None:
         assert st.bm25 is not None and st.bm25 is st.bm25_index  # decoded once, then kept
 
 
-def test_changed_stat_means_a_full_open(cache: Path) -> None:
-    path = cache / "h.urna"
+def test_changed_stat_means_a_full_open(verdict_cache: Path) -> None:
+    path = verdict_cache / "h.urna"
     shutil.copyfile(REF / "quickstart-hybrid.urna", path)
     urna.open(path).close()
     os.utime(path, ns=(0, 10**9))
@@ -95,8 +87,8 @@ def test_changed_stat_means_a_full_open(cache: Path) -> None:
         assert f._state.view.trusted
 
 
-def test_stale_digest_means_every_check(cache: Path) -> None:
-    path = cache / "h.urna"
+def test_stale_digest_means_every_check(verdict_cache: Path) -> None:
+    path = verdict_cache / "h.urna"
     shutil.copyfile(REF / "quickstart-hybrid.urna", path)
     st = os.stat(path)
     verdicts.remember(str(path), st, verdicts.Verdict(b"\0" * 32, "sha256:" + "0" * 64))
@@ -107,37 +99,37 @@ def test_stale_digest_means_every_check(cache: Path) -> None:
 
 @pytest.mark.parametrize("text", ["", "{", "[]", '{"schema": 1}',
                                   '{"schema": 1, "body_sha256": 5}'])
-def test_corrupt_entry_means_a_full_open(text: str, cache: Path) -> None:
-    path = cache / "h.urna"
+def test_corrupt_entry_means_a_full_open(text: str, verdict_cache: Path) -> None:
+    path = verdict_cache / "h.urna"
     shutil.copyfile(REF / "quickstart-hybrid.urna", path)
     urna.open(path).close()
-    entries = list((cache / "cache" / "opened").glob("*.json"))
+    entries = list((verdict_cache / "cache" / "opened").glob("*.json"))
     assert len(entries) == 1
     entries[0].write_text(text, encoding="utf-8")
     with urna.open(path) as f:
         assert not f._state.view.trusted
 
 
-def test_other_version_entry_is_ignored(cache: Path) -> None:
-    path = cache / "h.urna"
+def test_other_version_entry_is_ignored(verdict_cache: Path) -> None:
+    path = verdict_cache / "h.urna"
     shutil.copyfile(REF / "quickstart-hybrid.urna", path)
     urna.open(path).close()
-    entry = next((cache / "cache" / "opened").glob("*.json"))
+    entry = next((verdict_cache / "cache" / "opened").glob("*.json"))
     doc = json.loads(entry.read_text(encoding="utf-8"))
     entry.write_text(json.dumps({**doc, "urna": "0.0.0"}), encoding="utf-8")
     assert verdicts.lookup(str(path), os.stat(path)) is None
 
 
-def test_no_verdict_when_off_or_small(cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    path = cache / "h.urna"
+def test_no_verdict_when_off_or_small(verdict_cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = verdict_cache / "h.urna"
     shutil.copyfile(REF / "quickstart-hybrid.urna", path)
     monkeypatch.setenv("URNA_OPEN_CACHE", "0")
     urna.open(path).close()
-    assert not (cache / "cache" / "opened").exists()
+    assert not (verdict_cache / "cache" / "opened").exists()
     monkeypatch.delenv("URNA_OPEN_CACHE")
     monkeypatch.setattr(verdicts, "MIN_BYTES", os.path.getsize(path) + 1)
     urna.open(path).close()
-    assert not (cache / "cache" / "opened").exists()
+    assert not (verdict_cache / "cache" / "opened").exists()
 
 
 def test_unwritable_cache_is_skipped(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -152,19 +144,19 @@ def test_unwritable_cache_is_skipped(tmp_path: Path, monkeypatch: pytest.MonkeyP
             assert not f._state.view.trusted
 
 
-def test_entries_are_bounded(cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_entries_are_bounded(verdict_cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(verdicts, "MAX_ENTRIES", 3)
     for i in range(6):
-        path = cache / f"f{i}.urna"
+        path = verdict_cache / f"f{i}.urna"
         shutil.copyfile(REF / "quickstart-tiny.urna", path)
         urna.open(path).close()
-    assert len(list((cache / "cache" / "opened").glob("*.json"))) <= 3
+    assert len(list((verdict_cache / "cache" / "opened").glob("*.json"))) <= 3
 
 
-def test_cite_and_inspect_share_the_verdict(cache: Path) -> None:
+def test_cite_and_inspect_share_the_verdict(verdict_cache: Path) -> None:
     from urna.format.reader import UrnaView
 
-    path = cache / "h.urna"
+    path = verdict_cache / "h.urna"
     shutil.copyfile(REF / "quickstart-hybrid.urna", path)
     data = path.read_bytes()
     full = UrnaView.from_bytes(data)
