@@ -20,6 +20,7 @@ from urna.format.sections.hnsw import decode_hnsw, encode_hnsw, payload_from_lis
 from urna.index import _hnsw_dist as D
 from urna.index import _hnsw_kernels as K
 from urna.index import hnsw as H
+from urna.index import hnsw_beam
 from urna.index.exact import Slab
 from urna.runtime.search import hnsw_vectors
 
@@ -226,3 +227,74 @@ def test_an_opened_file_walks_its_stored_rows_in_place(name: str) -> None:
         else:  # the packed rows themselves, not a float32 copy of the slab
             assert isinstance(rows, H.PackedRows)
             assert np.shares_memory(rows.codes, st_.stored.a)
+
+
+# ------------------------------------------------------------------ the numba-free beam
+
+
+def _beam(g, x, q, ef, allowed):
+    """``hnsw_beam.search_graph`` with ``hnsw_search``'s arguments (no kernel involved)."""
+    ef = max(min(max(ef, g.ef_construction), g.n_nodes + 1), 0)
+    mask = (np.zeros(0, np.uint8) if allowed is None
+            else np.ascontiguousarray(allowed, np.uint8))
+    return hnsw_beam.search_graph(q, ef, g.entry_point, g.max_level, x, g.node_ptr,
+                                  g.nbr_ptr[:-1], g.nbr_ptr[1:], g.ids, mask).tolist()
+
+
+def _check_beam_equals_kernel(g, x, rng, ef, masked):
+    assert "urna.index._hnsw_kernels" in __import__("sys").modules  # hnsw_search: the kernel
+    for _ in range(4):
+        q = rng.normal(size=x.shape[1]).astype(np.float32)
+        allowed = rng.random(g.n_nodes) < 0.5 if masked else None
+        assert _beam(g, x, q, ef, allowed) == H.hnsw_search(g, x, q, ef, allowed).tolist()
+
+
+@settings(max_examples=60, deadline=None)
+@given(built_graphs(), st.integers(0, 60), st.booleans())
+def test_the_numba_free_beam_equals_the_kernel_on_built_graphs(case, ef, masked) -> None:
+    g, x, rng = case
+    _check_beam_equals_kernel(g, x, rng, ef, masked)
+
+
+@settings(max_examples=60, deadline=None)
+@given(decodable_graphs(), st.integers(0, 40), st.booleans())
+def test_the_numba_free_beam_equals_the_kernel_on_any_decodable_graph(case, ef, masked) -> None:
+    g, x, rng = case
+    _check_beam_equals_kernel(g, x, rng, ef, masked)
+
+
+ROW_VALUES = st.one_of(st.floats(-2, 2, width=32), st.sampled_from([0.0, -0.0, 1e-40, -1e-40]))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(1, 40), st.integers(1, 5), st.data())
+def test_numpy_distances_are_dist8_bit_for_bit(dim, m, data) -> None:
+    q = np.asarray(data.draw(st.lists(ROW_VALUES, min_size=dim, max_size=dim)), np.float32)
+    rows = np.asarray([data.draw(st.lists(ROW_VALUES, min_size=dim, max_size=dim))
+                       for _ in range(m)], np.float32)
+    got = hnsw_beam.dist8_rows(q, rows).view(np.uint32).tolist()
+    want = [np.float32(D.dist8(q, r)).view(np.uint32) for r in rows]
+    assert got == [int(w) for w in want]
+
+
+def test_a_cli_query_walks_without_numba_and_answers_like_the_kernel() -> None:
+    # a fresh process (no kernels loaded) takes the numba-free beam for ANN and hybrid
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, json, numpy as np, urna\n"
+        f"f = urna.open({str(REF / 'synthetic-hybrid.urna')!r})\n"
+        "q = np.ones(f.embedding_dim, dtype=np.float32)\n"
+        "a = [(h.chunk_id, h.score) for h in f.search_ann(q, 5, 16)]\n"
+        "b = [(h.chunk_id, h.score) for h in f.search_hybrid(q, 'alpha beta', 5, 50)]\n"
+        "print(json.dumps({'numba': 'numba' in sys.modules, 'ann': a, 'hybrid': b}))\n")
+    out = __import__("json").loads(subprocess.run(
+        [sys.executable, "-c", code], check=True, capture_output=True, text=True).stdout)
+    assert out["numba"] is False
+    with urna.open(REF / "synthetic-hybrid.urna") as f:  # this process: the kernels
+        q = np.ones(f.embedding_dim, dtype=np.float32)
+        assert [list(p) for p in ((h.chunk_id, h.score) for h in f.search_ann(q, 5, 16))] \
+            == out["ann"]
+        assert [list(p) for p in ((h.chunk_id, h.score) for h in
+                                  f.search_hybrid(q, "alpha beta", 5, 50))] == out["hybrid"]

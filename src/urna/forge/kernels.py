@@ -3,9 +3,9 @@
 Building the HNSW index or the graph section compiles ``urna.index._hnsw_kernels`` on first
 use (about ten seconds); numba then keeps the machine code in its cache and later runs load
 it in well under a second. numba already compiles only the functions a verb calls, so the
-build compiles the graph builder and ``ask`` the graph search. Whether a kernel is cached is
-read from numba's own cache index for that function; if that cannot be read, nothing is said
-(a missing line is better than a false one).
+build compiles the graph builder; queries start on the numba-free beam. Whether a
+kernel is cached is read from numba's own cache index for that function; if that cannot be
+read, nothing is said (a missing line is better than a false one).
 """
 
 from __future__ import annotations
@@ -42,13 +42,6 @@ def build_kernels(spec: CorpusSpec) -> list[Any]:
     return [_hnsw_kernels.build_graph]
 
 
-def search_kernels() -> list[Any]:
-    """The compiled kernels a graph or HNSW search calls."""
-    from urna.index import _hnsw_dist, _hnsw_kernels
-
-    return [_hnsw_kernels.search_graph] if _hnsw_dist.HAVE_NUMBA else []
-
-
 def announce(kernels: list[Any], progress: Progress) -> None:
     """Print ``MESSAGE`` once per process when one of ``kernels`` is not compiled yet."""
     global _announced
@@ -63,8 +56,10 @@ def announce_compile(spec: CorpusSpec, progress: Progress) -> None:
 
 
 def file_kernels(manifest: dict[str, Any]) -> list[Any]:
-    """The compiled kernels a query of a file with this manifest may call."""
-    ext = manifest.get("capabilities_ext") or {}
-    if manifest.get("index_type") == "hnsw" or (isinstance(ext, dict) and ext.get("graph_present")):
-        return search_kernels()
+    """The compiled kernels a query of a file with this manifest compiles on its first call.
+
+    None: a process walks HNSW graphs with the numba-free beam (``urna.index.hnsw_beam``)
+    until it has spent ``hnsw.KERNEL_RENT_SECONDS`` in them, so a CLI query never compiles
+    (nor imports) the kernels, and a server that switches later is past its first answers.
+    """
     return []

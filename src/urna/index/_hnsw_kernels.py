@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from . import _hnsw_heap as _heap
 from ._hnsw_dist import (
     HAVE_NUMBA,
     dist8,
@@ -39,77 +40,11 @@ __all__ = ["EPOCH_LIMIT", "HAVE_NUMBA", "build_graph", "dist8", "dist_one", "dis
 _F32_INF = np.float32(np.inf)
 
 
-@jit
-def order_key(d, bits, tie):
-    """An int64 that sorts like (distance ``d`` in total order, NaN last; then ``tie``).
-
-    ``bits`` is the IEEE bit pattern of ``d`` (read through a uint32 view of its array).
-    """
-    if d != d:
-        o = np.int64(0x7FFFFFFF)
-    else:
-        b = np.int64(bits)
-        o = np.int64(0x7FFFFFFF) - b if b >= 0x80000000 else b
-    return o * np.int64(4294967296) + np.int64(tie)
-
-
-# --- Rust BinaryHeap replica: a max-heap on ``key`` ("greater" means key_a > key_b, so a NaN
-# --- key compares Equal to everything, as partial_cmp().unwrap_or(Equal) does).
-
-@jit
-def _sift_up(key, val, start, pos):
-    k = key[pos]
-    v = val[pos]
-    while pos > start:
-        parent = (pos - 1) >> 1
-        if not (k > key[parent]):
-            break
-        key[pos] = key[parent]
-        val[pos] = val[parent]
-        pos = parent
-    key[pos] = k
-    val[pos] = v
-
-
-@jit
-def _push(key, val, size, k, v):
-    key[size] = k
-    val[size] = v
-    _sift_up(key, val, 0, size)
-    return size + 1
-
-
-@jit
-def _sift_down_to_bottom(key, val, end):
-    k = key[0]
-    v = val[0]
-    pos = 0
-    child = 1
-    while child <= end - 2:
-        if not (key[child] > key[child + 1]):  # right child wins ties, as in Rust
-            child += 1
-        key[pos] = key[child]
-        val[pos] = val[child]
-        pos = child
-        child = 2 * pos + 1
-    if child == end - 1:
-        key[pos] = key[child]
-        val[pos] = val[child]
-        pos = child
-    key[pos] = k
-    val[pos] = v
-    _sift_up(key, val, 0, pos)
-
-
-@jit
-def _pop_root(key, val, size):
-    """Remove the root (caller read it already); returns the new size."""
-    size -= 1
-    if size > 0:
-        key[0] = key[size]
-        val[0] = val[size]
-        _sift_down_to_bottom(key, val, size)
-    return size
+# The heaps (a Rust BinaryHeap replica) and the sort key live in ``_hnsw_heap``, shared with
+# the numba-free beam of ``hnsw_beam``.
+order_key = jit(_heap.order_key)
+_push = jit(_heap.push)
+_pop_root = jit(_heap.pop_root)
 
 
 _CHUNK = 64  # neighbour ids gathered per distance batch (bounds the scratch buffers)

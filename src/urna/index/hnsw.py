@@ -6,22 +6,29 @@ pruning), so ``encode_hnsw(build_hnsw(...))`` is the reference's 0x07 payload.
 ``hnsw_search`` returns candidate ids only; scoring them (the exact rerank) is the caller's job.
 
 This module never parses a file: it takes vectors and an ``HnswPayload``; the loops live in
-``_hnsw_kernels`` (numba when installed).
+``_hnsw_kernels`` (numba when installed). A query on float32 rows walks the graph with the
+numba-free ``hnsw_beam`` (same ids, same order) until a process has spent
+``KERNEL_RENT_SECONDS`` in such walks, then with the compiled kernels: a CLI query never pays
+for importing numba, a server switches after its first second of graph walking.
 """
 
 from __future__ import annotations
 
 import math
+import sys
 import threading
+import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ..format.sections.hnsw import HnswPayload
-from . import _hnsw_kernels as _k
+from . import hnsw_beam
 
 if TYPE_CHECKING:
+    from types import ModuleType
+
     from .exact import Slab
 
 DEFAULT_M = 16  # "M" in Malkov & Yashunin: target out-degree above layer 0
@@ -111,6 +118,7 @@ def build_hnsw(vectors: np.ndarray, m: int = DEFAULT_M,
     # A beam wider than n+1 behaves exactly like n+1 (nothing is ever evicted); clamping
     # keeps a huge ef_construction from allocating.
     ef_eff = min(ef_construction, n + 1)
+    _k = _kernels()
     with _k.vectorizing():
         entry_point, max_level = _k.build_graph(vecs, levels, m, ef_eff, node_ptr, row_start,
                                                 row_end, ids)
@@ -177,7 +185,7 @@ class _BeamScratch(threading.local):
         if self.rk.shape[0] < ef + 3:
             self.rk = np.empty(ef + 3, dtype=np.float32)
             self.rv = np.empty(ef + 3, dtype=np.int32)
-        if self.epoch >= _k.EPOCH_LIMIT:  # uint16 stamps wrap: clear them once
+        if self.epoch >= _kernels().EPOCH_LIMIT:  # uint16 stamps wrap: clear them once
             self.mark.fill(0)
             self.epoch = 0
         self.epoch += 1
@@ -185,6 +193,21 @@ class _BeamScratch(threading.local):
 
 
 _scratch = _BeamScratch()
+
+KERNEL_RENT_SECONDS = 1.0  # numba's import + cached-kernel load measured ~0.65 s
+_RENT = [0.0]  # seconds this process spent in numba-free walks
+
+
+def _kernels() -> ModuleType:
+    """The compiled HNSW loops (importing them imports numba)."""
+    from . import _hnsw_kernels
+
+    return _hnsw_kernels
+
+
+def _kernels_ready() -> bool:
+    """Whether a walk should use the kernels: already loaded, or the numba-free walks paid."""
+    return "urna.index._hnsw_kernels" in sys.modules or _RENT[0] >= KERNEL_RENT_SECONDS
 _ALL_ROWS = np.zeros(0, dtype=np.uint8)
 _NO_SCALES = np.zeros(0, dtype=np.float32)
 
@@ -212,6 +235,14 @@ def hnsw_search(graph: HnswPayload, rows: np.ndarray | PackedRows, q: np.ndarray
         raise ValueError(f"query has {qv.shape[0]} values, vectors have {dim}")
     ef_eff = max(min(max(ef, graph.ef_construction), graph.n_nodes + 1), 0)
     mask = _ALL_ROWS if allowed is None else np.ascontiguousarray(allowed, np.uint8)
+    if isinstance(rows, np.ndarray) and not _kernels_ready():
+        t0 = time.perf_counter()
+        out = hnsw_beam.search_graph(qv, ef_eff, graph.entry_point, graph.max_level, codes,
+                                     graph.node_ptr, graph.nbr_ptr[:-1], graph.nbr_ptr[1:],
+                                     graph.ids, mask)
+        _RENT[0] += time.perf_counter() - t0
+        return out.astype(np.int64)
+    _k = _kernels()
     sc = _scratch
     epoch = sc.take(n, ef_eff)
     with _k.vectorizing():

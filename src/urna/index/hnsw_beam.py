@@ -1,0 +1,116 @@
+"""The HNSW query beam without numba, for processes too short to pay for loading it.
+
+A CLI query (``urna ask``, ``urna retrieve``) walks the graph once; importing numba and
+loading the cached kernels costs more than the walk itself. This engine runs the same search
+as ``_hnsw_kernels.search_graph`` on float32 rows: the same greedy descent and layer-0 beam,
+the heaps and sort key of ``_hnsw_heap``, and each batch of distances computed with numpy in
+``dist8``'s operation order (eight f32 lanes summed block by block from +0.0, the fixed
+reduction tree, the sequential tail, then ``1 - dot``), so it returns the same ids in the same
+order (tests/index/test_hnsw_beam.py compares it with the kernel).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ._hnsw_heap import order_key, pop_root, push
+
+_F32 = np.float32
+_CHUNK = 64  # neighbours marked and measured per batch, as the kernel does
+_INF = float("inf")
+
+
+def dist8_rows(q: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """``1 - dot8(q, row)`` of each row, in float32, bit for bit as ``_hnsw_dist.dist8``."""
+    m, dim = rows.shape
+    nb = dim // 8
+    lanes = np.zeros((m, 8), dtype=_F32)
+    if nb:
+        prod = rows[:, :nb * 8].reshape(m, nb, 8) * q[:nb * 8].reshape(nb, 8)
+        prod[:, 0, :] += _F32(0.0)  # the kernel's lanes start at +0.0 (a -0.0 product gives +0.0)
+        lanes = np.add.accumulate(prod, axis=1, dtype=_F32)[:, -1, :]
+    tail = np.zeros(m, dtype=_F32)
+    for j in range(nb * 8, dim):
+        tail = tail + rows[:, j] * q[j]
+    dot = (((lanes[:, 0] + lanes[:, 1]) + (lanes[:, 2] + lanes[:, 3]))
+           + ((lanes[:, 4] + lanes[:, 5]) + (lanes[:, 6] + lanes[:, 7]))) + tail
+    return _F32(1.0) - dot
+
+
+def _greedy(curr: int, q: np.ndarray, layer: int, rows: np.ndarray, node_ptr: np.ndarray,
+            row_start: np.ndarray, row_end: np.ndarray, ids: np.ndarray) -> int:
+    """Move to a strictly closer neighbour on ``layer`` until none is (earliest wins ties)."""
+    cd = float(dist8_rows(q, rows[curr:curr + 1])[0])
+    while True:
+        if layer >= node_ptr[curr + 1] - node_ptr[curr]:
+            return curr
+        row = node_ptr[curr] + layer
+        nbrs = ids[row_start[row]:row_end[row]]
+        best, bd = curr, cd
+        if nbrs.size:
+            for nb, d in zip(nbrs.tolist(), dist8_rows(q, rows[nbrs]).tolist(), strict=True):
+                if d < bd:
+                    best, bd = nb, d
+        if best == curr:
+            return curr
+        curr, cd = best, bd
+
+
+def search_graph(q: np.ndarray, ef: int, entry_point: int, max_level: int, rows: np.ndarray,
+                 node_ptr: np.ndarray, row_start: np.ndarray, row_end: np.ndarray,
+                 ids: np.ndarray, allowed: np.ndarray) -> np.ndarray:
+    """Greedy descent to layer 1, beam of width ``ef`` on layer 0; int32 ids by distance.
+
+    The arguments are ``_hnsw_kernels.search_graph``'s, minus its reusable scratch; ``rows``
+    are float32 (n, dim) and ``allowed`` a uint8 ``where=`` mask (empty: every row).
+    """
+    n = rows.shape[0]
+    if n == 0:
+        return np.zeros(0, dtype=np.int32)
+    curr = int(entry_point)
+    for layer in range(int(max_level), 0, -1):
+        curr = _greedy(curr, q, layer, rows, node_ptr, row_start, row_end, ids)
+    every = allowed.shape[0] == 0
+    ok = allowed.tolist() if not every else None
+    mark = bytearray(n)
+    fk: list[float] = [0.0] * (n + 2)
+    fv: list[int] = [0] * (n + 2)
+    rk: list[float] = [0.0] * (ef + 3)
+    rv: list[int] = [0] * (ef + 3)
+    d0 = float(dist8_rows(q, rows[curr:curr + 1])[0])
+    fs = push(fk, fv, 0, -d0, curr)
+    rs = push(rk, rv, 0, d0, curr) if every or ok[curr] else 0  # type: ignore[index]
+    mark[curr] = 1
+    while fs > 0:
+        cdist, c = -fk[0], fv[0]
+        fs = pop_root(fk, fv, fs)
+        worst = rk[0] if rs > 0 else _INF
+        if cdist > worst and rs >= ef:
+            break
+        if node_ptr[c + 1] - node_ptr[c] <= 0:  # no layer-0 list
+            continue
+        row = node_ptr[c]
+        lo, hi = int(row_start[row]), int(row_end[row])
+        while lo < hi:
+            stop = min(lo + _CHUNK, hi)
+            batch = []
+            for nb in ids[lo:stop].tolist():
+                if not mark[nb]:
+                    mark[nb] = 1
+                    batch.append(nb)
+            lo = stop
+            if not batch:
+                continue
+            for nb, d in zip(batch, dist8_rows(q, rows[batch]).tolist(), strict=True):
+                worst = rk[0] if rs > 0 else _INF
+                if rs < ef or d < worst:
+                    fs = push(fk, fv, fs, -d, nb)
+                    if every or ok[nb]:  # type: ignore[index]
+                        rs = push(rk, rv, rs, d, nb)
+                        if rs > ef:
+                            rs = pop_root(rk, rv, rs)
+    dist = np.asarray(rk[:rs], dtype=_F32)
+    bits = dist.view(np.uint32)
+    keys = [int(order_key(dist[j], bits[j], j)) for j in range(rs)]
+    order = sorted(range(rs), key=keys.__getitem__)
+    return np.asarray([rv[j] for j in order], dtype=np.int32)
