@@ -116,7 +116,7 @@ def threaded_floor(a: np.ndarray, threads: int, pool) -> int:
 def kernel_load_seconds() -> float:
     """Wall time of a fresh interpreter's numba import + cached scan kernels (the rent)."""
     code = ("import time; t = time.perf_counter(); from urna.index import exact; "
-            "exact.load_kernels(); exact._RENT[0] = exact.KERNEL_RENT_SECONDS; "
+            "exact.load_kernels(); exact._RENT.spent = exact._RENT.budget; "
             "exact._scan_kernels(); print(time.perf_counter() - t)")
     runs = [float(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                                  check=True).stdout) for _ in range(3)]
@@ -226,7 +226,7 @@ def main() -> None:
           f"process); they save {gain:.2f} ms per {M.nbytes / 1e6:.0f} MB float32 query, so "
           + (f"a process pays them back after ~{load * 1e3 / gain:.0f} such queries "
              f"(~{load * 1e3 / gain * M.nbytes / 1e9:.1f} GB scanned)" if gain > 0 else
-             "they never pay back here") + f"; KERNEL_RENT_SECONDS = {exact.KERNEL_RENT_SECONDS}")
+             "they never pay back here") + f"; KERNEL_RENT_SECONDS = {exact._RENT.budget}")
 
     bf = {"urna search_batch, 1 thread": lambda Q: exact.search_batch(
               f._state.scoring, Q, k, threads=1),

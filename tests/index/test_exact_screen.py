@@ -37,7 +37,7 @@ def screen_backend(request, monkeypatch):
     """Run a test once with the numba screens and once with the numpy / BLAS screen."""
     if request.param == "kernels":
         assert exact.load_kernels()
-        monkeypatch.setattr(exact, "_RENT", [exact.KERNEL_RENT_SECONDS])
+        monkeypatch.setattr(exact._RENT, "spent", exact._RENT.budget)
         assert exact._scan_kernels() is not None
     else:
         monkeypatch.setattr(exact, "_SCAN", [None])

@@ -59,7 +59,8 @@ def file_kernels(manifest: dict[str, Any]) -> list[Any]:
     """The compiled kernels a query of a file with this manifest compiles on its first call.
 
     None: a process walks HNSW graphs with the numba-free beam (``urna.index.hnsw_beam``)
-    until it has spent ``hnsw.KERNEL_RENT_SECONDS`` in them, so a CLI query never compiles
-    (nor imports) the kernels, and a server that switches later is past its first answers.
+    until it has spent ``index.kernel_rent.KERNEL_RENT_SECONDS`` in them, so a CLI query
+    never compiles (nor imports) the kernels, and a server that switches later is past its
+    first answers.
     """
     return []

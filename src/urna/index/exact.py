@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..errors import InvalidInput
+from .kernel_rent import KernelRent
 from .row_scores import score_block, unpack_int4
 
 F32 = np.float32
@@ -328,11 +329,8 @@ _UNDERFLOW = 2.0 ** -120  # per-rounding absolute slack for subnormal products, 
 _ROWS_PER_TASK = 16384  # a thread hop costs ~50 us: each task scans at least this many rows
 # Loading numba and the cached kernels costs ~1-1.7 s of wall time here (bench_exact.py's
 # "kernel break-even" line; they save ~0.1 ms per MB scanned, so one query pays it back only
-# past ~10 GB). Ski rental: numpy / BLAS screens until they have cost this much in the
-# process, then the kernels; at most twice the best choice in hindsight, and a CLI query
-# never imports numba.
-KERNEL_RENT_SECONDS = 1.0
-_RENT = [0.0]
+# past ~10 GB): numpy / BLAS screens run until they have cost that (index.kernel_rent).
+_RENT = KernelRent()
 _SCAN: list = []  # [kernels dict or None] once tried
 _POOL: list = []
 
@@ -357,7 +355,7 @@ def _scan_kernels() -> dict | None:
     if _SCAN:
         return _SCAN[0]
     loaded = _NUMBA_LOADED and _NUMBA is not None
-    if not loaded and (_RENT[0] < KERNEL_RENT_SECONDS or _kernels() is None):
+    if not loaded and (not _RENT.paid() or _kernels() is None):
         return None
     with _NUMBA_LOCK:
         if not _SCAN:
@@ -466,7 +464,7 @@ def screen(slab: Slab, q: np.ndarray, threads: int | None = None) -> tuple[np.nd
                     out[b:min(hi, b + _BLOCK)] = slab.dequantize(b, min(hi, b + _BLOCK)) @ q
 
         _run_tasks(blas, _ranges(slab.n, nthreads), nthreads)
-        _RENT[0] += time.perf_counter() - t0
+        _RENT.charge(t0)
         return out, screen_bound(slab, qnorm)
     probe = _probe(slab, q)
     fn, head = kern[slab.dtype], _slab_args(slab)
@@ -534,7 +532,7 @@ def search_batch(slab: Slab, Q: np.ndarray, k: int,
                 S[:, b0:b1] = Qc @ slab.dequantize(b0, b1).T
 
         _run_tasks(gemm, blocks, nthreads)
-        _RENT[0] += time.perf_counter() - t0
+        _RENT.charge(t0)
         _scan_kernels()  # a long batch pays for the compiled selection and rescoring
 
         def finish(j: int, S=S, Qc=Qc, lo=lo) -> None:

@@ -8,8 +8,8 @@ pruning), so ``encode_hnsw(build_hnsw(...))`` is the reference's 0x07 payload.
 This module never parses a file: it takes vectors and an ``HnswPayload``; the loops live in
 ``_hnsw_kernels`` (numba when installed). A query on float32 rows walks the graph with the
 numba-free ``hnsw_beam`` (same ids, same order) until a process has spent
-``KERNEL_RENT_SECONDS`` in such walks, then with the compiled kernels: a CLI query never pays
-for importing numba, a server switches after its first second of graph walking.
+``kernel_rent.KERNEL_RENT_SECONDS`` in such walks, then with the compiled kernels: a CLI query
+never pays for importing numba, a server switches after its first second of graph walking.
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ import numpy as np
 
 from ..format.sections.hnsw import HnswPayload
 from . import hnsw_beam
+from .kernel_rent import KernelRent
 
 if TYPE_CHECKING:
     from types import ModuleType
@@ -194,8 +195,7 @@ class _BeamScratch(threading.local):
 
 _scratch = _BeamScratch()
 
-KERNEL_RENT_SECONDS = 1.0  # numba's import + cached-kernel load measured ~0.65 s
-_RENT = [0.0]  # seconds this process spent in numba-free walks
+_RENT = KernelRent()  # numba's import + the cached kernels' load measured ~0.65 s here
 
 
 def _kernels() -> ModuleType:
@@ -207,7 +207,7 @@ def _kernels() -> ModuleType:
 
 def _kernels_ready() -> bool:
     """Whether a walk should use the kernels: already loaded, or the numba-free walks paid."""
-    return "urna.index._hnsw_kernels" in sys.modules or _RENT[0] >= KERNEL_RENT_SECONDS
+    return "urna.index._hnsw_kernels" in sys.modules or _RENT.paid()
 _ALL_ROWS = np.zeros(0, dtype=np.uint8)
 _NO_SCALES = np.zeros(0, dtype=np.float32)
 
@@ -240,7 +240,7 @@ def hnsw_search(graph: HnswPayload, rows: np.ndarray | PackedRows, q: np.ndarray
         out = hnsw_beam.search_graph(qv, ef_eff, graph.entry_point, graph.max_level, codes,
                                      graph.node_ptr, graph.nbr_ptr[:-1], graph.nbr_ptr[1:],
                                      graph.ids, mask)
-        _RENT[0] += time.perf_counter() - t0
+        _RENT.charge(t0)
         return out.astype(np.int64)
     _k = _kernels()
     sc = _scratch
