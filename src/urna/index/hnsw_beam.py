@@ -70,8 +70,7 @@ def search_graph(q: np.ndarray, ef: int, entry_point: int, max_level: int, rows:
     curr = int(entry_point)
     for layer in range(int(max_level), 0, -1):
         curr = _greedy(curr, q, layer, rows, node_ptr, row_start, row_end, ids)
-    every = allowed.shape[0] == 0
-    ok = allowed.tolist() if not every else None
+    ok = allowed.tolist() if allowed.shape[0] else None  # None: every row may be a result
     mark = bytearray(n)
     fk: list[float] = [0.0] * (n + 2)
     fv: list[int] = [0] * (n + 2)
@@ -79,7 +78,7 @@ def search_graph(q: np.ndarray, ef: int, entry_point: int, max_level: int, rows:
     rv: list[int] = [0] * (ef + 3)
     d0 = float(dist8_rows(q, rows[curr:curr + 1])[0])
     fs = push(fk, fv, 0, -d0, curr)
-    rs = push(rk, rv, 0, d0, curr) if every or ok[curr] else 0  # type: ignore[index]
+    rs = push(rk, rv, 0, d0, curr) if ok is None or ok[curr] else 0
     mark[curr] = 1
     while fs > 0:
         cdist, c = -fk[0], fv[0]
@@ -105,7 +104,7 @@ def search_graph(q: np.ndarray, ef: int, entry_point: int, max_level: int, rows:
                 worst = rk[0] if rs > 0 else _INF
                 if rs < ef or d < worst:
                     fs = push(fk, fv, fs, -d, nb)
-                    if every or ok[nb]:  # type: ignore[index]
+                    if ok is None or ok[nb]:
                         rs = push(rk, rv, rs, d, nb)
                         if rs > ef:
                             rs = pop_root(rk, rv, rs)
