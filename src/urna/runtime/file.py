@@ -30,6 +30,7 @@ from . import filtering as _f
 from . import search as _s
 from . import verdicts
 from .hits import RetrieveHit, SearchHit, SearchResult
+from .lazy_tables import LazyTexts, TextsById, lazy_texts
 from .opening import OpenedFile, open_state
 from .query import as_f32, as_i32, check_size, prepare_batch
 from .ranks import check_rank
@@ -105,7 +106,8 @@ class UrnaFile:
                 verdicts.remember(self.path, stat_now,
                                   verdicts.Verdict(digest, self._st.content_hash))
         self._texts: list[str] | None = None
-        self._by_id: dict[str, str] | None = None
+        self._lazy_texts: LazyTexts | None = None
+        self._by_id: TextsById | None = None
         self._inspect: dict | None = None
 
     @classmethod
@@ -119,7 +121,7 @@ class UrnaFile:
         self = cls.__new__(cls)
         self.path, self._mm = "<bytes>", None
         self._st = open_state(bytes(data))
-        self._texts, self._by_id, self._inspect = None, None, None
+        self._texts, self._lazy_texts, self._by_id, self._inspect = None, None, None, None
         return self
 
     # -- lifetime ------------------------------------------------------------------------
@@ -139,7 +141,7 @@ class UrnaFile:
     def close(self) -> None:
         """Release the map (idempotent)."""
         st, self._st = self._st, None
-        self._texts = self._by_id = None
+        self._texts = self._lazy_texts = self._by_id = None
         if st is not None:
             st.view.release()
             del st
@@ -303,7 +305,7 @@ class UrnaFile:
         x, k = as_f32(query), as_i32(k)
         cand = None if candidates is None else check_size(candidates)
         if self._by_id is None:
-            self._by_id = _s.texts_by_id(st, self.texts())
+            self._by_id = _s.texts_by_id(st, self._text_table())
         return _s.retrieve(st, self._by_id, x, k, cand, check_size(hops), check_size(ef),
                            query_text, where, check_rank(rank))
 
@@ -346,7 +348,7 @@ class UrnaFile:
                     for q, t in zip(queries, texts, strict=True)]
         batch = self.search_batch(queries, k, where=where)
         if self._by_id is None:
-            self._by_id = _s.texts_by_id(st, self.texts())
+            self._by_id = _s.texts_by_id(st, self._text_table())
         by_id = self._by_id
         return [_s.with_text(_s.routed_envelope(st, route, res, rank), by_id)
                 for route, res in zip(routes, batch, strict=True)]
@@ -410,6 +412,19 @@ class UrnaFile:
                                        st.view.header.n_chunks)
         return self._texts
 
+    def _text_table(self) -> Sequence[str]:
+        """The stored texts as a sequence: each decoded when read when the payload is proven
+        well formed (``lazy_tables.lazy_texts``), else the eager list (and its error)."""
+        if self._texts is not None:
+            return self._texts
+        if self._lazy_texts is None:
+            st = self._state
+            lazy = lazy_texts(st.view.decoded(SECTION_CHUNKS_CANONICAL), st.view.header.n_chunks)
+            if lazy is None:
+                return self.texts()
+            self._lazy_texts = lazy
+        return self._lazy_texts
+
     def blob_refs(self) -> list[dict[str, Any]]:
         """The 0x14 records as dicts (empty when the file has no blobs)."""
         return [{"content_hash": "sha256:" + r.content_hash.hex(), "original_uri": r.original_uri,
@@ -437,7 +452,7 @@ class UrnaFile:
         wanted, ordinal = locate_citation(citation, st.content_hash, st.chunk_ids)
         uri, start, end = st.spans[ordinal]
         return ResolvedCitation(format_citation(st.content_hash, wanted), wanted, st.content_hash,
-                                ordinal, self.texts()[ordinal], uri, start, end)
+                                ordinal, self._text_table()[ordinal], uri, start, end)
 
 
 def open_file(path: str | os.PathLike) -> UrnaFile:

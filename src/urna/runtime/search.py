@@ -21,7 +21,7 @@ from __future__ import annotations
 import dataclasses
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -40,6 +40,7 @@ from ..index import exact
 from . import fused as _fused
 from .filtering import EXACT_FILTERED, HNSW_FILTERED, RowMask, row_mask, use_exact
 from .hits import RetrieveHit, SearchExplain, SearchHit, SearchResult, rerank_source
+from .lazy_tables import TextsById
 from .opening import OpenedFile
 from .query import validate
 from .ranks import FUSED
@@ -364,12 +365,13 @@ def routed_search(st: OpenedFile, x: np.ndarray, k: int, candidates: int | None,
     return run_route(st, route, x, k, hops, ef, where, rank)
 
 
-def texts_by_id(st: OpenedFile, texts: list[str]) -> dict[str, str]:
-    """Stored text by chunk id, as the reference maps it (the last ordinal wins on a repeat)."""
-    return {cid: texts[i] for i, cid in enumerate(st.chunk_ids) if i < len(texts)}
+def texts_by_id(st: OpenedFile, texts: Sequence[str]) -> TextsById:
+    """Stored text by chunk id, as the reference maps it (the last ordinal wins on a repeat);
+    each asked id is looked up on its own (``lazy_tables.TextsById``)."""
+    return TextsById(st.chunk_ids, texts)
 
 
-def with_text(result: SearchResult, by_id: dict[str, str]) -> SearchResult:
+def with_text(result: SearchResult, by_id: TextsById | Mapping[str, str]) -> SearchResult:
     """The same envelope over RetrieveHits: each hit with its stored text and precision marker."""
     source = result.explain.rerank_source
     return result.with_hits([
@@ -379,7 +381,7 @@ def with_text(result: SearchResult, by_id: dict[str, str]) -> SearchResult:
         for h in result.hits])
 
 
-def retrieve(st: OpenedFile, by_id: dict[str, str], x: np.ndarray, k: int,
+def retrieve(st: OpenedFile, by_id: TextsById | Mapping[str, str], x: np.ndarray, k: int,
              candidates: int | None, hops: int, ef: int,
              query_text: str | None, where: Where = None,
              rank: str = "cosine") -> SearchResult:
