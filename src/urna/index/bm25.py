@@ -63,9 +63,9 @@ def _py_logf(x: float) -> np.float32:
 
 
 def _libm_names():
-    import ctypes.util
-
     yield from ("libm.so.6", "libSystem.dylib", "msvcrt")
+    import ctypes.util  # only when those fail: it imports subprocess (~7 ms)
+
     yield ctypes.util.find_library("m")  # last: it may run ldconfig or a compiler
 
 
@@ -266,6 +266,7 @@ class Bm25Index:
         self.n_terms = int(payload.n_terms)
         self.terms = payload.terms
         self.offsets = np.asarray(payload.post_offsets, dtype=np.int64)
+        self.doc_lens = payload.doc_lens
 
     # The scoring tables below are built on the first query, not at open: a file's other verbs
     # never score BM25, and an open must not pay for it (the payload was validated already).
@@ -317,6 +318,18 @@ class Bm25Index:
         if len(bad):
             self._simple[np.searchsorted(self.offsets, bad, side="right") - 1] = False
 
+    def _term(self, t: int) -> tuple[np.ndarray, np.ndarray, bool, bool]:
+        """Term ``t``'s (doc ids, contributions, docs strictly increasing, every
+        contribution > 0): what a query reads of one term."""
+        lo, hi = self.offsets[t], self.offsets[t + 1]
+        return (self.docs[lo:hi], self._contrib[lo:hi], bool(self._simple[t]),
+                bool(self._positive[t]))
+
+    def term_postings(self, t: int) -> tuple[np.ndarray, np.ndarray]:
+        """Term ``t``'s postings: (doc ids, uint32 term frequencies)."""
+        lo, hi = int(self.offsets[t]), int(self.offsets[t + 1])
+        return self.docs[lo:hi], np.asarray(self.payload.post_tfs[lo:hi], dtype=np.uint32)
+
     # -- construction ------------------------------------------------------------------
     @classmethod
     def build(cls, docs: Sequence[str], k1: float = DEFAULT_K1, b: float = DEFAULT_B) -> Bm25Index:
@@ -363,17 +376,16 @@ class Bm25Index:
 
     def _dense_scores(self, tids: list[int]) -> np.ndarray:
         """Every doc's f32 score for the query terms ``tids`` (0 where untouched)."""
-        offs, docs, contrib, simple = self.offsets, self.docs, self._contrib, self._simple
         acc = np.zeros(self.n_docs, dtype=_F32)
         fresh = True  # acc is still all zeros
         for t in tids:  # query order, repeats included: f32 sums in the reference's order
-            lo, hi = offs[t], offs[t + 1]
-            if not simple[t]:
-                np.add.at(acc, docs[lo:hi], contrib[lo:hi])
+            docs, contrib, simple, _ = self._term(t)
+            if not simple:
+                np.add.at(acc, docs, contrib)
             elif fresh:
-                acc[docs[lo:hi]] = contrib[lo:hi] + _F32(0.0)  # 0.0 + x, as the reference
+                acc[docs] = contrib + _F32(0.0)  # 0.0 + x, as the reference
             else:
-                acc[docs[lo:hi]] += contrib[lo:hi]
+                acc[docs] += contrib
             fresh = False
         return acc
 
@@ -388,24 +400,24 @@ class Bm25Index:
         those that can still make the top ``k`` (a superset of it, ties included)."""
         if not tids:
             return np.zeros(0, np.intp), np.zeros(0, _F32)
-        offs, docs, contrib = self.offsets, self.docs, self._contrib
-        if len(tids) == 1 and self._simple[tids[0]]:
-            lo, hi = offs[tids[0]], offs[tids[0] + 1]
-            ids, sc = docs[lo:hi], contrib[lo:hi] + _F32(0.0)  # 0.0 + x, as the reference
-            bound = None if k is None else _top_k_bound(sc, k)
-            if bound is None:
-                return ids, sc
-            keep = sc >= bound
-            return ids[keep], sc[keep]
+        if len(tids) == 1:
+            docs, contrib, simple, _ = self._term(tids[0])
+            if simple:
+                ids, sc = docs, contrib + _F32(0.0)  # 0.0 + x, as the reference
+                bound = None if k is None else _top_k_bound(sc, k)
+                if bound is None:
+                    return ids, sc
+                keep = sc >= bound
+                return ids[keep], sc[keep]
         acc = self._dense_scores(tids)
-        if not self._nonpositive or self._positive[tids].all():
+        if all(self._term(t)[3] for t in tids):
             # sums of positive terms are never 0; the bound (when it holds) skips most docs
             bound = None if k is None else _top_k_bound(acc, k)
             ids = np.flatnonzero(acc != 0 if bound is None else acc >= bound)
         else:
             touched = np.zeros(self.n_docs, dtype=bool)
             for t in tids:
-                touched[docs[offs[t]:offs[t + 1]]] = True
+                touched[self._term(t)[0]] = True
             ids = np.flatnonzero(touched)
         return ids, acc[ids]
 
@@ -433,9 +445,8 @@ class Bm25Index:
         t = self.term_index.get(term)
         if t is None:
             return False
-        lo, hi = int(self.offsets[t]), int(self.offsets[t + 1])
-        posts = self.docs[lo:hi]
-        if self._simple[t]:  # strictly increasing postings
+        posts, _, simple, _ = self._term(t)
+        if simple:  # strictly increasing postings
             j = int(np.searchsorted(posts, doc))
             return j < len(posts) and int(posts[j]) == doc
         return bool(np.any(posts == doc))
@@ -449,7 +460,7 @@ class Bm25Index:
         """
         if k <= 0 or self.n_docs == 0:
             return np.zeros(0, np.intp), np.zeros(0, _F32)
-        n_posts = len(self.docs)
+        n_posts = int(self.offsets[-1]) if len(self.offsets) else 0
         use_kernel = mask is None and (n_posts >= NUMBA_MIN_POSTINGS or (
             n_posts >= NUMBA_LOADED_MIN_POSTINGS and "numba" in sys.modules))
         kernel = _numba_kernel() if use_kernel else None

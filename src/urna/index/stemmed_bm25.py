@@ -91,11 +91,9 @@ def stem_group(bm25: Bm25Index, stem: str) -> np.ndarray:
 
 def _group_postings(bm25: Bm25Index, members: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(doc ids, tfs) of every posting of the member terms, concatenated."""
-    offs = bm25.offsets
-    docs = [bm25.docs[int(offs[t]):int(offs[t + 1])] for t in members.tolist()]
-    tfs = [bm25.payload.post_tfs[int(offs[t]):int(offs[t + 1])] for t in members.tolist()]
-    return (np.concatenate(docs).astype(np.int64),
-            np.concatenate(tfs).astype(np.float64))
+    postings = [bm25.term_postings(t) for t in members.tolist()]
+    return (np.concatenate([d for d, _ in postings]).astype(np.int64),
+            np.concatenate([f for _, f in postings]).astype(np.float64))
 
 
 def stemmed_evidence(bm25: Bm25Index, text: str, rows: np.ndarray) -> StemmedEvidence:
@@ -109,7 +107,7 @@ def stemmed_evidence(bm25: Bm25Index, text: str, rows: np.ndarray) -> StemmedEvi
     sorted_rows = rows[by_row]
     inside = (rows >= 0) & (rows < bm25.n_docs)
     dl = np.zeros(rows.shape, dtype=np.float64)
-    dl[inside] = np.asarray(bm25.payload.doc_lens, dtype=np.float64)[rows[inside]]
+    dl[inside] = np.asarray(bm25.doc_lens, dtype=np.float64)[rows[inside]]
     k1, b = float(bm25.k1), float(bm25.b)
     with np.errstate(all="ignore"):  # hostile parameters: non-finite scores are dropped below
         knorm = k1 * ((1.0 - b) + b * dl / max(float(bm25.avgdl), 1.0))

@@ -140,6 +140,16 @@ def _decode_bm25(view: UrnaView) -> Any:
     return Bm25Index.from_bytes(view.decoded(SECTION_BM25_INDEX))
 
 
+def _load_verified_bm25(view: UrnaView) -> Any:
+    """A verified body's 0x08 (it decoded whole before): each term's postings decoded when a
+    query first reads them (``index.bm25_lazy``), else eagerly."""
+    from ..index.bm25_lazy import lazy_index
+
+    raw = view.decoded(SECTION_BM25_INDEX)
+    lazy = lazy_index(raw)
+    return lazy if lazy is not None else _decode_bm25(view)
+
+
 def _flag(view: UrnaView, name: str) -> bool:
     ext = view.manifest.capabilities_ext
     return bool(ext is not None and getattr(ext, name, None) is True)
@@ -332,7 +342,7 @@ def _open_steps(view: UrnaView, dim: int, n: int, deferred: bool = False) -> Ope
         hnsw = (Deferred(lambda: _decode_hnsw(view, n)) if deferred
                 else _decode_hnsw(view, n))
     if view.entry(SECTION_BM25_INDEX) is not None:
-        bm25 = Deferred(lambda: _decode_bm25(view)) if deferred else _decode_bm25(view)
+        bm25 = Deferred(lambda: _load_verified_bm25(view)) if deferred else _decode_bm25(view)
     if _flag(view, "graph_present") and view.entry(SECTION_GRAPH_ADJACENCY) is not None:
         from ..format.sections.graph import decode_graph
         graph = decode_graph(view.decoded(SECTION_GRAPH_ADJACENCY), n)
