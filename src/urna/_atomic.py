@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import tempfile
 from pathlib import Path
 
 
@@ -35,6 +34,8 @@ def write_atomic(path: str | os.PathLike, data: bytes) -> None:
     """Write ``data`` to ``path`` via a temp file in the same folder, fsync, then rename."""
     target = Path(path)
     folder = target.parent if str(target.parent) else Path(".")
+    import tempfile  # on the first write: a query's start-up imports this module, never writes
+
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=folder)
     try:
         os.fchmod(fd, _file_mode(target))  # mkstemp makes 0600; a corpus is a normal file

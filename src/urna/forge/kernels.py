@@ -10,10 +10,11 @@ read, nothing is said (a missing line is better than a false one).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from urna.forge.progress import Progress
-from urna.forge.spec import CorpusSpec
+if TYPE_CHECKING:  # annotations only: a query's start-up never imports the spec (#20)
+    from urna.forge.progress import Progress
+    from urna.forge.spec import CorpusSpec
 
 MESSAGE = "[urna] compiling search kernels, first run only (numba caches them for later runs)"
 _announced = False

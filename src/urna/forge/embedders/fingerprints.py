@@ -16,8 +16,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from urna._cache_dir import user_cache_dir
 from urna.forge.canonical import canonical_hash, write_json
-from urna.forge.spec import user_cache_dir
 
 SCHEMA = 1
 
