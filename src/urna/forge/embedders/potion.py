@@ -18,6 +18,7 @@ import numpy as np
 from urna.errors import EmbedderError
 from urna.forge.embedders.base import files_hash, fingerprint_hash, sha256_file
 from urna.forge.embedders.fingerprints import cached_fingerprint
+from urna.forge.embedders.wordpiece import AsciiWordPiece, ascii_wordpiece
 
 POTION_ID = "minishlab/potion-base-8M"
 POTION_MODEL = f"{POTION_ID}/v1"
@@ -68,16 +69,33 @@ def check_potion_dir(model_dir: Path) -> None:
 
 
 @lru_cache(maxsize=4)
-def _load_potion(model_dir: str) -> tuple[Any, np.ndarray, int]:
-    """Load (tokenizer, table, unk id) once per directory."""
+def _load_table(model_dir: str) -> np.ndarray:
+    """The checked directory's mapped table, once per directory."""
     md = Path(model_dir)
     check_potion_dir(md)
+    return _read_safetensors_f32(md / "model.safetensors")
+
+
+@lru_cache(maxsize=4)
+def _load_tokenizer(model_dir: str) -> tuple[Any, int]:
+    """The `tokenizers` tokenizer and its unk id, once per directory."""
+    check_potion_dir(Path(model_dir))
     from tokenizers import Tokenizer
 
-    tok = Tokenizer.from_file(str(md / "tokenizer.json"))
-    table = _read_safetensors_f32(md / "model.safetensors")
+    tok = Tokenizer.from_file(str(Path(model_dir) / "tokenizer.json"))
     unk = tok.token_to_id("[UNK]")
-    return tok, table, 1 if unk is None else int(unk)
+    return tok, 1 if unk is None else int(unk)
+
+
+@lru_cache(maxsize=4)
+def _load_wordpiece(model_dir: str) -> AsciiWordPiece | None:
+    """The Python tokenizer of short ASCII queries (``wordpiece``), once per directory."""
+    return ascii_wordpiece(Path(model_dir) / "tokenizer.json")
+
+
+# Up to this many texts are tokenized in Python while `tokenizers` is not loaded yet: a query
+# or a few; a batch of documents loads `tokenizers`, which is faster per text.
+PYTHON_TOKENIZER_MAX_TEXTS = 8
 
 
 class PotionEmbedder:
@@ -96,7 +114,7 @@ class PotionEmbedder:
     @property
     def embedding_dim(self) -> int:
         """Width of the table (256)."""
-        return int(_load_potion(str(self.model_dir))[1].shape[1])
+        return int(_load_table(str(self.model_dir)).shape[1])
 
     def fingerprint(self) -> dict[str, Any]:
         """The facts whose hash is the model_hash (§5.2), kept per state of the files."""
@@ -126,21 +144,44 @@ class PotionEmbedder:
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         """Embed texts to a float32 (n, 256) array of unit rows."""
-        tok, table, unk = _load_potion(str(self.model_dir))
+        md = str(self.model_dir)
+        table = _load_table(md)
         texts = list(texts)
         out = np.empty((len(texts), table.shape[1]), dtype=np.float32)
+        ids = self._python_ids(texts)
         for lo in range(0, len(texts), self.batch_size):
             batch = texts[lo : lo + self.batch_size]
-            # encode_batch_fast skips offsets (unused here) and gives the same ids
-            enc_fn = getattr(tok, "encode_batch_fast", tok.encode_batch)
-            encs = enc_fn(batch, add_special_tokens=False)
-            for j, enc in enumerate(encs):
-                ids = enc.ids or [unk]
+            known = ids[lo : lo + self.batch_size]
+            rest = [t for t, got in zip(batch, known, strict=True) if got is None]
+            rows: list[list[int]] = [got for got in known if got is not None]
+            if rest:
+                tok, unk = _load_tokenizer(md)
+                # encode_batch_fast skips offsets (unused here) and gives the same ids
+                enc_fn = getattr(tok, "encode_batch_fast", tok.encode_batch)
+                encs = iter(enc_fn(rest, add_special_tokens=False))
+                rows = [got if got is not None else (next(encs).ids or [unk]) for got in known]
+            for j, row in enumerate(rows):
                 # sum-then-divide in float32 equals the reference's row mean bit for bit
                 # (np.add.reduceat does not: it orders the adds differently).
-                v = table[ids].sum(axis=0) / np.float32(len(ids))
+                v = table[row].sum(axis=0) / np.float32(len(row))
                 n = float(np.linalg.norm(v))
                 out[lo + j] = v / n if n > 0.0 else v
+        return out
+
+    def _python_ids(self, texts: list[str]) -> list[list[int] | None]:
+        """Token ids of the texts the Python tokenizer takes (None: `tokenizers` tokenizes it);
+        only for a few texts while `tokenizers` is not loaded for this model."""
+        md = str(self.model_dir)
+        if len(texts) > PYTHON_TOKENIZER_MAX_TEXTS or _load_tokenizer.cache_info().currsize:
+            return [None] * len(texts)
+        check_potion_dir(self.model_dir)
+        wordpiece = _load_wordpiece(md)
+        if wordpiece is None:
+            return [None] * len(texts)
+        out: list[list[int] | None] = []
+        for text in texts:
+            got = wordpiece.ids(text)
+            out.append(None if got is None else (got or [wordpiece.unk_id]))
         return out
 
     def embed_texts(self, texts: Sequence[str]) -> list[list[float]]:

@@ -1,0 +1,118 @@
+"""BERT WordPiece of ASCII text in Python: a short query embedded without loading `tokenizers`.
+
+Loading the `tokenizers` package and building potion's tokenizer from its ``tokenizer.json``
+costs ~25 ms of a one-shot ``urna ask`` (#20); a question is a few words. This module reads
+the same ``tokenizer.json`` and, when it describes exactly the pipeline implemented here
+(``BertNormalizer`` lowercasing, ``BertPreTokenizer``, ``WordPiece`` with the ``##`` prefix,
+no truncation or padding, added tokens matched on the raw text only), gives the ids that
+``Tokenizer.encode(text, add_special_tokens=False)`` gives, for ASCII text containing no
+added token. On ASCII the steps are short: the normalizer drops NUL and the control
+characters (every C0 control and DEL except tab, line feed and carriage return, which become
+spaces) and lowercases; the pre-tokenizer splits on spaces and isolates each ASCII
+punctuation character; WordPiece takes the longest vocabulary prefix, then ``##``-prefixed
+continuations, and a word it cannot cover (or longer than ``max_input_chars_per_word``)
+becomes the unknown token. Anything else (non-ASCII text, an added token in it, another
+pipeline) is declined (``None``) and the caller tokenizes with `tokenizers`;
+tests/forge/test_wordpiece.py compares both on random text.
+"""
+
+from __future__ import annotations
+
+import json
+import string
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+_DROP = {c: None for c in range(0x20) if chr(c) not in "\t\n\r"} | {0x7F: None}
+_SPACE = {ord("\t"): " ", ord("\n"): " ", ord("\r"): " "}
+_CLEAN = str.maketrans({**_DROP, **_SPACE})
+_PUNCT = str.maketrans({c: f" {c} " for c in string.punctuation})  # ASCII P* and S*
+_NORMALIZER_FLAGS = {"type": "BertNormalizer", "clean_text": True, "handle_chinese_chars": True,
+                     "lowercase": True}
+
+
+@dataclass(frozen=True)
+class AsciiWordPiece:
+    """The WordPiece vocabulary of one ``tokenizer.json`` and the rules around it."""
+
+    vocab: dict[str, int]
+    unk_id: int
+    prefix: str
+    max_chars: int
+    added: tuple[str, ...]  # added-token contents: a text holding one is declined
+
+    def ids(self, text: str) -> list[int] | None:
+        """``encode(text, add_special_tokens=False).ids``, or None when this text is not
+        one this tokenizer handles (non-ASCII, or holding an added token)."""
+        if not text.isascii() or any(a in text for a in self.added):
+            return None
+        words = text.translate(_CLEAN).lower().translate(_PUNCT).split(" ")
+        out: list[int] = []
+        for word in words:
+            if word:
+                out.extend(self._word(word))
+        return out
+
+    def _word(self, word: str) -> list[int]:
+        if len(word) > self.max_chars:
+            return [self.unk_id]
+        vocab, pieces, start = self.vocab, [], 0
+        while start < len(word):
+            end = len(word)
+            while end > start:
+                piece = word[start:end] if start == 0 else self.prefix + word[start:end]
+                got = vocab.get(piece)
+                if got is not None:
+                    pieces.append(got)
+                    break
+                end -= 1
+            else:
+                return [self.unk_id]  # no piece covers this position: the whole word is unknown
+            start = end
+        return pieces
+
+
+def _plain_added(token: Any) -> str | None:
+    """An added token matched only as its raw content (no normalization, strip or word rule)."""
+    if not isinstance(token, dict) or not isinstance(token.get("content"), str):
+        return None
+    if token.get("normalized") or token.get("lstrip") or token.get("rstrip") \
+            or token.get("single_word") or not token["content"]:
+        return None
+    return str(token["content"])
+
+
+def ascii_wordpiece(tokenizer_json: Path) -> AsciiWordPiece | None:
+    """The Python tokenizer of ``tokenizer_json``, or None when it describes another pipeline
+    (or cannot be read: `tokenizers` then reports the problem)."""
+    try:
+        doc = json.loads(tokenizer_json.read_bytes())
+    except (OSError, ValueError):
+        return None
+    if not isinstance(doc, dict) or doc.get("truncation") is not None \
+            or doc.get("padding") is not None:
+        return None
+    norm, pre, model = doc.get("normalizer"), doc.get("pre_tokenizer"), doc.get("model")
+    if not isinstance(norm, dict) or not isinstance(model, dict):
+        return None
+    if {k: v for k, v in norm.items() if k != "strip_accents"} != _NORMALIZER_FLAGS:
+        return None  # strip_accents changes nothing on ASCII
+    if pre != {"type": "BertPreTokenizer"} or model.get("type") != "WordPiece":
+        return None
+    vocab, unk, prefix = model.get("vocab"), model.get("unk_token"), model.get(
+        "continuing_subword_prefix")
+    max_chars = model.get("max_input_chars_per_word")
+    # "[UNK]": potion's empty text is the row token_to_id("[UNK]") names
+    if not isinstance(vocab, dict) or unk != "[UNK]" or unk not in vocab \
+            or not isinstance(prefix, str) or type(max_chars) is not int:
+        return None
+    if not all(type(i) is int for i in vocab.values()):
+        return None
+    tokens = doc.get("added_tokens") or []
+    added = [_plain_added(t) for t in tokens]
+    if any(a is None for a in added) or any(
+            t["content"] == unk and t.get("id") != vocab[unk] for t in tokens):
+        return None
+    return AsciiWordPiece(vocab, int(vocab[unk]), prefix, max_chars,
+                          tuple(a for a in added if a is not None))
