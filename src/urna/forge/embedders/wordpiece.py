@@ -52,7 +52,8 @@ class AsciiWordPiece:
         for word in words:
             if word:
                 out.extend(self._word(word))
-        return out
+        # ids are checked as they are used, not the whole vocabulary at load
+        return out if all(type(i) is int for i in out) else None
 
     def _word(self, word: str) -> list[int]:
         if len(word) > self.max_chars:
@@ -104,10 +105,8 @@ def ascii_wordpiece(tokenizer_json: Path) -> AsciiWordPiece | None:
         "continuing_subword_prefix")
     max_chars = model.get("max_input_chars_per_word")
     # "[UNK]": potion's empty text is the row token_to_id("[UNK]") names
-    if not isinstance(vocab, dict) or unk != "[UNK]" or unk not in vocab \
+    if not isinstance(vocab, dict) or unk != "[UNK]" or type(vocab.get(unk)) is not int \
             or not isinstance(prefix, str) or type(max_chars) is not int:
-        return None
-    if not all(type(i) is int for i in vocab.values()):
         return None
     tokens = doc.get("added_tokens") or []
     added = [_plain_added(t) for t in tokens]
