@@ -47,16 +47,15 @@ def _record_starts(data: bytes, count: int, tail: int) -> np.ndarray | None:
             return starts
     if count * (4 + tail) > end_all - PREFIX.size:  # each record takes >= 4 + tail bytes
         return None
-    out = np.empty(count, np.int64)  # variable lengths: one bounded walk, no decoding
-    pos, unpack = PREFIX.size, _U32.unpack_from
-    for i in range(count):
-        if pos + 4 > end_all:
-            return None
-        out[i] = pos
-        pos += 4 + unpack(data, pos)[0] + tail
-        if pos > end_all:
-            return None
-    return out if pos == end_all else None
+    out = [0] * count  # variable lengths: one bounded walk, no decoding
+    pos, step, unpack = PREFIX.size, 4 + tail, _U32.unpack_from
+    try:
+        for i in range(count):
+            out[i] = pos
+            pos += unpack(data, pos)[0] + step
+    except struct.error:  # a length field past the end: positions only grow, so it is short
+        return None
+    return np.asarray(out, dtype=np.int64) if pos == end_all else None
 
 
 def _bodies_ascii(data: bytes, starts: np.ndarray, tail: int) -> bool:
@@ -92,11 +91,10 @@ def _bodies_utf8(data: bytes, starts: np.ndarray) -> bool:
     at = np.flatnonzero(high)
     if at.size == 0:
         return True
-    breaks = np.flatnonzero(np.diff(at) != 1)
-    lo = at[np.concatenate(([0], breaks + 1))].tolist()
-    hi = (at[np.concatenate((breaks, [at.size - 1]))] + 1).tolist()
+    # the high bytes in order, a line feed wherever one run ends and the next begins
+    joined = np.insert(raw[at], np.flatnonzero(np.diff(at) != 1) + 1, 0x0A)
     try:
-        b"\n".join([data[a:b] for a, b in zip(lo, hi, strict=True)]).decode("utf-8")
+        joined.tobytes().decode("utf-8")
     except UnicodeDecodeError:
         return False
     return True
