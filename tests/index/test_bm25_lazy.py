@@ -22,6 +22,7 @@ from hypothesis import strategies as st
 
 import urna
 from helpers.vectors import REF
+from urna.errors import UrnaError
 from urna.format.sections.bm25 import Bm25Payload, decode_bm25, encode_bm25
 from urna.index.bm25 import Bm25Index
 from urna.index.bm25_lazy import LazyBm25Index, lazy_index
@@ -38,6 +39,8 @@ def _bits(a: np.ndarray) -> bytes:
 
 def _same_answers(eager: Bm25Index, lazy: Bm25Index, text: str, k: int,
                   mask: np.ndarray | None) -> None:
+    assert lazy.terms == eager.terms and lazy.offsets.tolist() == eager.offsets.tolist()
+    assert lazy.doc_lens.tolist() == np.asarray(eager.doc_lens).tolist()
     ids_e, sc_e = eager.search_arrays(text, k, mask)
     ids_l, sc_l = lazy.search_arrays(text, k, mask)
     assert ids_l.tolist() == ids_e.tolist() and _bits(sc_l) == _bits(sc_e)
@@ -66,6 +69,25 @@ def test_per_term_index_answers_as_the_whole_decode(docs: list[str], text: str, 
     assert isinstance(lazy, LazyBm25Index)
     mask = np.random.default_rng(seed).random(len(docs)) < 0.5 if masked else None
     _same_answers(eager, lazy, text, k, mask)
+
+
+@settings(max_examples=300, deadline=None)
+@given(docs=st.lists(st.lists(st.sampled_from(["a", "b\u00e9", "\u6771", "cc"]), max_size=4)
+                     .map(" ".join), min_size=1, max_size=12),
+       data=st.data())
+def test_damaged_term_tables_are_read_as_the_eager_decoder_reads_them(docs: list[str],
+                                                                      data) -> None:
+    raw = bytearray(Bm25Index.build(docs).to_bytes())
+    for _ in range(data.draw(st.integers(1, 3))):  # poke bytes of the term table's area
+        pos = data.draw(st.integers(24, len(raw) - 1))
+        raw[pos] = data.draw(st.sampled_from([0x00, 0x0A, 0x80, 0xC3, 0xFF, 0x61]))
+    try:
+        eager = Bm25Index.from_bytes(bytes(raw))
+    except UrnaError:
+        return  # the open's full decode refuses it: never a verified body
+    lazy = lazy_index(bytes(raw))
+    if lazy is not None:
+        _same_answers(eager, lazy, "a cc b\u00e9", 3, None)
 
 
 _HOSTILE_F32 = st.sampled_from([1.5, 0.75, 0.0, -1.0, -0.5, 1e-30, 3e38, 1.0])

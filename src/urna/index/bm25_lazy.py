@@ -24,7 +24,7 @@ import numpy as np
 from ..errors import MalformedSectionPayload
 from ..format.encodings.intpack import INTPACK_BLOCK, IntpackReader
 from ..format.layout import SECTION_BM25_INDEX
-from ..format.sections.bm25 import _scan_terms, decode_bm25
+from ..format.sections.bm25 import decode_bm25
 from .bm25 import Bm25Index
 
 _F32 = np.float32
@@ -45,6 +45,47 @@ def _column(data: bytes, pos: int) -> tuple[IntpackReader, int] | None:
         return IntpackReader(data[pos + 4:end]), end
     except MalformedSectionPayload:  # a malformed directory: the eager decoder names it
         return None
+
+
+def _term_table(data: bytes, pos: int, n_terms: int) -> tuple[list[str], np.ndarray, int] | None:
+    """The v2 term table at ``pos``: (names, dfs, end), or None when any of it is malformed.
+
+    Records are ``u32 len | UTF-8 name | u32 df``; one walk finds where each starts (every
+    record takes >= 8 bytes, which bounds it), then the names are decoded as one string:
+    joined by line feeds, they split back into ``n_terms`` names exactly when no name holds
+    a line feed, and the join is valid UTF-8 with no name opening on a continuation byte
+    exactly when every name is valid on its own.
+    """
+    if 8 * n_terms > len(data) - pos:
+        return None
+    starts = [0] * n_terms
+    unpack = _U32.unpack_from
+    try:
+        for i in range(n_terms):
+            starts[i] = pos
+            pos += unpack(data, pos)[0] + 8
+    except struct.error:
+        return None
+    if pos > len(data):  # the last df runs past the end
+        return None
+    if n_terms == 0:
+        return [], np.zeros(0, np.int64), pos
+    raw = np.frombuffer(data, np.uint8)
+    at = np.asarray(starts, dtype=np.int64)
+    lens = raw[at[:, None] + np.arange(4)].copy().view("<u4").ravel().astype(np.int64)
+    dfs = raw[(at + 4 + lens)[:, None] + np.arange(4)].copy().view("<u4").ravel()
+    ends = np.cumsum(lens)
+    body = raw[np.arange(int(ends[-1]), dtype=np.int64) + np.repeat(at + 4 - (ends - lens), lens)]
+    firsts = (ends - lens)[lens > 0]
+    if bool(((body[firsts] & 0xC0) == 0x80).any()):
+        return None
+    try:
+        names = np.insert(body, ends[:-1], 0x0A).tobytes().decode("utf-8").split("\n")
+    except UnicodeDecodeError:
+        return None
+    if len(names) != n_terms:
+        return None
+    return names, dfs.astype(np.int64), pos
 
 
 def _values(reader: IntpackReader, lo: int, hi: int) -> np.ndarray:
@@ -132,7 +173,7 @@ def lazy_index(raw: bytes | memoryview) -> LazyBm25Index | None:
     lens = _column(data, _HEAD.size)
     if lens is None or len(lens[0]) != n_docs:
         return None
-    scanned = _scan_terms(data, lens[1], n_terms)
+    scanned = _term_table(data, lens[1], n_terms)
     if scanned is None:
         return None
     terms, counts, pos = scanned
@@ -141,7 +182,7 @@ def lazy_index(raw: bytes | memoryview) -> LazyBm25Index | None:
         return None
     tfs = _column(data, gaps[1])
     offsets = np.zeros(len(counts) + 1, dtype=np.int64)
-    np.cumsum(np.asarray(counts, dtype=np.int64), out=offsets[1:])
+    np.cumsum(counts, out=offsets[1:])
     if (tfs is None or len(gaps[0]) != offsets[-1] or len(tfs[0]) != offsets[-1]
             or len(set(terms)) != len(terms)):  # a repeated term: the eager rule drops some
         return None
