@@ -14,12 +14,14 @@ import threading
 from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..index.filter import RowFields, compile_filter, selectivity
 from .opening import OpenedFile
+
+if TYPE_CHECKING:
+    from ..index.filter import RowFields
 
 CACHE_SIZE = 16  # distinct filters kept per open file
 # When the filtered beam loses to scoring the matching rows exactly (measured with
@@ -63,6 +65,8 @@ def row_fields(st: OpenedFile) -> RowFields:
     """The filterable columns of ``st`` (built-in fields + metadata), made once per file."""
     fields = st.__dict__.get("_row_fields")
     if fields is None:
+        from ..index.filter import RowFields
+
         fields = RowFields([s[0] for s in st.spans], st.chunk_ids,
                            np.fromiter((s[1] for s in st.spans), np.int64, len(st.spans)),
                            np.fromiter((s[2] for s in st.spans), np.int64, len(st.spans)),
@@ -87,6 +91,8 @@ def row_mask(st: OpenedFile, where: Mapping[str, Any] | None) -> RowMask | None:
         if key is not None and key in cache:
             cache.move_to_end(key)
             return cache[key]
+    from ..index.filter import compile_filter, selectivity  # only a filtered search needs it
+
     compiled = compile_filter(where, schema(st))
     if compiled is None:
         return None

@@ -209,10 +209,10 @@ def _spans(view: UrnaView, n: int) -> Any:
 
 def _open_blobs(view: UrnaView, spans: list[tuple[str, int, int]]):
     """Step 12: blob refs, the span overlay (in place) and the 0x17 table."""
-    from ..format.sections.blobs import decode_blob_data, decode_blob_refs, decode_overlay
-
     if not _flag(view, "blobs_present"):
         return None, None
+    from ..format.sections.blobs import decode_blob_data, decode_blob_refs, decode_overlay
+
     refs = None
     if view.entry(SECTION_BLOB_REFS) is not None:
         refs = decode_blob_refs(view.decoded(SECTION_BLOB_REFS))

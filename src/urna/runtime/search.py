@@ -37,7 +37,6 @@ from ..errors import (
 from ..format.identity import format_citation
 from ..format.layout import SECTION_BM25_INDEX, SECTION_SPACE_TABLE
 from ..index import exact
-from . import fused as _fused
 from .filtering import EXACT_FILTERED, HNSW_FILTERED, RowMask, row_mask, use_exact
 from .hits import RetrieveHit, SearchExplain, SearchHit, SearchResult, rerank_source
 from .lazy_tables import TextsById
@@ -48,6 +47,7 @@ from .routing import EXACT, GRAPH, HNSW, HYBRID, Route, choose_route
 
 if TYPE_CHECKING:
     from ..index.hnsw import PackedRows
+    from .fused import FusedOrder
 
 NAN = float("nan")
 _U64_MAX = (1 << 64) - 1
@@ -57,7 +57,7 @@ Where = Mapping[str, Any] | None
 
 def _hits(st: OpenedFile, ids: np.ndarray, scores: np.ndarray, label: str,
           reranked: bool, score_type: str = "cosine",
-          fused: _fused.FusedOrder | None = None) -> list[SearchHit]:
+          fused: FusedOrder | None = None) -> list[SearchHit]:
     out = []
     table = st.metadata
     lexical = [None] * len(ids) if fused is None else fused.lexical.tolist()
@@ -98,6 +98,9 @@ def ranked_hits(st: OpenedFile, q: np.ndarray, cand: np.ndarray, k: int, label: 
     ``explain.fusion_mode``.
     """
     if rank == FUSED:
+        # the fused order (stemming, the tokenizer's tables) is imported by the paths it orders
+        from . import fused as _fused
+
         fo = _fused.fused_order(st, q, text, cand, k) if text else None
         if fo is not None:
             return (_hits(st, fo.ids, fo.cosine, label, True, FUSED, fo),
@@ -351,7 +354,9 @@ def routed_envelope(st: OpenedFile, route: Route, res: SearchResult,
     budget = ran.budget(st.n, st.hnsw is not None)
     explain = res.explain
     if rank == FUSED and ran.path not in (HYBRID, GRAPH):  # no lexical pool: cosine
-        explain = dataclasses.replace(explain, fusion_mode=_fused.fallback_reason(st))
+        from .fused import fallback_reason
+
+        explain = dataclasses.replace(explain, fusion_mode=fallback_reason(st))
     return SearchResult(res.hits, res.index_type, res.recall, res.truncated, res.k_requested,
                         res.query_time_ms, explain, res.space, budget)
 
