@@ -35,6 +35,7 @@ from ..format.layout import (
     SECTION_EMBEDDINGS_FP,
     SECTION_GRAPH_ADJACENCY,
     SECTION_HNSW_INDEX,
+    SECTION_METADATA,
     SECTION_SPACE_EMBEDDINGS_BASE,
     SECTION_SPACE_TABLE,
 )
@@ -114,6 +115,8 @@ class OpenedFile:
         Lazy so that opening, and every search without ``where=``, never pays for it; a
         malformed 0x18 raises its typed error at that first use.
         """
+        if self.view.entry(SECTION_METADATA) is None:  # no import for a file without one
+            return None
         from ..format.sections.metadata import read_metadata
 
         return read_metadata(self.view)
