@@ -10,14 +10,18 @@ that straddles two records.
 
 from __future__ import annotations
 
+from pathlib import Path
+
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import urna
+from helpers.mutate import find_entry, payload_range, reseal
 from helpers.vectors import REF
 from urna.errors import UrnaError
-from urna.format.layout import PREFIX
+from urna.format.layout import PREFIX, SECTION_CHUNKS_CANONICAL
 from urna.format.sections.canonical import decode_texts, encode_chunk_ids, encode_texts
 from urna.runtime.lazy_tables import TextsById, lazy_chunk_ids, lazy_texts
 
@@ -126,3 +130,27 @@ def test_retrieve_and_cite_give_the_stored_texts(name: str) -> None:
         cited = f.cite(res.hits[0].citation_id)
         assert cited.text == stored[cited.ordinal]
         assert cited.ordinal == chunk_ids.index(res.hits[0].chunk_id)
+
+
+def _bad_text_file(tmp_path: Path) -> Path:
+    """quickstart-exact with one text byte made invalid UTF-8, every checksum resealed."""
+    buf = bytearray((REF / "quickstart-exact.urna").read_bytes())
+    start, end = payload_range(buf, SECTION_CHUNKS_CANONICAL)
+    assert find_entry(buf, SECTION_CHUNKS_CANONICAL)[2].encoding == 0  # raw: bytes as stored
+    buf[start + PREFIX.size + 4] = 0xFF  # the first byte of the first text
+    path = tmp_path / "bad-text.urna"
+    path.write_bytes(reseal(buf))
+    return path
+
+
+def test_a_text_error_comes_before_the_search_and_its_own_errors(tmp_path: Path) -> None:
+    path = _bad_text_file(tmp_path)
+    with urna.open(path) as f:
+        with pytest.raises(UrnaError) as eager:
+            f.texts()
+        q = np.zeros(f.embedding_dim, np.float32)
+        q[0] = 1.0
+        for query in (q, q[:3]):  # a valid query, and one the search itself refuses
+            with pytest.raises(type(eager.value)) as got:
+                f.retrieve(query, 3)
+            assert str(got.value) == str(eager.value)

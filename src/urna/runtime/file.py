@@ -15,6 +15,7 @@ import errno
 import mmap
 import os
 import stat
+import threading
 import time
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -66,6 +67,23 @@ def _map(path: str | os.PathLike) -> tuple[mmap.mmap | None, Any, os.stat_result
         return mm, mm, st
     finally:
         os.close(fd)
+
+
+class _TextReader:
+    """``UrnaFile._text_table`` run on a worker thread; ``join`` waits for it. Its errors are
+    left to the caller's own call, which then raises them in order."""
+
+    def __init__(self, f: UrnaFile) -> None:
+        self._thread = threading.Thread(target=self._run, args=(f,), daemon=True)
+        self._thread.start()
+
+    @staticmethod
+    def _run(f: UrnaFile) -> None:
+        with contextlib.suppress(Exception):
+            f._text_table()
+
+    def join(self) -> None:
+        self._thread.join()
 
 
 class BatchResult(Sequence):
@@ -304,10 +322,23 @@ class UrnaFile:
         _s.check_model_hash(st, expected_model_hash)
         x, k = as_f32(query), as_i32(k)
         cand = None if candidates is None else check_size(candidates)
+        # The stored texts are read while the search runs (their zstd frame and the numpy
+        # proof release the GIL); a text error still comes first, as when they were read
+        # before the search.
+        reader = None if self._by_id is not None else _TextReader(self)
+        try:
+            res = _s.routed_search(st, x, k, cand, check_size(hops), check_size(ef), query_text,
+                                   where, check_rank(rank))
+        except BaseException:
+            if reader is not None:
+                reader.join()
+                self._text_table()  # raises the text error, if there is one
+            raise
         if self._by_id is None:
+            if reader is not None:
+                reader.join()
             self._by_id = _s.texts_by_id(st, self._text_table())
-        return _s.retrieve(st, self._by_id, x, k, cand, check_size(hops), check_size(ef),
-                           query_text, where, check_rank(rank))
+        return _s.with_text(res, self._by_id)
 
     def search_batch(self, queries, k: int, *, where: Where = None) -> BatchResult:
         """Exact top-k for many queries with one BLAS screen; equals :meth:`search` per row

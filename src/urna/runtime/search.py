@@ -386,15 +386,6 @@ def with_text(result: SearchResult, by_id: TextsById | Mapping[str, str]) -> Sea
         for h in result.hits])
 
 
-def retrieve(st: OpenedFile, by_id: TextsById | Mapping[str, str], x: np.ndarray, k: int,
-             candidates: int | None, hops: int, ef: int,
-             query_text: str | None, where: Where = None,
-             rank: str = "cosine") -> SearchResult:
-    """Routed search whose hits carry the stored text and the precision marker."""
-    return with_text(routed_search(st, x, k, candidates, hops, ef, query_text, where, rank),
-                     by_id)
-
-
 def check_model_hash(st: OpenedFile, expected: str | None) -> None:
     """retrieve()'s gate: a caller-supplied model hash must equal the corpus's."""
     if expected is not None and expected != st.model_hash:
