@@ -5,7 +5,8 @@ then holds the same texts), for any payload, well formed or damaged; the text a 
 maps to is the reference's (the last ordinal among the stored texts wins on a repeated id,
 an unknown id maps to nothing), whether the ids are searched in place or held in a list;
 the in-place search of the ids finds the first row as ``list.index`` does, never a match
-that straddles two records.
+that straddles two records; the spans of a verified body, walked only as far as asked, are
+the decoded spans; a text error is raised before the search's own.
 """
 
 from __future__ import annotations
@@ -22,8 +23,14 @@ from helpers.mutate import find_entry, payload_range, reseal
 from helpers.vectors import REF
 from urna.errors import UrnaError
 from urna.format.layout import PREFIX, SECTION_CHUNKS_CANONICAL
-from urna.format.sections.canonical import decode_texts, encode_chunk_ids, encode_texts
-from urna.runtime.lazy_tables import TextsById, lazy_chunk_ids, lazy_texts
+from urna.format.sections.canonical import (
+    decode_spans,
+    decode_texts,
+    encode_chunk_ids,
+    encode_spans,
+    encode_texts,
+)
+from urna.runtime.lazy_tables import TextsById, WalkedSpans, lazy_chunk_ids, lazy_texts
 
 # multi-byte characters of every width, so a damaged byte can split one
 texts = st.text(alphabet=st.sampled_from("ab \n\u00e9\u2010\U0001f600"), max_size=10)
@@ -154,3 +161,22 @@ def test_a_text_error_comes_before_the_search_and_its_own_errors(tmp_path: Path)
             with pytest.raises(type(eager.value)) as got:
                 f.retrieve(query, 3)
             assert str(got.value) == str(eager.value)
+
+
+_URIS = st.text(alphabet=st.sampled_from("ab/:\u00e9\u6771"), max_size=8)
+
+
+@settings(max_examples=300, deadline=None)
+@given(rows=st.lists(st.tuples(_URIS, st.integers(0, 2**64 - 1), st.integers(0, 2**64 - 1)),
+                     max_size=30), data=st.data())
+def test_walked_spans_are_the_decoded_spans_in_any_order(rows, data) -> None:
+    raw = encode_spans(rows)
+    reads: list[int] = []
+    spans = WalkedSpans(lambda: reads.append(1) or raw, len(rows))
+    assert len(spans) == len(rows) and not reads  # nothing read before a row is asked for
+    order = data.draw(st.permutations(range(len(rows))))
+    assert [spans[i] for i in order] == [rows[i] for i in order]
+    assert list(spans) == rows == decode_spans(raw, len(rows)) and reads == ([1] if rows else [])
+    if rows:
+        spans[0] = ("blob://x", 1, 2)  # the blob overlay replaces entries
+        assert spans[0] == ("blob://x", 1, 2) and spans[1:] == rows[1:]

@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import bisect
 import struct
-from collections.abc import Iterator, Sequence
+import threading
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any, overload
 
 import numpy as np
@@ -110,8 +111,11 @@ class _Records(Sequence):
     def __len__(self) -> int:
         return len(self._starts)
 
+    def _start(self, i: int) -> int:
+        return self._starts[i]
+
     def _body(self, i: int) -> tuple[str, int]:
-        pos = self._starts[i]
+        pos = self._start(i)
         end = pos + 4 + _U32.unpack_from(self._data, pos)[0]
         return self._data[pos + 4:end].decode("ascii"), end
 
@@ -216,6 +220,47 @@ class LazySpans(_Records):
 
     def __setitem__(self, i: int, span: tuple[str, int, int]) -> None:
         self._replaced[range(len(self))[i]] = span
+
+
+class WalkedSpans(LazySpans):
+    """The spans of a verified body (a full open decoded these bytes before): nothing is read
+    at open; the first read decodes the section and walks its records only as far as the
+    rows asked for (UTF-8 bodies, as the eager decoder accepted them)."""
+
+    def __init__(self, load: Callable[[], bytes | memoryview], count: int) -> None:
+        self._load, self._count = load, count
+        self._data = b""
+        self._starts: list[int] = []
+        self._pos = -1  # where the next record starts; -1: the section is not read yet
+        self._replaced = {}
+        self._lock = threading.Lock()
+
+    def __len__(self) -> int:
+        return self._count
+
+    def _start(self, i: int) -> int:
+        if i >= len(self._starts):
+            with self._lock:
+                if self._pos < 0:
+                    self._data, self._pos = bytes(self._load()), PREFIX.size
+                data, starts, pos, unpack = self._data, self._starts, self._pos, _U32.unpack_from
+                try:
+                    while len(starts) <= i:
+                        step = 4 + unpack(data, pos)[0] + 16
+                        starts.append(pos)
+                        pos += step
+                except struct.error:  # never for a verified body: the eager decoder says why
+                    from ..format.sections.canonical import decode_spans
+
+                    decode_spans(data, self._count)
+                    raise
+                self._pos = pos
+        return self._starts[i]
+
+    def _body(self, i: int) -> tuple[str, int]:
+        pos = self._start(i)
+        end = pos + 4 + _U32.unpack_from(self._data, pos)[0]
+        return self._data[pos + 4:end].decode("utf-8"), end
 
 
 def lazy_chunk_ids(raw: bytes | memoryview, expected: int) -> LazyChunkIds | None:

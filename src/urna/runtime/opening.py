@@ -42,7 +42,7 @@ from ..format.layout import (
 from ..format.reader import SPACE_DTYPES, UrnaView
 from ..format.sections.canonical import decode_chunk_ids
 from ..index.exact import Slab
-from .lazy_tables import lazy_chunk_ids, lazy_spans
+from .lazy_tables import WalkedSpans, lazy_chunk_ids, lazy_spans
 from .verdicts import Verdict
 
 DTYPES = ("float32", "float16", "int8", "int4")
@@ -203,6 +203,8 @@ def _chunk_ids(view: UrnaView, n: int) -> Sequence[str]:
 def _spans(view: UrnaView, n: int) -> Any:
     """Step 8: 0x03 as a fresh sequence (the blob overlay may replace entries)."""
     entry = view.entry(SECTION_CHUNKS_ORIGINAL_SPANS)
+    if entry is not None and entry.encoding != 4 and view.trusted:  # decoded whole before
+        return WalkedSpans(lambda: view.decoded(SECTION_CHUNKS_ORIGINAL_SPANS), n)
     if entry is not None and entry.encoding != 4:  # the repack keeps its own column path
         lazy = lazy_spans(view.decoded(SECTION_CHUNKS_ORIGINAL_SPANS), n)
         if lazy is not None:
