@@ -183,11 +183,12 @@ def lazy_index(raw: bytes | memoryview) -> LazyBm25Index | None:
     tfs = _column(data, gaps[1])
     offsets = np.zeros(len(counts) + 1, dtype=np.int64)
     np.cumsum(counts, out=offsets[1:])
-    if (tfs is None or len(gaps[0]) != offsets[-1] or len(tfs[0]) != offsets[-1]
-            or len(set(terms)) != len(terms)):  # a repeated term: the eager rule drops some
+    if tfs is None or len(gaps[0]) != offsets[-1] or len(tfs[0]) != offsets[-1]:
         return None
     try:  # block by block: IntpackReader.all's np.unique would import numpy.ma (~12 ms)
         doc_lens = (_values(lens[0], 0, n_docs) & _U32_MASK).astype(np.uint32)
     except MalformedSectionPayload:  # the eager decoder gives its error
         return None
-    return LazyBm25Index(data, head, doc_lens, terms, offsets, gaps[0], tfs[0])
+    index = LazyBm25Index(data, head, doc_lens, terms, offsets, gaps[0], tfs[0])
+    # a repeated term: the eager rule (the last one wins) drops the others' postings
+    return index if len(index.term_index) == len(terms) else None
