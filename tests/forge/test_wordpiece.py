@@ -5,13 +5,16 @@ glued and split, words past ``max_input_chars_per_word``) the Python tokenizer r
 exactly ``Tokenizer.encode(text, add_special_tokens=False).ids``; it declines non-ASCII
 text, text holding an added token, and a ``tokenizer.json`` describing another pipeline; a
 few query texts embedded without `tokenizers` equal the reference's vectors; a one-shot
-``urna ask`` with an ASCII question never imports `tokenizers`.
+``urna ask`` with an ASCII question never imports `tokenizers`; the cached vocabulary is
+read instead of ``tokenizer.json`` while that file is unchanged, and a damaged entry or a
+changed file means parsing it again.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -22,7 +25,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from tokenizers import Tokenizer
 
-from urna.forge.embedders import potion
+from urna.forge.embedders import potion, wordpiece
 from urna.forge.embedders.potion import POTION_DIR, PotionEmbedder
 from urna.forge.embedders.wordpiece import ascii_wordpiece
 
@@ -105,3 +108,25 @@ def test_a_one_shot_ask_does_not_import_tokenizers(tmp_path: Path) -> None:
                          capture_output=True, text=True).stdout
     assert out.splitlines()[-1] == "False"
     assert "urna://" in out
+
+
+def test_the_vocabulary_cache_is_kept_while_the_file_is_unchanged(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("URNA_CACHE_DIR", str(tmp_path / "cache"))
+    tok = tmp_path / "tokenizer.json"
+    shutil.copyfile(TOKENIZER, tok)
+    first = wordpiece.cached_ascii_wordpiece(tok)
+    assert first == PY
+    [entry] = (tmp_path / "cache" / "wordpiece").iterdir()
+    with monkeypatch.context() as m:  # the next read never parses tokenizer.json
+        m.setattr(wordpiece, "ascii_wordpiece", lambda path: pytest.fail("parsed again"))
+        assert wordpiece.cached_ascii_wordpiece(tok) == PY
+    entry.write_text(entry.read_text(encoding="utf-8")[:-40], encoding="utf-8")  # cut short
+    assert wordpiece.cached_ascii_wordpiece(tok) == PY
+    doc = json.loads(tok.read_text(encoding="utf-8"))
+    doc["model"]["vocab"]["zzqqy"] = len(doc["model"]["vocab"])
+    tok.write_text(json.dumps(doc), encoding="utf-8")
+    os.utime(tok, ns=(1, 1))  # another state of the file: another entry
+    changed = wordpiece.cached_ascii_wordpiece(tok)
+    assert changed is not None and changed.vocab["zzqqy"] == len(doc["model"]["vocab"]) - 1
+    assert changed.ids("zzqqy") == [changed.vocab["zzqqy"]]

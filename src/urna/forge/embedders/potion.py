@@ -18,7 +18,7 @@ import numpy as np
 from urna.errors import EmbedderError
 from urna.forge.embedders.base import files_hash, fingerprint_hash, sha256_file
 from urna.forge.embedders.fingerprints import cached_fingerprint
-from urna.forge.embedders.wordpiece import AsciiWordPiece, ascii_wordpiece
+from urna.forge.embedders.wordpiece import AsciiWordPiece, cached_ascii_wordpiece
 
 POTION_ID = "minishlab/potion-base-8M"
 POTION_MODEL = f"{POTION_ID}/v1"
@@ -90,7 +90,7 @@ def _load_tokenizer(model_dir: str) -> tuple[Any, int]:
 @lru_cache(maxsize=4)
 def _load_wordpiece(model_dir: str) -> AsciiWordPiece | None:
     """The Python tokenizer of short ASCII queries (``wordpiece``), once per directory."""
-    return ascii_wordpiece(Path(model_dir) / "tokenizer.json")
+    return cached_ascii_wordpiece(Path(model_dir) / "tokenizer.json")
 
 
 # Up to this many texts are tokenized in Python while `tokenizers` is not loaded yet: a query
