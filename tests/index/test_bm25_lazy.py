@@ -90,6 +90,23 @@ def test_damaged_term_tables_are_read_as_the_eager_decoder_reads_them(docs: list
         _same_answers(eager, lazy, "a cc b\u00e9", 3, None)
 
 
+def test_terms_spanning_many_blocks_answer_as_the_whole_decode() -> None:
+    # 3,000 docs: common terms hold thousands of postings (dozens of intpack blocks, read as
+    # one run), rare ones a few (read block by block)
+    rng = np.random.default_rng(11)
+    words = np.array(_WORDS + [f"w{i}" for i in range(300)])
+    weights = 1.0 / np.arange(1, len(words) + 1)
+    docs = [" ".join(rng.choice(words, size=int(rng.integers(0, 25)), p=weights / weights.sum()))
+            for _ in range(3000)]
+    data = Bm25Index.build(docs).to_bytes()
+    eager, lazy = Bm25Index.from_bytes(data), lazy_index(data)
+    assert lazy is not None
+    assert max(np.diff(eager.offsets)) > 15 * 128
+    for text in ("copy a file", "files w3 w250", "zeta zeta running", "w17", "absent"):
+        _same_answers(eager, lazy, text, 10, None)
+        _same_answers(eager, lazy, text, 10, rng.random(3000) < 0.3)
+
+
 _HOSTILE_F32 = st.sampled_from([1.5, 0.75, 0.0, -1.0, -0.5, 1e-30, 3e38, 1.0])
 
 

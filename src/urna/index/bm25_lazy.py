@@ -89,14 +89,33 @@ def _term_table(data: bytes, pos: int, n_terms: int) -> tuple[list[str], np.ndar
 
 
 def _values(reader: IntpackReader, lo: int, hi: int) -> np.ndarray:
-    """Values ``lo:hi`` of an intpack column, decoding only the blocks that hold them."""
+    """Values ``lo:hi`` of an intpack column, decoding only the blocks that hold them.
+
+    A few blocks are decoded one by one; a longer run is copied into a blob of its own
+    (its blocks and a directory pointing at them) and decoded by one vectorized ``all``.
+    """
     if hi <= lo:
         return np.zeros(0, np.uint64)
     first, last = lo // INTPACK_BLOCK, (hi - 1) // INTPACK_BLOCK
-    blocks = [reader.block(b) for b in range(first, last + 1)]
-    out = blocks[0] if len(blocks) == 1 else np.concatenate(blocks)
     base = first * INTPACK_BLOCK
-    return out[lo - base:hi - base]
+    if last - first < 4:
+        blocks = [reader.block(b) for b in range(first, last + 1)]
+        return (blocks[0] if len(blocks) == 1 else np.concatenate(blocks))[lo - base:hi - base]
+    buf, n_blocks = reader.buf, last - first + 1
+    count = min(reader.count, (last + 1) * INTPACK_BLOCK) - base
+    pieces, starts, at = [], [], 8 + 4 * n_blocks
+    for b, offset in zip(range(first, last + 1), reader.offsets[first:last + 1].tolist(),
+                         strict=True):
+        if offset + 9 > len(buf):
+            reader.block(b)  # raises that block's error
+        width = buf[offset + 8]
+        values = min(INTPACK_BLOCK, reader.count - b * INTPACK_BLOCK)
+        size = 9 + (values * width + 7) // 8
+        pieces.append(bytes(buf[offset:offset + size]))
+        starts.append(at)
+        at += size
+    blob = struct.pack(f"<II{n_blocks}I", count, n_blocks, *starts) + b"".join(pieces)
+    return IntpackReader(blob).all()[lo - base:hi - base]
 
 
 class LazyBm25Index(Bm25Index):
