@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_right
+from functools import cache
 
 from ._unicode_tables import LOWER, WORD_RANGES
 
@@ -34,16 +35,24 @@ _ENDS = [hi for _, hi in WORD_RANGES]
 # each character outside it, so a single class over all ranges is ~10x slower. Runs are found
 # with the BMP class only; astral characters (rare) are first replaced by a BMP stand-in of the
 # same class, which keeps every offset, and the runs are then cut from the original text.
-_BMP_CLASS = _class(tuple(r for r in WORD_RANGES if r[1] <= 0xFFFF))
 assert all(lo > 0xFFFF or hi <= 0xFFFF for lo, hi in WORD_RANGES)
-_BMP_RUN = re.compile(_BMP_CLASS + "+")
 # Tokens need two characters after lowercasing. Lowercasing keeps a character's length except
 # for the few whose mapping is longer (only U+0130 today), so the kept tokens are exactly the
 # runs of two or more, or one such character alone: the regex drops the rest in C.
 _GROWS = sorted(chr(cp) for cp, low in LOWER.items() if len(low) >= 2)
 assert all(len(LOWER[ord(ch)]) == 2 and ord(ch) <= 0xFFFF for ch in _GROWS)
 GROWS_WHEN_LOWERED = frozenset(_GROWS)  # the characters whose lowercase is longer (U+0130)
-_BMP_TOKEN = re.compile(_BMP_CLASS + "{2,}" + "".join(f"|{re.escape(ch)}" for ch in _GROWS))
+
+
+@cache
+def _bmp_patterns() -> tuple[re.Pattern, re.Pattern]:
+    """(word run, token) over the BMP word class: compiled on the first non-ASCII text, as
+    compiling the class costs ~8 ms that an ASCII query (a CLI question) never needs."""
+    bmp_class = _class(tuple(r for r in WORD_RANGES if r[1] <= 0xFFFF))
+    return (re.compile(bmp_class + "+"),
+            re.compile(bmp_class + "{2,}" + "".join(f"|{re.escape(ch)}" for ch in _GROWS)))
+
+
 _ASCII_TOKEN = re.compile("[a-z0-9]{2,}")
 _ASTRAL = re.compile("[\U00010000-\U0010FFFF]")
 # str.translate applies the table per character, which is exactly a context-free lowercase.
@@ -66,9 +75,10 @@ def lowercase(ch: str) -> str:
 
 def word_runs(text: str) -> list[str]:
     """The maximal runs of word characters of ``text``, in order, not yet lowercased."""
+    run = _bmp_patterns()[0]
     if _ASTRAL.search(text) is None:
-        return _BMP_RUN.findall(text)
-    return _astral_runs(_BMP_RUN, text)
+        return run.findall(text)
+    return _astral_runs(run, text)
 
 
 def _astral_runs(pattern: re.Pattern, text: str) -> list[str]:
@@ -95,7 +105,8 @@ def tokenize(text: str) -> list[str]:
     if text.isascii():  # O(1) flag check; ASCII lowercase is the same in every table
         return _ASCII_TOKEN.findall(text.lower())
     astral = _ASTRAL.search(text) is not None
-    runs = _astral_runs(_BMP_TOKEN, text) if astral else _BMP_TOKEN.findall(text)
+    token = _bmp_patterns()[1]
+    runs = _astral_runs(token, text) if astral else token.findall(text)
     if not runs:
         return []
     joined = _SEP.join(runs)
@@ -118,7 +129,7 @@ def _python_differs() -> tuple[re.Pattern, re.Pattern]:
     That is whatever this interpreter's Unicode tables get wrong (characters newer than its
     ``unicodedata``; capital sigma, str.lower's other difference, is replaced before).
     Computed once, on the first non-ASCII text; two classes because astral members slow a
-    class down for every character (see ``_BMP_RUN``).
+    class down for every character (see ``_bmp_patterns``).
     """
     global _DIFFERS
     if _DIFFERS is None:
