@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import shutil
 import struct
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -198,3 +199,22 @@ def test_repeat_open_reads_bm25_per_term_and_answers_alike(name: str, verdict_ca
     for a, b in zip(got, want, strict=True):
         a.pop("query_time_ms", None), b.pop("query_time_ms", None)
     assert got == want
+
+
+def test_concurrent_first_queries_on_a_repeat_open_answer_alike(verdict_cache: Path) -> None:
+    # the per-term postings, the walked spans and the texts read on a worker thread are all
+    # first touched by racing threads here
+    path = verdict_cache / "quickstart-hybrid.urna"
+    shutil.copyfile(REF / "quickstart-hybrid.urna", path)
+    texts = ["offline search with citations", "the file", "how do citations work", "zzz"]
+    with urna.open(path) as f:
+        q = f.vectors([2])[0]
+        want = [f.retrieve(q, 4, query_text=t, rank="fused").to_dict()["hits"] for t in texts]
+    for _ in range(3):
+        with urna.open(path) as f:
+            assert f._state.view.trusted
+            with ThreadPoolExecutor(8) as pool:
+                got = list(pool.map(
+                    lambda i: f.retrieve(q, 4, query_text=texts[i % 4],
+                                         rank="fused").to_dict()["hits"], range(16)))
+        assert got == [want[i % 4] for i in range(16)]
