@@ -5,8 +5,9 @@ for each variant and its paired difference to the fourth round's default (no pro
 ± standard error over queries), plus the extra milliseconds per query of its new evidence.
 Pools are the runtime's own (``round3.SetData``). The proximity evidence reads each pooled
 row's stored text, tokenised with the file's BM25 tokenizer; a token counts as a query stem
-when it is a member of that stem's group in the file's vocabulary (``stem_group``). Research code: what is kept lives in ``urna.index`` and ``urna.runtime.fused``;
-the table and what it decided: README "Answer quality", fifth round.
+when it is a member of that stem's group in the file's vocabulary (``stem_group``). Research
+code: what is kept lives in ``urna.index.proximity`` and ``urna.runtime.fused``; the table
+and what it decided: README "Answer quality", fifth round.
 """
 
 from __future__ import annotations
