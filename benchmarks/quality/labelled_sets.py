@@ -166,7 +166,10 @@ def _documented(modname: str):  # type: ignore[no-untyped-def]
             mod = importlib.import_module(modname)
     except ImportError:  # built without it (no _ssl, _sqlite3...)
         return
-    for name, obj in sorted(vars(mod).items()):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        members = sorted(vars(mod).items())
+    for name, obj in members:
         if name.startswith("_") or getattr(obj, "__module__", None) != mod.__name__:
             continue
         if inspect.isclass(obj):
@@ -184,7 +187,10 @@ def pydoc_entries() -> list[tuple[str, str, str]]:
     out = []
     for modname in sorted({*top, *PYDOC_SUBMODULES}):
         for qual, obj in _documented(modname):
-            doc = obj.__doc__ if isinstance(getattr(obj, "__doc__", None), str) else None
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # deprecated aliases warn when read (typing.re)
+                doc = getattr(obj, "__doc__", None)
+            doc = doc if isinstance(doc, str) else None
             if not doc:
                 continue
             summary, _, body = inspect.cleandoc(doc).partition("\n\n")
@@ -192,7 +198,7 @@ def pydoc_entries() -> list[tuple[str, str, str]]:
             if len(body) < PYDOC_MIN_BODY or not 15 <= len(summary) <= 200:
                 continue
             out.append((f"py://{qual}", f"{qual}\n\n{body}", summary))
-    seen: set[str] = set()  # an alias (os.path.join as posixpath.join) is one entry
+    seen: set[str] = set()  # a name reached twice is one entry
     return [e for e in out if not (e[0] in seen or seen.add(e[0]))]
 
 

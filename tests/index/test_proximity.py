@@ -151,3 +151,15 @@ def test_scores_are_finite_nonnegative_and_per_row(docs, query, rnd) -> None:
         if len({w.rstrip("s").replace("copie", "copy") for w in d} & {
                 w.rstrip("s").replace("copie", "copy") for w in query}) < 2:
             assert got[j] == 0.0  # fewer than two of the query's stems: no pair
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.floats(-1, 1), st.floats(0, 20), st.floats(0, 1)), min_size=1,
+                max_size=30))
+def test_zero_proximity_is_the_order_without_it(rows) -> None:
+    ids = np.arange(len(rows))
+    cos, lex, cov = (np.asarray(c, dtype=np.float64) for c in zip(*rows, strict=True))
+    plain = fuse(ids, cos, lex, coverage=1.0, row_coverage=cov)
+    zero = fuse(ids, cos, lex, coverage=1.0, row_coverage=cov, proximity=np.zeros(len(rows)))
+    assert zero.ids.tolist() == plain.ids.tolist()
+    assert zero.scores.tolist() == plain.scores.tolist()
