@@ -163,3 +163,11 @@ def test_zero_proximity_is_the_order_without_it(rows) -> None:
     zero = fuse(ids, cos, lex, coverage=1.0, row_coverage=cov, proximity=np.zeros(len(rows)))
     assert zero.ids.tolist() == plain.ids.tolist()
     assert zero.scores.tolist() == plain.scores.tolist()
+
+
+def test_a_row_made_of_query_words_costs_linear_work() -> None:
+    # 200,000 alternating query words: every token is a pair with its neighbours
+    docs = ["copy files " * 100_000, "aa bb"]
+    index = Bm25Index.build(docs)
+    got = _scores(index, "copy files", docs=docs)
+    assert got[0] > 0.0 and got[1] == 0.0

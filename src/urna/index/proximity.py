@@ -64,8 +64,10 @@ def pair_accumulators(words: dict[str, int], text: str) -> dict[tuple[int, int],
     """``sum 1 / d ** 2`` of each pair of different query stems within WINDOW tokens."""
     hits = [(i, s) for i, tok in enumerate(tokenize(text)) if (s := words.get(tok)) is not None]
     acc: dict[tuple[int, int], float] = {}
+    n = len(hits)
     for j, (p1, s1) in enumerate(hits):
-        for p2, s2 in hits[j + 1:]:
+        # positions are distinct and increasing: at most WINDOW followers are close enough
+        for p2, s2 in hits[j + 1:min(j + 1 + WINDOW, n)]:
             d = p2 - p1
             if d > WINDOW:
                 break
