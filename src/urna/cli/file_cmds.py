@@ -46,7 +46,8 @@ def inspect_cmd(file: Path, as_json: bool) -> None:
     Example: urna inspect corpus.urna --json
     """
     view = verdicts.checked_view(str(file), read_file(file))
-    doc = inspect_view(view, simd_backend())
+    # The kernels' label is only in the JSON document; finding it imports the kernels (numpy).
+    doc = inspect_view(view, simd_backend() if as_json else None)
     if view.entry(SECTION_METADATA) is not None:  # ours: the reference's document says unknown
         doc["sections"] = [{**s, "name": display_section_name(s["section_id"])}
                            for s in doc["sections"]]

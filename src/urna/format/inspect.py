@@ -52,8 +52,9 @@ def space_table(view: UrnaView) -> list[dict[str, Any]] | None:
     return out
 
 
-def inspect_view(view: UrnaView, simd_backend: str, file_hash: str | None = None) -> dict[str, Any]:
-    """The reference's inspect dict for ``view``."""
+def inspect_view(view: UrnaView, simd_backend: str | None,
+                 file_hash: str | None = None) -> dict[str, Any]:
+    """The reference's inspect dict for ``view`` (``simd_backend`` None: a form not showing it)."""
     h = view.header
     m = view.manifest
     return {

@@ -4,38 +4,56 @@
 identity for 0/2/3/7, zstd (1), repack (4), fsst (9), txt_streams (10); zstd_dict (5) only for
 0x02 with its 0x0A dictionary; anything else (5 elsewhere, the reserved 6 and 8, unknown ids) is
 ``UnsupportedSectionEncoding``. Codec errors are re-tagged with the section being decoded.
-The writer's choices live in ``chooser``; vector layouts in ``vectors``.
+The writer's choices live in ``chooser``; vector layouts in ``vectors`` (numpy), their
+numpy-free size and value checks in ``vector_checks``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
 
 from ...errors import MalformedSectionPayload, UnsupportedSectionEncoding
 from ..layout import SECTION_CHUNKS_CANONICAL, SECTION_DEDUP_MAP, VECTOR_ENCODINGS
-from .chooser import (
-    choose_chunk_ids,
-    choose_chunks_canonical,
-    choose_spans,
-    encode_smallest,
-)
 from .dedup import decode_map, expansion
 from .fsst import decode_fsst
 from .repack import decode_repack
 from .textcontainer import decode_txt_streams, malformed
-from .vectors import (
-    dequantize,
-    encode_embeddings,
-    expected_embeddings_size,
-    f16_view,
-    f32_view,
-    fp_slab_view,
-    int4_view,
-    int8_view,
-    validate_embedding_values,
-)
+from .vector_checks import expected_embeddings_size, validate_embedding_values
 from .zstd import zstd_compress, zstd_decompress
 from .zstd_dict import decode_zstd_dict
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .chooser import choose_chunk_ids, choose_chunks_canonical, choose_spans, encode_smallest
+    from .vectors import (
+        dequantize,
+        encode_embeddings,
+        f16_view,
+        f32_view,
+        fp_slab_view,
+        int4_view,
+        int8_view,
+    )
+
+# The writer's choices and the numpy vector views load on first use: reading a file's
+# container, tables and text (inspect, cite, validate) never imports numpy or the chooser.
+_LAZY_HOMES = {"choose_chunk_ids": "chooser", "choose_chunks_canonical": "chooser",
+               "choose_spans": "chooser", "encode_smallest": "chooser",
+               "dequantize": "vectors", "encode_embeddings": "vectors", "f16_view": "vectors",
+               "f32_view": "vectors", "fp_slab_view": "vectors", "int4_view": "vectors",
+               "int8_view": "vectors"}
+
+
+def __getattr__(name: str) -> Any:
+    home = _LAZY_HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(f"{__name__}.{home}"), name)
+    globals()[name] = value
+    return value
+
 
 _IDENTITY = VECTOR_ENCODINGS  # raw and the fixed-stride vector layouts are stored as is
 _DECODERS = {1: zstd_decompress, 4: decode_repack, 9: decode_fsst, 10: decode_txt_streams}
