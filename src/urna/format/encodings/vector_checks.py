@@ -9,11 +9,15 @@ asks the exact question on them:
   is set. A block whose top bytes hold no 0x7F / 0xFF has no such word (the common case, one
   ``in`` scan); otherwise both conditions are marked per word and AND-ed as two big integers.
 * binary16 is non-finite iff ``(high byte & 0x7C) == 0x7C``: the marked high bytes.
+
+A process that has numpy loaded already (the runtime's open) takes numpy's vectorised walk
+instead, which reads at memory speed (~4x the strided scan); both give the same answer.
 """
 
 from __future__ import annotations
 
 import struct
+import sys
 
 from ...errors import (
     EmbeddingSizeMismatch,
@@ -36,6 +40,7 @@ _BLOCK = 1 << 16  # bytes per step: each block and its slices stay in cache
 _EXP_F32 = bytes(1 if b & 0x7F == 0x7F else 0 for b in range(256))  # top byte: exponent high 7
 _EXP_LOW_F32 = bytes(b >> 7 for b in range(256))  # byte 2: the exponent's lowest bit
 _EXP_F16 = bytes(1 if b & 0x7C == 0x7C else 0 for b in range(256))  # high byte: the exponent
+_NUMPY_BLOCK = 1 << 16  # values per step of the numpy walk: its temporaries stay in cache
 
 
 def expected_embeddings_size(dtype: str, n: int, dim: int) -> int | None:
@@ -70,20 +75,29 @@ def check_int4_dim(dim: int, section_id: int) -> None:
                                       f"int4 dim={dim} must be a nonzero multiple of 64")
 
 
-def _words(payload: bytes | memoryview, start: int, count: int, width: int) -> memoryview:
-    view = memoryview(payload)
-    if view.format != "B" or view.ndim != 1:
-        view = view.cast("B")
-    return view[start:start + count * width]
+def numpy_all_finite(words: memoryview, width: int) -> bool:
+    """Whether every ``width``-byte IEEE word (4: binary32, 2: binary16) is finite, by numpy."""
+    import numpy as np
+
+    values = np.frombuffer(words, dtype="<f4" if width == 4 else "<f2")
+    flags = np.empty(min(len(values), _NUMPY_BLOCK), dtype=bool)
+    for lo in range(0, len(values), _NUMPY_BLOCK):
+        part = values[lo:lo + _NUMPY_BLOCK]
+        out = flags[:len(part)]
+        np.isfinite(part, out=out)
+        if not out.all():
+            return False
+    return True
 
 
-def all_finite_f32(payload: bytes | memoryview, start: int = 0, count: int | None = None) -> bool:
-    """Whether ``count`` binary32 words from byte ``start`` (default: all whole ones) are finite."""
-    if count is None:
-        count = (len(payload) - start) // 4
-    words = _words(payload, start, count, 4)
+def strided_all_finite(words: memoryview, width: int) -> bool:
+    """``numpy_all_finite`` from the words' top bytes, without numpy (see the module docstring)."""
     for lo in range(0, len(words), _BLOCK):
         block = words[lo:lo + _BLOCK].tobytes()
+        if width == 2:
+            if 1 in block[1::2].translate(_EXP_F16):
+                return False
+            continue
         top = block[3::4]
         if b"\x7f" not in top and b"\xff" not in top:
             continue  # no exponent reaches 0xFE: every word of the block is finite
@@ -94,15 +108,19 @@ def all_finite_f32(payload: bytes | memoryview, start: int = 0, count: int | Non
     return True
 
 
-def all_finite_f16(payload: bytes | memoryview, start: int = 0, count: int | None = None) -> bool:
-    """Whether ``count`` binary16 words from byte ``start`` (default: all whole ones) are finite."""
+def all_finite(payload: bytes | memoryview, width: int, start: int = 0,
+               count: int | None = None) -> bool:
+    """Whether ``count`` IEEE words of ``width`` bytes from byte ``start`` (default: every whole
+    word) are all finite; numpy's walk when numpy is loaded already, else the strided one."""
+    view = memoryview(payload)
+    if view.format != "B" or view.ndim != 1:
+        view = view.cast("B")
     if count is None:
-        count = (len(payload) - start) // 2
-    words = _words(payload, start, count, 2)
-    for lo in range(0, len(words), _BLOCK):
-        if 1 in words[lo:lo + _BLOCK].tobytes()[1::2].translate(_EXP_F16):
-            return False
-    return True
+        count = (len(view) - start) // width
+    words = view[start:start + count * width]
+    if "numpy" in sys.modules:
+        return numpy_all_finite(words, width)
+    return strided_all_finite(words, width)
 
 
 def validate_embedding_values(section_id: int, encoding: int, payload: bytes | memoryview,
@@ -113,18 +131,18 @@ def validate_embedding_values(section_id: int, encoding: int, payload: bytes | m
     want its exact text pass ``section_id=0x04``.
     """
     if encoding == ENCODING_FLOAT32:
-        ok = all_finite_f32(payload)
+        ok = all_finite(payload, 4)
     elif encoding == ENCODING_FLOAT16:
-        ok = all_finite_f16(payload)
+        ok = all_finite(payload, 2)
     elif encoding == ENCODING_INT8:
         check_size(payload, DType.INT8, n, dim)
         check_head(payload, section_id, INT8_SCALE_KIND, "int8")
-        ok = all_finite_f32(payload, PREFIX_SIZE, n)
+        ok = all_finite(payload, 4, PREFIX_SIZE, n)
     elif encoding == ENCODING_INT4:
         check_int4_dim(dim, section_id)
         check_size(payload, DType.INT4, n, dim)
         check_head(payload, section_id, INT4_SCALE_KIND, "int4")
-        ok = all_finite_f16(payload, PREFIX_SIZE, n * (dim // INT4_BLOCK))
+        ok = all_finite(payload, 2, PREFIX_SIZE, n * (dim // INT4_BLOCK))
     else:
         raise UnsupportedSectionEncoding(section_id, encoding)
     if not ok:
