@@ -337,9 +337,14 @@ def _select(vectors, cands, t):
     ids = np.array([c[0] for c in cands], dtype=np.int32)
     dist = np.array([c[1] for c in cands], dtype=np.float32)
     out = np.empty(t + 1, dtype=np.int32)
+    out_d = np.empty(t + 1, dtype=np.float32)
     pruned = np.empty(len(cands) + 1, dtype=np.int32)
-    k = K.select_heuristic(ids, dist, len(cands), t, vecs, out, pruned,
+    pruned_d = np.empty(len(cands) + 1, dtype=np.float32)
+    keys = np.empty(len(cands) + 1, dtype=np.int64)
+    k = K.select_heuristic(ids, dist, len(cands), t, vecs, out, out_d, pruned, pruned_d, keys,
                            np.empty(64, dtype=np.float32), np.empty(32, dtype=np.float32))
+    # each chosen id comes back with its own distance
+    assert out_d[:k].tolist() == [dist[ids.tolist().index(i)] for i in out[:k]]
     return out[:k].tolist()
 
 

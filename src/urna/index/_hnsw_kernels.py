@@ -4,9 +4,12 @@ Everything here works on flat arrays: the rows as a store ``(codes, scales)`` (f
 or packed float16 / int8 / int4 rows decoded four at a time, see ``_hnsw_dist``; the build
 uses float32 rows only), and a graph given as
 ``node_ptr`` (n+1) + per-row ``row_start``/``row_end`` offsets into an int32 ``ids`` array
-(row ``node_ptr[i] + l`` is node ``i``'s list on layer ``l``). The build writes into
-fixed-capacity rows and moves ``row_end``; a decoded payload passes ``nbr_ptr[:-1]`` and
-``nbr_ptr[1:]``, so build and query run the same traversal code.
+(row ``node_ptr[i] + l`` is node ``i``'s list on layer ``l``), plus ``adj0``, layer 0 as one
+int32 row per node (the list's length, then its ids: hnswlib's layout, so expanding a node
+reads one or two cache lines instead of three scattered arrays). The build writes upper
+layers into fixed-capacity rows and moves ``row_end``, layer 0 into ``adj0``; a decoded
+payload passes ``nbr_ptr[:-1]``, ``nbr_ptr[1:]`` and its ``hnsw.layer0_table``, so build
+and query run the same traversal code.
 
 Bit-exactness with the reference rests on: the distances of ``_hnsw_dist``; the two heaps,
 which replay Rust's ``BinaryHeap`` sift rules, tie choices included; and every sort using an
@@ -91,20 +94,58 @@ def greedy(curr, q, layer, codes, scales, node_ptr, row_start, row_end, ids, nbu
 
 
 @jit
-def layer_search(entry, q, layer, ef, codes, scales, node_ptr, row_start, row_end, ids, skip,
-                 allowed, mark, epoch, fk, fv, rk, rv, nbuf, dbuf, acc, rowbuf):
+def _offer(src, lo, hi, q, ef, codes, scales, skip, every, allowed, mark, epoch, fk, fv, fs,
+           rk, rv, rs, nbuf, dbuf, acc, rowbuf):
+    """Visit the neighbours ``src[lo:hi]`` in stored order; returns the heap sizes (fs, rs).
+
+    Unvisited ones are marked and measured a batch at a time, then offered one by one in list
+    order: distances do not depend on the heaps, so this is the reference's sequence. One
+    enters the frontier when the result heap is not full or it is closer than the worst
+    result; only ``allowed`` ones (``every``: all) enter the result heap.
+    """
+    while lo < hi:
+        stop = min(lo + _CHUNK, hi)
+        cnt = 0
+        for j in range(lo, stop):
+            nb = src[j]
+            if nb == skip or mark[nb] == epoch:
+                continue
+            mark[nb] = epoch
+            prefetch_row(codes, nb)
+            nbuf[cnt] = nb
+            cnt += 1
+        lo = stop
+        if cnt == 0:
+            continue
+        store_dists(q, codes, scales, nbuf, cnt, dbuf, acc, rowbuf)
+        for j in range(cnt):
+            d = dbuf[j]
+            worst = rk[0] if rs > 0 else _F32_INF
+            if rs < ef or d < worst:
+                fs = _push(fk, fv, fs, -d, nbuf[j])
+                if every or allowed[nbuf[j]]:
+                    rs = _push(rk, rv, rs, d, nbuf[j])
+                    if rs > ef:
+                        rs = _pop_root(rk, rv, rs)
+    return fs, rs
+
+
+@jit
+def layer_search(entry, q, layer, ef, codes, scales, adj0, node_ptr, row_start, row_end, ids,
+                 skip, allowed, mark, epoch, fk, fv, rk, rv, nbuf, dbuf, acc, rowbuf):
     """Beam search of width ``ef`` from ``entry``; result heap left in ``rk``/``rv``.
 
     ``fk``/``fv`` hold the frontier (key = -distance, so the max-heap pops the closest);
     ``rk``/``rv`` the result (key = distance, root = farthest). Returns the result size.
-    Neighbours are marked and measured a batch at a time, then pushed one by one in list
-    order: distances do not depend on the heaps, so this is the reference's sequence.
-    ``allowed`` (uint8 per node, or empty for all) is a ``where=`` mask: as hnswlib's filtered
-    search, a neighbour enters the frontier when the result heap is not full or it is closer
-    than the worst result, but only allowed ones enter the result heap, so a filter never
-    disconnects the graph. ``skip`` (the node being inserted, else -1) is never visited.
+    Layer 0 reads ``adj0`` (a ``layer0_table``: count, then the first ids of each list; a
+    longer list continues in the CSR row) and prefetches the next frontier node's list while
+    the current one is measured; upper layers read the CSR rows. ``allowed`` (uint8 per node,
+    or empty for all) is a ``where=`` mask: as hnswlib's filtered search, a filter never
+    disconnects the graph (``_offer``). ``skip`` (the node being inserted, else -1) is never
+    visited.
     """
     every = allowed.shape[0] == 0
+    width = adj0.shape[1] - 1
     fs = 0
     rs = 0
     if entry != skip:
@@ -120,48 +161,41 @@ def layer_search(entry, q, layer, ef, codes, scales, node_ptr, row_start, row_en
         worst = rk[0] if rs > 0 else _F32_INF
         if cdist > worst and rs >= ef:
             break
+        if layer == 0:
+            if fs > 0:  # most often the next node expanded: its list arrives meanwhile
+                prefetch_row(adj0, fv[0])
+            cnt = adj0[c, 0]
+            fs, rs = _offer(adj0[c], 1, 1 + min(cnt, width), q, ef, codes, scales, skip,
+                            every, allowed, mark, epoch, fk, fv, fs, rk, rv, rs, nbuf, dbuf,
+                            acc, rowbuf)
+            if cnt > width:
+                lo = row_start[node_ptr[c]] + width
+                fs, rs = _offer(ids, lo, lo + cnt - width, q, ef, codes, scales, skip, every,
+                                allowed, mark, epoch, fk, fv, fs, rk, rv, rs, nbuf, dbuf, acc,
+                                rowbuf)
+            continue
         if layer >= node_ptr[c + 1] - node_ptr[c]:
             continue
         row = node_ptr[c] + layer
-        lo = row_start[row]
-        hi = row_end[row]
-        while lo < hi:
-            stop = min(lo + _CHUNK, hi)
-            cnt = 0
-            for j in range(lo, stop):
-                nb = ids[j]
-                if nb == skip or mark[nb] == epoch:
-                    continue
-                mark[nb] = epoch
-                prefetch_row(codes, nb)
-                nbuf[cnt] = nb
-                cnt += 1
-            lo = stop
-            if cnt == 0:
-                continue
-            store_dists(q, codes, scales, nbuf, cnt, dbuf, acc, rowbuf)
-            for j in range(cnt):
-                d = dbuf[j]
-                worst = rk[0] if rs > 0 else _F32_INF
-                if rs < ef or d < worst:
-                    fs = _push(fk, fv, fs, -d, nbuf[j])
-                    if every or allowed[nbuf[j]]:
-                        rs = _push(rk, rv, rs, d, nbuf[j])
-                        if rs > ef:
-                            rs = _pop_root(rk, rv, rs)
+        fs, rs = _offer(ids, row_start[row], row_end[row], q, ef, codes, scales, skip, every,
+                        allowed, mark, epoch, fk, fv, fs, rk, rv, rs, nbuf, dbuf, acc, rowbuf)
     return rs
 
 
 @jit
-def select_heuristic(cids, cdist, count, t, vecs, out, pruned, dbuf, acc):
-    """Heuristic neighbour selection with keep_pruned (03-runtime §7.7); returns len(out)."""
+def select_heuristic(cids, cdist, count, t, vecs, out, out_d, pruned, pruned_d, keys, dbuf,
+                     acc):
+    """Heuristic neighbour selection with keep_pruned (03-runtime §7.7); returns len(out).
+
+    The chosen ids go to ``out`` and their distances (``cdist``'s) to ``out_d``; ``pruned``,
+    ``pruned_d`` and ``keys`` (>= count) are scratch.
+    """
     if count == 0 or t == 0:
         return 0
-    keys = np.empty(count, dtype=np.int64)
     bits = cdist.view(np.uint32)
     for j in range(count):
         keys[j] = order_key(cdist[j], bits[j], cids[j])
-    order = np.argsort(keys)
+    order = np.argsort(keys[:count])
     nch = 0
     npr = 0
     for jj in range(count):
@@ -184,21 +218,32 @@ def select_heuristic(cids, cdist, count, t, vecs, out, pruned, dbuf, acc):
                 break
         if shadowed:
             pruned[npr] = cid
+            pruned_d[npr] = d
             npr += 1
         else:
             out[nch] = cid
+            out_d[nch] = d
             nch += 1
     s = 0
     while nch < t and s < npr:
         out[nch] = pruned[s]
+        out_d[nch] = pruned_d[s]
         nch += 1
         s += 1
     return nch
 
 
 @jit
-def build_graph(vecs, levels, m, ef_c, node_ptr, row_start, row_end, ids):
-    """Insert nodes 0..n-1 in id order; fills rows in place, returns (entry_point, max_level)."""
+def build_graph(vecs, levels, m, ef_c, node_ptr, row_start, row_end, ids, adj0):
+    """Insert nodes 0..n-1 in id order; fills the lists in place, returns (entry_point, max_level).
+
+    Layer-0 lists go to ``adj0`` (n, 2m+1; count then ids, zeroed by the caller), upper ones
+    to the CSR rows (``row_start``/``row_end`` into ``ids``; layer-0 rows get no capacity).
+    Each stored neighbour keeps its distance to the list's owner, so a full list is pruned
+    without measuring its members again: ``dist8`` is symmetric bit for bit (each lane adds
+    the same products, and f32 multiplication commutes), so the stored value is the one
+    the reference computes from the owner's side.
+    """
     n = vecs.shape[0]
     if n == 0:
         return 0, 0
@@ -208,16 +253,22 @@ def build_graph(vecs, levels, m, ef_c, node_ptr, row_start, row_end, ids):
     every = np.zeros(0, dtype=np.uint8)
     no_scales = np.zeros(0, dtype=np.float32)
     rowbuf = np.empty((4, vecs.shape[1]), dtype=np.float32)
+    dist0 = np.empty(adj0.shape, dtype=np.float32)  # dist0[v, 1 + j]: adj0[v, 1 + j]'s
+    dist_up = np.empty(ids.shape[0], dtype=np.float32)
     fk = np.empty(n + 2, dtype=np.float32)
     fv = np.empty(n + 2, dtype=np.int32)
     rk = np.empty(ef_c + 3, dtype=np.float32)
     rv = np.empty(ef_c + 3, dtype=np.int32)
     wide = max(m, m_max0) + 2
     sel = np.empty(wide, dtype=np.int32)
+    sel_d = np.empty(wide, dtype=np.float32)
     pruned = np.empty(max(ef_c + 3, wide), dtype=np.int32)
+    pruned_d = np.empty(max(ef_c + 3, wide), dtype=np.float32)
+    keys = np.empty(max(ef_c + 3, wide), dtype=np.int64)
     tmp_ids = np.empty(wide, dtype=np.int32)
     tmp_d = np.empty(wide, dtype=np.float32)
     kept = np.empty(wide, dtype=np.int32)
+    kept_d = np.empty(wide, dtype=np.float32)
     nbuf = np.empty(_CHUNK, dtype=np.int32)
     dbuf = np.empty(_CHUNK, dtype=np.float32)
     acc = np.empty(32, dtype=np.float32)
@@ -233,43 +284,70 @@ def build_graph(vecs, levels, m, ef_c, node_ptr, row_start, row_end, ids):
         entry = curr
         for layer in range(min(lvl, max_level), -1, -1):
             epoch = next_epoch(mark, epoch)
-            rs = layer_search(entry, q, layer, ef_c, vecs, no_scales, node_ptr, row_start,
+            rs = layer_search(entry, q, layer, ef_c, vecs, no_scales, adj0, node_ptr, row_start,
                               row_end, ids, i, every, mark, epoch, fk, fv, rk, rv, nbuf, dbuf,
                               acc, rowbuf)
-            nsel = select_heuristic(rv, rk, rs, m, vecs, sel, pruned, dbuf, acc)
-            row = node_ptr[i] + layer
-            base = row_start[row]
+            nsel = select_heuristic(rv, rk, rs, m, vecs, sel, sel_d, pruned, pruned_d, keys,
+                                    dbuf, acc)
+            # a list as (ids, distances, first slot); its length lives in adj0[v, 0] on layer
+            # 0, in row_end above
+            if layer == 0:
+                lst = adj0[i]
+                lst_d = dist0[i]
+                base = 1
+                lst[0] = nsel
+            else:
+                lst = ids
+                lst_d = dist_up
+                base = row_start[node_ptr[i] + layer]
+                row_end[node_ptr[i] + layer] = base + nsel
             for s in range(nsel):
-                ids[base + s] = sel[s]
-            row_end[row] = base + nsel
+                lst[base + s] = sel[s]
+                lst_d[base + s] = sel_d[s]
             cap = m_max0 if layer == 0 else m
             for s in range(nsel):
                 v = sel[s]
                 if layer >= node_ptr[v + 1] - node_ptr[v]:
                     continue
-                vrow = node_ptr[v] + layer
-                vs = row_start[vrow]
-                vc = row_end[vrow] - vs
+                if layer == 0:
+                    lst = adj0[v]
+                    lst_d = dist0[v]
+                    vs = 1
+                    vc = lst[0]
+                else:
+                    vrow = node_ptr[v] + layer
+                    lst = ids
+                    lst_d = dist_up
+                    vs = row_start[vrow]
+                    vc = row_end[vrow] - vs
                 if vc >= cap:
                     # prune: heuristic over (existing list + i), each measured from v
                     for j in range(vc):
-                        tmp_ids[j] = ids[vs + j]
+                        tmp_ids[j] = lst[vs + j]
+                        tmp_d[j] = lst_d[vs + j]
                     tmp_ids[vc] = i
-                    dists(vecs[v], vecs, tmp_ids, vc + 1, tmp_d, acc)
-                    k = select_heuristic(tmp_ids, tmp_d, vc + 1, cap, vecs, kept, pruned,
-                                         dbuf, acc)
+                    tmp_d[vc] = sel_d[s]  # dist8(i, v): the same bits as dist8(v, i)
+                    k = select_heuristic(tmp_ids, tmp_d, vc + 1, cap, vecs, kept, kept_d,
+                                         pruned, pruned_d, keys, dbuf, acc)
                     for j in range(k):
-                        ids[vs + j] = kept[j]
-                    row_end[vrow] = vs + k
+                        lst[vs + j] = kept[j]
+                        lst_d[vs + j] = kept_d[j]
+                    vc_new = k
                 else:
                     present = False
                     for j in range(vc):
-                        if ids[vs + j] == i:
+                        if lst[vs + j] == i:
                             present = True
                             break
+                    vc_new = vc
                     if not present:
-                        ids[vs + vc] = i
-                        row_end[vrow] = vs + vc + 1
+                        lst[vs + vc] = i
+                        lst_d[vs + vc] = sel_d[s]
+                        vc_new = vc + 1
+                if layer == 0:
+                    lst[0] = vc_new
+                else:
+                    row_end[node_ptr[v] + layer] = vs + vc_new
             if nsel > 0:
                 entry = sel[0]
             elif rs > 0:
@@ -290,11 +368,12 @@ def build_graph(vecs, levels, m, ef_c, node_ptr, row_start, row_end, ids):
 
 
 @jit
-def search_graph(q, ef, entry_point, max_level, codes, scales, node_ptr, row_start, row_end, ids,
-                 allowed, mark, epoch, fk, fv, rk, rv):
+def search_graph(q, ef, entry_point, max_level, codes, scales, adj0, node_ptr, row_start, row_end,
+                 ids, allowed, mark, epoch, fk, fv, rk, rv):
     """Greedy descent to layer 1, beam of width ``ef`` on layer 0; ids ascending by distance.
 
     The rows are a store ``(codes, scales)`` (``_hnsw_dist``: float32 rows or packed ones);
+    the graph is its CSR rows plus ``adj0``, the ``layer0_table`` of its layer 0;
     ``allowed`` is a uint8 ``where=`` mask (empty: every row). The scratch comes from the
     caller so it is reused across queries: ``mark`` (uint16, >= n; stamped with ``epoch``,
     which must differ from every stamp left in it), ``fk``/``fv`` (>= n + 2), ``rk``/``rv``
@@ -311,7 +390,7 @@ def search_graph(q, ef, entry_point, max_level, codes, scales, node_ptr, row_sta
     for layer in range(max_level, 0, -1):
         curr = greedy(curr, q, layer, codes, scales, node_ptr, row_start, row_end, ids, nbuf,
                       dbuf, acc, rowbuf)
-    rs = layer_search(curr, q, 0, ef, codes, scales, node_ptr, row_start, row_end, ids, -1,
+    rs = layer_search(curr, q, 0, ef, codes, scales, adj0, node_ptr, row_start, row_end, ids, -1,
                       allowed, mark, epoch, fk, fv, rk, rv, nbuf, dbuf, acc, rowbuf)
     keys = np.empty(rs, dtype=np.int64)
     rbits = rk.view(np.uint32)

@@ -18,6 +18,7 @@ import math
 import sys
 import threading
 import time
+import weakref
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -110,25 +111,75 @@ def build_hnsw(vectors: np.ndarray, m: int = DEFAULT_M,
     np.cumsum(rows_per_node, out=node_ptr[1:])
     n_rows = int(node_ptr[-1])
     layer_of_row = np.arange(n_rows, dtype=np.int64) - np.repeat(node_ptr[:-1], rows_per_node)
-    cap = np.where(layer_of_row == 0, m_max0, m).astype(np.int64)
+    cap = np.where(layer_of_row == 0, 0, m).astype(np.int64)  # layer 0 is built in adj0
     row_start = np.zeros(n_rows, dtype=np.int64)
     if n_rows:
         np.cumsum(cap[:-1], out=row_start[1:])
     row_end = row_start.copy()
     ids = np.zeros(int(cap.sum()), dtype=np.int32)
+    adj0 = np.zeros((n, m_max0 + 1), dtype=np.int32)
     # A beam wider than n+1 behaves exactly like n+1 (nothing is ever evicted); clamping
     # keeps a huge ef_construction from allocating.
     ef_eff = min(ef_construction, n + 1)
     _k = _kernels()
     with _k.vectorizing():
         entry_point, max_level = _k.build_graph(vecs, levels, m, ef_eff, node_ptr, row_start,
-                                                row_end, ids)
+                                                row_end, ids, adj0)
     counts = row_end - row_start
+    counts[node_ptr[:-1]] = adj0[:, 0]
     nbr_ptr = np.zeros(n_rows + 1, dtype=np.int64)
     np.cumsum(counts, out=nbr_ptr[1:])
-    gather = np.repeat(row_start - nbr_ptr[:-1], counts) + np.arange(int(nbr_ptr[-1]))
-    return HnswPayload(m, m_max0, ef_construction, int(entry_point), int(max_level), n,
-                       levels, node_ptr, nbr_ptr, ids[gather])
+    out = np.empty(int(nbr_ptr[-1]), dtype=np.int32)
+    out[_ranges(nbr_ptr[node_ptr[:-1]], counts[node_ptr[:-1]])] = \
+        adj0[:, 1:][np.arange(m_max0) < adj0[:, :1]]
+    upper = np.flatnonzero(layer_of_row > 0)
+    out[_ranges(nbr_ptr[upper], counts[upper])] = ids[_ranges(row_start[upper], counts[upper])]
+    graph = HnswPayload(m, m_max0, ef_construction, int(entry_point), int(max_level), n,
+                        levels, node_ptr, nbr_ptr, out)
+    with _tables_lock:
+        _tables[graph] = adj0  # already the layer0_table layout (width 2m >= every count)
+    return graph
+
+
+def _ranges(starts: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """``concat(arange(s, s + c))`` over the pairs of ``starts`` and ``counts``."""
+    counts = counts.astype(np.int64)
+    offsets = np.cumsum(counts) - counts
+    return np.repeat(starts - offsets, counts) + np.arange(int(counts.sum()), dtype=np.int64)
+
+
+_MIN_TABLE_WIDTH = 8
+_tables: weakref.WeakKeyDictionary[HnswPayload, np.ndarray] = weakref.WeakKeyDictionary()
+_tables_lock = threading.Lock()
+
+
+def layer0_table(graph: HnswPayload) -> np.ndarray:
+    """Layer 0 as the kernels walk it: (n, w+1) int32 rows, each list's length then its ids.
+
+    Computed once per graph (and kept while the graph lives). ``w`` is the longest list,
+    capped at twice the mean length (at least ``_MIN_TABLE_WIDTH``) so a hostile graph with
+    one huge list cannot make the table outgrow its ids; the rest of a longer list is read
+    from the graph's CSR row.
+    """
+    with _tables_lock:
+        table = _tables.get(graph)
+    if table is not None:
+        return table
+    n = graph.n_nodes
+    rows0 = graph.node_ptr[:-1]
+    starts = graph.nbr_ptr[rows0]
+    counts = graph.nbr_ptr[rows0 + 1] - starts
+    width = 0
+    if n:
+        mean = -(-int(counts.sum()) // n)
+        width = int(min(int(counts.max()), max(_MIN_TABLE_WIDTH, 2 * mean)))
+    table = np.zeros((n, width + 1), dtype=np.int32)
+    table[:, 0] = counts
+    kept = np.minimum(counts, width)
+    table[:, 1:][np.arange(width) < kept[:, None]] = graph.ids[_ranges(starts, kept)]
+    with _tables_lock:
+        _tables[graph] = table
+    return table
 
 
 @dataclass(frozen=True, eq=False)  # holds arrays
@@ -247,8 +298,9 @@ def hnsw_search(graph: HnswPayload, rows: np.ndarray | PackedRows, q: np.ndarray
     epoch = sc.take(n, ef_eff)
     with _k.vectorizing():
         out = _k.search_graph(qv, ef_eff, graph.entry_point, graph.max_level, codes, scales,
-                              graph.node_ptr, graph.nbr_ptr[:-1], graph.nbr_ptr[1:], graph.ids,
-                              mask, sc.mark, epoch, sc.fk, sc.fv, sc.rk, sc.rv)
+                              layer0_table(graph), graph.node_ptr, graph.nbr_ptr[:-1],
+                              graph.nbr_ptr[1:], graph.ids, mask, sc.mark, epoch, sc.fk, sc.fv,
+                              sc.rk, sc.rv)
     return out.astype(np.int64)
 
 
@@ -258,4 +310,5 @@ def level0_neighbors(graph: HnswPayload, i: int) -> np.ndarray:
 
 
 __all__ = ["DEFAULT_EF_CONSTRUCTION", "DEFAULT_M", "DEFAULT_SEED", "Lcg", "PackedRows",
-           "beam_rows", "build_hnsw", "hnsw_search", "level0_neighbors", "sample_levels"]
+           "beam_rows", "build_hnsw", "hnsw_search", "layer0_table", "level0_neighbors",
+           "sample_levels"]
