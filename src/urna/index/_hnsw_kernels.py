@@ -30,6 +30,7 @@ from ._hnsw_dist import (
     dist_one,
     dists,
     jit,
+    jit_no_refcount,
     prefetch_row,
     store_dist_one,
     store_dists,
@@ -46,15 +47,15 @@ _F32_INF = np.float32(np.inf)
 # The heaps (a Rust BinaryHeap replica) and the sort key live in ``_hnsw_heap``, shared with
 # the numba-free beam of ``hnsw_beam``.
 order_key = jit(_heap.order_key)
-_push = jit(_heap.push)
-_pop_root = jit(_heap.pop_root)
+_push = jit_no_refcount(_heap.push)
+_pop_root = jit_no_refcount(_heap.pop_root)
 
 
 _CHUNK = 64  # neighbour ids gathered per distance batch (bounds the scratch buffers)
 EPOCH_LIMIT = 65535  # visited stamps are uint16: at the wrap the array is cleared once
 
 
-@jit
+@jit_no_refcount
 def next_epoch(mark, epoch):
     """The stamp of a new traversal: ``epoch + 1``, or 1 after clearing ``mark`` at the wrap."""
     if epoch >= EPOCH_LIMIT:
@@ -63,11 +64,12 @@ def next_epoch(mark, epoch):
     return epoch + 1
 
 
-@jit
-def greedy(curr, q, layer, codes, scales, node_ptr, row_start, row_end, ids, nbuf, dbuf, acc,
-           rowbuf):
-    """Greedy descent on one layer: move to a strictly closer neighbour until none is."""
-    cd = store_dist_one(q, codes, scales, curr, acc, rowbuf)
+@jit_no_refcount
+def greedy(curr, q, qi, layer, codes, scales, node_ptr, row_start, row_end, ids, nbuf, dbuf,
+           acc, rowbuf):
+    """Greedy descent on one layer from ``curr`` toward ``q[qi]``: move to a strictly closer
+    neighbour until none is."""
+    cd = store_dist_one(q, qi, codes, scales, curr, acc, rowbuf)
     while True:
         if layer >= node_ptr[curr + 1] - node_ptr[curr]:
             return curr
@@ -81,7 +83,7 @@ def greedy(curr, q, layer, codes, scales, node_ptr, row_start, row_end, ids, nbu
             for j in range(cnt):
                 nbuf[j] = ids[lo + j]
                 prefetch_row(codes, nbuf[j])
-            store_dists(q, codes, scales, nbuf, cnt, dbuf, acc, rowbuf)
+            store_dists(q, qi, codes, scales, nbuf, cnt, dbuf, acc, rowbuf)
             for j in range(cnt):  # list order: the earliest of equal smaller distances wins
                 if dbuf[j] < bd:
                     best = nbuf[j]
@@ -93,8 +95,8 @@ def greedy(curr, q, layer, codes, scales, node_ptr, row_start, row_end, ids, nbu
         cd = bd
 
 
-@jit
-def _offer(src, lo, hi, q, ef, codes, scales, skip, every, allowed, mark, epoch, fk, fv, fs,
+@jit_no_refcount
+def _offer(src, lo, hi, q, qi, ef, codes, scales, skip, every, allowed, mark, epoch, fk, fv, fs,
            rk, rv, rs, nbuf, dbuf, acc, rowbuf):
     """Visit the neighbours ``src[lo:hi]`` in stored order; returns the heap sizes (fs, rs).
 
@@ -117,7 +119,7 @@ def _offer(src, lo, hi, q, ef, codes, scales, skip, every, allowed, mark, epoch,
         lo = stop
         if cnt == 0:
             continue
-        store_dists(q, codes, scales, nbuf, cnt, dbuf, acc, rowbuf)
+        store_dists(q, qi, codes, scales, nbuf, cnt, dbuf, acc, rowbuf)
         for j in range(cnt):
             d = dbuf[j]
             worst = rk[0] if rs > 0 else _F32_INF
@@ -130,10 +132,10 @@ def _offer(src, lo, hi, q, ef, codes, scales, skip, every, allowed, mark, epoch,
     return fs, rs
 
 
-@jit
-def layer_search(entry, q, layer, ef, codes, scales, adj0, node_ptr, row_start, row_end, ids,
+@jit_no_refcount
+def layer_search(entry, q, qi, layer, ef, codes, scales, adj0, node_ptr, row_start, row_end, ids,
                  skip, allowed, mark, epoch, fk, fv, rk, rv, nbuf, dbuf, acc, rowbuf):
-    """Beam search of width ``ef`` from ``entry``; result heap left in ``rk``/``rv``.
+    """Beam search of width ``ef`` from ``entry`` toward ``q[qi]``; result heap in ``rk``/``rv``.
 
     ``fk``/``fv`` hold the frontier (key = -distance, so the max-heap pops the closest);
     ``rk``/``rv`` the result (key = distance, root = farthest). Returns the result size.
@@ -145,11 +147,13 @@ def layer_search(entry, q, layer, ef, codes, scales, adj0, node_ptr, row_start, 
     visited.
     """
     every = allowed.shape[0] == 0
-    width = adj0.shape[1] - 1
+    stride = adj0.shape[1]
+    width = stride - 1
+    flat0 = adj0.reshape(-1)  # one view per search; expanding a node then slices nothing
     fs = 0
     rs = 0
     if entry != skip:
-        d = store_dist_one(q, codes, scales, entry, acc, rowbuf)
+        d = store_dist_one(q, qi, codes, scales, entry, acc, rowbuf)
         fs = _push(fk, fv, fs, -d, entry)
         if every or allowed[entry]:
             rs = _push(rk, rv, rs, d, entry)
@@ -164,53 +168,78 @@ def layer_search(entry, q, layer, ef, codes, scales, adj0, node_ptr, row_start, 
         if layer == 0:
             if fs > 0:  # most often the next node expanded: its list arrives meanwhile
                 prefetch_row(adj0, fv[0])
-            cnt = adj0[c, 0]
-            fs, rs = _offer(adj0[c], 1, 1 + min(cnt, width), q, ef, codes, scales, skip,
-                            every, allowed, mark, epoch, fk, fv, fs, rk, rv, rs, nbuf, dbuf,
-                            acc, rowbuf)
+            base = c * stride
+            cnt = flat0[base]
+            fs, rs = _offer(flat0, base + 1, base + 1 + min(cnt, width), q, qi, ef, codes,
+                            scales, skip, every, allowed, mark, epoch, fk, fv, fs, rk, rv, rs,
+                            nbuf, dbuf, acc, rowbuf)
             if cnt > width:
                 lo = row_start[node_ptr[c]] + width
-                fs, rs = _offer(ids, lo, lo + cnt - width, q, ef, codes, scales, skip, every,
-                                allowed, mark, epoch, fk, fv, fs, rk, rv, rs, nbuf, dbuf, acc,
-                                rowbuf)
+                fs, rs = _offer(ids, lo, lo + cnt - width, q, qi, ef, codes, scales, skip,
+                                every, allowed, mark, epoch, fk, fv, fs, rk, rv, rs, nbuf, dbuf,
+                                acc, rowbuf)
             continue
         if layer >= node_ptr[c + 1] - node_ptr[c]:
             continue
         row = node_ptr[c] + layer
-        fs, rs = _offer(ids, row_start[row], row_end[row], q, ef, codes, scales, skip, every,
-                        allowed, mark, epoch, fk, fv, fs, rk, rv, rs, nbuf, dbuf, acc, rowbuf)
+        fs, rs = _offer(ids, row_start[row], row_end[row], q, qi, ef, codes, scales, skip,
+                        every, allowed, mark, epoch, fk, fv, fs, rk, rv, rs, nbuf, dbuf, acc,
+                        rowbuf)
     return rs
 
 
-@jit
-def select_heuristic(cids, cdist, count, t, vecs, out, out_d, pruned, pruned_d, keys, dbuf,
-                     acc):
+@jit_no_refcount
+def _sift_min(keys, order, pos, size):
+    """Sift ``order[pos]`` down the min-heap ``order[:size]`` of positions keyed by ``keys``."""
+    item = order[pos]
+    k = keys[item]
+    while True:
+        child = 2 * pos + 1
+        if child >= size:
+            break
+        if child + 1 < size and keys[order[child + 1]] < keys[order[child]]:
+            child += 1
+        if keys[order[child]] >= k:
+            break
+        order[pos] = order[child]
+        pos = child
+    order[pos] = item
+
+
+@jit_no_refcount
+def select_heuristic(cids, cdist, count, t, vecs, out, out_d, pruned, pruned_d, keys, order,
+                     dbuf, acc):
     """Heuristic neighbour selection with keep_pruned (03-runtime §7.7); returns len(out).
 
     The chosen ids go to ``out`` and their distances (``cdist``'s) to ``out_d``; ``pruned``,
-    ``pruned_d`` and ``keys`` (>= count) are scratch.
+    ``pruned_d``, ``keys`` and ``order`` (>= count) are scratch. Candidates are taken in
+    (distance, id) order from a min-heap, so only the ones the walk reaches are ordered.
     """
     if count == 0 or t == 0:
         return 0
     bits = cdist.view(np.uint32)
     for j in range(count):
-        keys[j] = order_key(cdist[j], bits[j], cids[j])
-    order = np.argsort(keys[:count])
+        keys[j] = order_key(cdist[j], bits[j], cids[j])  # distinct per id: no ties to break
+        order[j] = j
+    for j in range(count // 2 - 1, -1, -1):
+        _sift_min(keys, order, j, count)
+    size = count
     nch = 0
     npr = 0
-    for jj in range(count):
-        if nch >= t:
-            break
-        p = order[jj]
+    while size > 0 and nch < t:
+        p = order[0]
+        size -= 1
+        if size > 0:
+            order[0] = order[size]
+            _sift_min(keys, order, 0, size)
         cid = cids[p]
         d = cdist[p]
-        row = vecs[cid]
         shadowed = False
         # shadowed iff some chosen s has dist(c, s) < dist(c, query); four chosen per pass,
         # stopping at the first pass that finds one (the outcome is the same boolean)
         for g in range(0, nch, 4):
             cnt = min(4, nch - g)
-            dists(row, vecs, out[g:g + cnt], cnt, dbuf, acc)
+            dists(vecs, cid, vecs, out, g, cnt, dbuf, 0, acc)
             for s in range(cnt):
                 if dbuf[s] < d:
                     shadowed = True
@@ -239,63 +268,69 @@ def build_graph(vecs, levels, m, ef_c, node_ptr, row_start, row_end, ids, adj0):
 
     Layer-0 lists go to ``adj0`` (n, 2m+1; count then ids, zeroed by the caller), upper ones
     to the CSR rows (``row_start``/``row_end`` into ``ids``; layer-0 rows get no capacity).
-    Each stored neighbour keeps its distance to the list's owner, so a full list is pruned
-    without measuring its members again: ``dist8`` is symmetric bit for bit (each lane adds
-    the same products, and f32 multiplication commutes), so the stored value is the one
-    the reference computes from the owner's side.
+    This allocates the scratch; ``_insert_all`` does the work.
     """
     n = vecs.shape[0]
     if n == 0:
         return 0, 0
+    wide = 2 * m + 2
+    deep = max(ef_c + 3, wide)
+    return _insert_all(vecs, levels, m, ef_c, node_ptr, row_start, row_end, ids, adj0,
+                       np.empty(adj0.shape[0] * adj0.shape[1], dtype=np.float32),
+                       np.empty(ids.shape[0], dtype=np.float32),
+                       np.zeros(n, dtype=np.uint16), np.zeros(0, dtype=np.uint8),
+                       np.zeros(0, dtype=np.float32), np.empty((4, vecs.shape[1]), np.float32),
+                       np.empty(n + 2, dtype=np.float32), np.empty(n + 2, dtype=np.int32),
+                       np.empty(ef_c + 3, dtype=np.float32), np.empty(ef_c + 3, dtype=np.int32),
+                       np.empty(wide, dtype=np.int32), np.empty(wide, dtype=np.float32),
+                       np.empty(deep, dtype=np.int32), np.empty(deep, dtype=np.float32),
+                       np.empty(deep, dtype=np.int64), np.empty(deep, dtype=np.int32),
+                       np.empty(wide, dtype=np.int32), np.empty(wide, dtype=np.float32),
+                       np.empty(wide, dtype=np.int32), np.empty(wide, dtype=np.float32),
+                       np.empty(_CHUNK, dtype=np.int32), np.empty(_CHUNK, dtype=np.float32),
+                       np.empty(32, dtype=np.float32))
+
+
+@jit_no_refcount
+def _insert_all(vecs, levels, m, ef_c, node_ptr, row_start, row_end, ids, adj0, dist0, dist_up,
+                mark, every, no_scales, rowbuf, fk, fv, rk, rv, sel, sel_d, pruned, pruned_d,
+                keys, order, tmp_ids, tmp_d, kept, kept_d, nbuf, dbuf, acc):
+    """``build_graph``'s insertions, on the scratch it allocated.
+
+    Each stored neighbour keeps its distance to the list's owner (``dist0`` beside ``adj0``,
+    ``dist_up`` beside ``ids``), so a full list is pruned without measuring its members
+    again: ``dist8`` is symmetric bit for bit (each lane adds the same products, and f32
+    multiplication commutes), so the stored value is the one the reference computes from the
+    owner's side.
+    """
+    n = vecs.shape[0]
     m_max0 = 2 * m
-    mark = np.zeros(n, dtype=np.uint16)
+    stride = adj0.shape[1]
+    flat0 = adj0.reshape(-1)  # node v's layer-0 list: its length at v * stride, then the ids
     epoch = 0
-    every = np.zeros(0, dtype=np.uint8)
-    no_scales = np.zeros(0, dtype=np.float32)
-    rowbuf = np.empty((4, vecs.shape[1]), dtype=np.float32)
-    dist0 = np.empty(adj0.shape, dtype=np.float32)  # dist0[v, 1 + j]: adj0[v, 1 + j]'s
-    dist_up = np.empty(ids.shape[0], dtype=np.float32)
-    fk = np.empty(n + 2, dtype=np.float32)
-    fv = np.empty(n + 2, dtype=np.int32)
-    rk = np.empty(ef_c + 3, dtype=np.float32)
-    rv = np.empty(ef_c + 3, dtype=np.int32)
-    wide = max(m, m_max0) + 2
-    sel = np.empty(wide, dtype=np.int32)
-    sel_d = np.empty(wide, dtype=np.float32)
-    pruned = np.empty(max(ef_c + 3, wide), dtype=np.int32)
-    pruned_d = np.empty(max(ef_c + 3, wide), dtype=np.float32)
-    keys = np.empty(max(ef_c + 3, wide), dtype=np.int64)
-    tmp_ids = np.empty(wide, dtype=np.int32)
-    tmp_d = np.empty(wide, dtype=np.float32)
-    kept = np.empty(wide, dtype=np.int32)
-    kept_d = np.empty(wide, dtype=np.float32)
-    nbuf = np.empty(_CHUNK, dtype=np.int32)
-    dbuf = np.empty(_CHUNK, dtype=np.float32)
-    acc = np.empty(32, dtype=np.float32)
     entry_point = 0
     max_level = levels[0]
     for i in range(1, n):
         lvl = levels[i]
-        q = vecs[i]
         curr = entry_point
         for layer in range(max_level, lvl, -1):
-            curr = greedy(curr, q, layer, vecs, no_scales, node_ptr, row_start, row_end, ids,
-                          nbuf, dbuf, acc, rowbuf)
+            curr = greedy(curr, vecs, i, layer, vecs, no_scales, node_ptr, row_start, row_end,
+                          ids, nbuf, dbuf, acc, rowbuf)
         entry = curr
         for layer in range(min(lvl, max_level), -1, -1):
             epoch = next_epoch(mark, epoch)
-            rs = layer_search(entry, q, layer, ef_c, vecs, no_scales, adj0, node_ptr, row_start,
-                              row_end, ids, i, every, mark, epoch, fk, fv, rk, rv, nbuf, dbuf,
-                              acc, rowbuf)
+            rs = layer_search(entry, vecs, i, layer, ef_c, vecs, no_scales, adj0, node_ptr,
+                              row_start, row_end, ids, i, every, mark, epoch, fk, fv, rk, rv,
+                              nbuf, dbuf, acc, rowbuf)
             nsel = select_heuristic(rv, rk, rs, m, vecs, sel, sel_d, pruned, pruned_d, keys,
-                                    dbuf, acc)
-            # a list as (ids, distances, first slot); its length lives in adj0[v, 0] on layer
-            # 0, in row_end above
+                                    order, dbuf, acc)
+            # a list as (ids, distances, first slot); its length lives in flat0 just before
+            # the slot on layer 0, in row_end above
             if layer == 0:
-                lst = adj0[i]
-                lst_d = dist0[i]
-                base = 1
-                lst[0] = nsel
+                lst = flat0
+                lst_d = dist0
+                base = i * stride + 1
+                lst[base - 1] = nsel
             else:
                 lst = ids
                 lst_d = dist_up
@@ -310,16 +345,15 @@ def build_graph(vecs, levels, m, ef_c, node_ptr, row_start, row_end, ids, adj0):
                 if layer >= node_ptr[v + 1] - node_ptr[v]:
                     continue
                 if layer == 0:
-                    lst = adj0[v]
-                    lst_d = dist0[v]
-                    vs = 1
-                    vc = lst[0]
+                    lst = flat0
+                    lst_d = dist0
+                    vs = v * stride + 1
+                    vc = lst[vs - 1]
                 else:
-                    vrow = node_ptr[v] + layer
                     lst = ids
                     lst_d = dist_up
-                    vs = row_start[vrow]
-                    vc = row_end[vrow] - vs
+                    vs = row_start[node_ptr[v] + layer]
+                    vc = row_end[node_ptr[v] + layer] - vs
                 if vc >= cap:
                     # prune: heuristic over (existing list + i), each measured from v
                     for j in range(vc):
@@ -327,12 +361,11 @@ def build_graph(vecs, levels, m, ef_c, node_ptr, row_start, row_end, ids, adj0):
                         tmp_d[j] = lst_d[vs + j]
                     tmp_ids[vc] = i
                     tmp_d[vc] = sel_d[s]  # dist8(i, v): the same bits as dist8(v, i)
-                    k = select_heuristic(tmp_ids, tmp_d, vc + 1, cap, vecs, kept, kept_d,
-                                         pruned, pruned_d, keys, dbuf, acc)
-                    for j in range(k):
+                    vc_new = select_heuristic(tmp_ids, tmp_d, vc + 1, cap, vecs, kept, kept_d,
+                                              pruned, pruned_d, keys, order, dbuf, acc)
+                    for j in range(vc_new):
                         lst[vs + j] = kept[j]
                         lst_d[vs + j] = kept_d[j]
-                    vc_new = k
                 else:
                     present = False
                     for j in range(vc):
@@ -345,7 +378,7 @@ def build_graph(vecs, levels, m, ef_c, node_ptr, row_start, row_end, ids, adj0):
                         lst_d[vs + vc] = sel_d[s]
                         vc_new = vc + 1
                 if layer == 0:
-                    lst[0] = vc_new
+                    lst[vs - 1] = vc_new
                 else:
                     row_end[node_ptr[v] + layer] = vs + vc_new
             if nsel > 0:
@@ -367,6 +400,18 @@ def build_graph(vecs, levels, m, ef_c, node_ptr, row_start, row_end, ids, adj0):
     return entry_point, max_level
 
 
+@jit_no_refcount
+def _walk(q, ef, entry_point, max_level, codes, scales, adj0, node_ptr, row_start, row_end,
+          ids, allowed, mark, epoch, fk, fv, rk, rv, nbuf, dbuf, acc, rowbuf):
+    """``search_graph``'s descent and layer-0 beam; returns the result size (heap in rk/rv)."""
+    curr = entry_point
+    for layer in range(max_level, 0, -1):
+        curr = greedy(curr, q, 0, layer, codes, scales, node_ptr, row_start, row_end, ids,
+                      nbuf, dbuf, acc, rowbuf)
+    return layer_search(curr, q, 0, 0, ef, codes, scales, adj0, node_ptr, row_start, row_end,
+                        ids, -1, allowed, mark, epoch, fk, fv, rk, rv, nbuf, dbuf, acc, rowbuf)
+
+
 @jit
 def search_graph(q, ef, entry_point, max_level, codes, scales, adj0, node_ptr, row_start, row_end,
                  ids, allowed, mark, epoch, fk, fv, rk, rv):
@@ -382,16 +427,10 @@ def search_graph(q, ef, entry_point, max_level, codes, scales, adj0, node_ptr, r
     n = codes.shape[0]
     if n == 0:
         return np.zeros(0, dtype=np.int32)
-    nbuf = np.empty(_CHUNK, dtype=np.int32)
-    dbuf = np.empty(_CHUNK, dtype=np.float32)
-    acc = np.empty(32, dtype=np.float32)
-    rowbuf = np.empty((4, q.shape[0]), dtype=np.float32)
-    curr = entry_point
-    for layer in range(max_level, 0, -1):
-        curr = greedy(curr, q, layer, codes, scales, node_ptr, row_start, row_end, ids, nbuf,
-                      dbuf, acc, rowbuf)
-    rs = layer_search(curr, q, 0, ef, codes, scales, adj0, node_ptr, row_start, row_end, ids, -1,
-                      allowed, mark, epoch, fk, fv, rk, rv, nbuf, dbuf, acc, rowbuf)
+    rs = _walk(q.reshape((1, q.shape[0])), ef, entry_point, max_level, codes, scales, adj0,
+               node_ptr, row_start, row_end, ids, allowed, mark, epoch, fk, fv, rk, rv,
+               np.empty(_CHUNK, dtype=np.int32), np.empty(_CHUNK, dtype=np.float32),
+               np.empty(32, dtype=np.float32), np.empty((4, q.shape[0]), dtype=np.float32))
     keys = np.empty(rs, dtype=np.int64)
     rbits = rk.view(np.uint32)
     for j in range(rs):
