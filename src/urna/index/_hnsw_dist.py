@@ -368,7 +368,10 @@ if HAVE_NUMBA:
             return decode_i8_row
         return decode_i4_row
 
-    @overload(store_dists, jit_options={"nogil": True, "_nrt": False})
+    # numba's typed options dict does not list _nrt (jit_no_refcount's flag)
+    _NO_REFCOUNT: Any = {"nogil": True, "_nrt": False}
+
+    @overload(store_dists, jit_options=_NO_REFCOUNT)
     def _store_dists_typed(q, qi, codes, scales, rows, count, out, acc, rowbuf):
         def f32_impl(q, qi, codes, scales, rows, count, out, acc, rowbuf):
             dists(q, qi, codes, rows, 0, count, out, 0, acc)
@@ -384,7 +387,7 @@ if HAVE_NUMBA:
 
         return _pick(codes, f32_impl, packed_impl)
 
-    @overload(store_dist_one, jit_options={"nogil": True, "_nrt": False})
+    @overload(store_dist_one, jit_options=_NO_REFCOUNT)
     def _store_dist_one_typed(q, qi, codes, scales, row, acc, rowbuf):
         def f32_impl(q, qi, codes, scales, row, acc, rowbuf):
             return dist_one(q, qi, codes, row, acc)

@@ -52,7 +52,7 @@ _pop_root = jit_no_refcount(_heap.pop_root)
 
 
 _CHUNK = 64  # neighbour ids gathered per distance batch (bounds the scratch buffers)
-EPOCH_LIMIT = 65535  # visited stamps are uint16: at the wrap the array is cleared once
+EPOCH_LIMIT = _heap.EPOCH_LIMIT
 
 
 @jit_no_refcount

@@ -26,6 +26,7 @@ import numpy as np
 
 from ..format.sections.hnsw import HnswPayload
 from . import hnsw_beam
+from ._hnsw_heap import EPOCH_LIMIT
 from .kernel_rent import KernelRent
 
 if TYPE_CHECKING:
@@ -136,8 +137,7 @@ def build_hnsw(vectors: np.ndarray, m: int = DEFAULT_M,
     out[_ranges(nbr_ptr[upper], counts[upper])] = ids[_ranges(row_start[upper], counts[upper])]
     graph = HnswPayload(m, m_max0, ef_construction, int(entry_point), int(max_level), n,
                         levels, node_ptr, nbr_ptr, out)
-    with _tables_lock:
-        _tables[graph] = adj0  # already the layer0_table layout (width 2m >= every count)
+    _plan(graph, adj0)  # adj0 is already a layer0_table (width 2m >= every count)
     return graph
 
 
@@ -149,8 +149,35 @@ def _ranges(starts: np.ndarray, counts: np.ndarray) -> np.ndarray:
 
 
 _MIN_TABLE_WIDTH = 8
-_tables: weakref.WeakKeyDictionary[HnswPayload, np.ndarray] = weakref.WeakKeyDictionary()
-_tables_lock = threading.Lock()
+
+
+@dataclass(frozen=True, eq=False)  # holds arrays
+class _WalkPlan:
+    """What the kernels take of one graph besides its payload: layer 0's table, the CSR rows."""
+
+    table: np.ndarray
+    row_start: np.ndarray
+    row_end: np.ndarray
+
+
+# keyed by id(graph); each entry leaves with its graph (weakref.finalize), so ids never clash
+_plans: dict[int, _WalkPlan] = {}
+_plans_lock = threading.Lock()
+
+
+def _plan(graph: HnswPayload, table: np.ndarray | None = None) -> _WalkPlan:
+    """The graph's ``_WalkPlan``, made once (from ``table`` if given) and kept while it lives."""
+    plan = _plans.get(id(graph))
+    if plan is not None:
+        return plan
+    with _plans_lock:
+        plan = _plans.get(id(graph))
+        if plan is None:
+            plan = _WalkPlan(_layer0_table(graph) if table is None else table,
+                             graph.nbr_ptr[:-1], graph.nbr_ptr[1:])
+            _plans[id(graph)] = plan
+            weakref.finalize(graph, _plans.pop, id(graph), None)
+    return plan
 
 
 def layer0_table(graph: HnswPayload) -> np.ndarray:
@@ -161,10 +188,10 @@ def layer0_table(graph: HnswPayload) -> np.ndarray:
     one huge list cannot make the table outgrow its ids; the rest of a longer list is read
     from the graph's CSR row.
     """
-    with _tables_lock:
-        table = _tables.get(graph)
-    if table is not None:
-        return table
+    return _plan(graph).table
+
+
+def _layer0_table(graph: HnswPayload) -> np.ndarray:
     n = graph.n_nodes
     rows0 = graph.node_ptr[:-1]
     starts = graph.nbr_ptr[rows0]
@@ -177,8 +204,6 @@ def layer0_table(graph: HnswPayload) -> np.ndarray:
     table[:, 0] = counts
     kept = np.minimum(counts, width)
     table[:, 1:][np.arange(width) < kept[:, None]] = graph.ids[_ranges(starts, kept)]
-    with _tables_lock:
-        _tables[graph] = table
     return table
 
 
@@ -237,7 +262,7 @@ class _BeamScratch(threading.local):
         if self.rk.shape[0] < ef + 3:
             self.rk = np.empty(ef + 3, dtype=np.float32)
             self.rv = np.empty(ef + 3, dtype=np.int32)
-        if self.epoch >= _kernels().EPOCH_LIMIT:  # uint16 stamps wrap: clear them once
+        if self.epoch >= EPOCH_LIMIT:  # uint16 stamps wrap: clear them once
             self.mark.fill(0)
             self.epoch = 0
         self.epoch += 1
@@ -249,16 +274,33 @@ _scratch = _BeamScratch()
 _RENT = KernelRent()  # numba's import + the cached kernels' load measured ~0.65 s here
 
 
+_loaded: list[ModuleType] = []  # the kernels module once imported (an import costs ~1 us)
+
+
 def _kernels() -> ModuleType:
     """The compiled HNSW loops (importing them imports numba)."""
-    from . import _hnsw_kernels
+    if not _loaded:
+        from . import _hnsw_kernels
 
-    return _hnsw_kernels
+        _loaded.append(_hnsw_kernels)
+    return _loaded[0]
 
 
 def _kernels_ready() -> bool:
     """Whether a walk should use the kernels: already loaded, or the numba-free walks paid."""
     return "urna.index._hnsw_kernels" in sys.modules or _RENT.paid()
+
+
+# Array kinds (dtype, writeable, aligned: what numba's types tell apart) of the rows, scales
+# and graph arrays the query kernel has run on, so compiled; only a new kind needs the
+# ``vectorizing`` window (a lock and two flag flips per query otherwise).
+_compiled: set[tuple[object, ...]] = set()
+
+
+def _kind(*arrays: np.ndarray) -> tuple[object, ...]:
+    return tuple((a.dtype.char, a.flags.writeable, a.flags.aligned) for a in arrays)
+
+
 _ALL_ROWS = np.zeros(0, dtype=np.uint8)
 _NO_SCALES = np.zeros(0, dtype=np.float32)
 
@@ -281,11 +323,12 @@ def hnsw_search(graph: HnswPayload, rows: np.ndarray | PackedRows, q: np.ndarray
         scales, n, dim = _NO_SCALES, codes.shape[0], codes.shape[1]
     if n != graph.n_nodes:
         raise ValueError(f"graph has {graph.n_nodes} nodes but {n} vectors given")
-    qv = np.ascontiguousarray(q, dtype=np.float32).reshape(-1)
+    # fresh writeable copies: a read-only query or mask would be another kernel signature
+    qv = np.array(q, dtype=np.float32).reshape(-1)
     if qv.shape[0] != dim:
         raise ValueError(f"query has {qv.shape[0]} values, vectors have {dim}")
-    ef_eff = max(min(max(ef, graph.ef_construction), graph.n_nodes + 1), 0)
-    mask = _ALL_ROWS if allowed is None else np.ascontiguousarray(allowed, np.uint8)
+    ef_eff = int(max(min(max(ef, graph.ef_construction), graph.n_nodes + 1), 0))
+    mask = _ALL_ROWS if allowed is None else np.array(allowed, dtype=np.uint8)
     if isinstance(rows, np.ndarray) and not _kernels_ready():
         t0 = time.perf_counter()
         out = hnsw_beam.search_graph(qv, ef_eff, graph.entry_point, graph.max_level, codes,
@@ -294,13 +337,19 @@ def hnsw_search(graph: HnswPayload, rows: np.ndarray | PackedRows, q: np.ndarray
         _RENT.charge(t0)
         return out.astype(np.int64)
     _k = _kernels()
+    plan = _plan(graph)
     sc = _scratch
     epoch = sc.take(n, ef_eff)
-    with _k.vectorizing():
-        out = _k.search_graph(qv, ef_eff, graph.entry_point, graph.max_level, codes, scales,
-                              layer0_table(graph), graph.node_ptr, graph.nbr_ptr[:-1],
-                              graph.nbr_ptr[1:], graph.ids, mask, sc.mark, epoch, sc.fk, sc.fv,
-                              sc.rk, sc.rv)
+    args = (qv, ef_eff, int(graph.entry_point), int(graph.max_level), codes, scales, plan.table,
+            graph.node_ptr, plan.row_start, plan.row_end, graph.ids, mask, sc.mark, epoch,
+            sc.fk, sc.fv, sc.rk, sc.rv)
+    kind = _kind(codes, scales, graph.node_ptr, graph.ids, plan.row_start)
+    if kind in _compiled:
+        out = _k.search_graph(*args)
+    else:
+        with _k.vectorizing():
+            out = _k.search_graph(*args)
+        _compiled.add(kind)
     return out.astype(np.int64)
 
 
