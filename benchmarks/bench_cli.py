@@ -4,11 +4,12 @@ Each command is a fresh process (like a user's shell or an agent's tool call), t
 spawn to exit; the commands take turns for ``--runs`` rounds (hyperfine-like, warm page cache,
 one warm-up each), so a busy machine slows them alike. Prints the median and min of every
 command, its CPU time (user + sys of the process) and its ratios to the reference wheel's
-``urna search FILE VECTOR -k 3``. The source tree is byte-compiled first (an installed wheel
-ships its bytecode; PYTHONDONTWRITEBYTECODE would otherwise make every run recompile it).
+``urna search FILE VECTOR -k 3``: of the medians, and the median of each round's CPU ratio.
+The source tree is byte-compiled first (an installed wheel ships its bytecode;
+PYTHONDONTWRITEBYTECODE would otherwise make every run recompile it).
 Ours run with this run's own cache folder: after the warm-up, each call finds the verdict of
-an earlier full open (``runtime.verdicts``); ``urna search (first open)`` runs with
-``URNA_OPEN_CACHE=0``, every pass, as a file's first open does.
+an earlier full open (``runtime.verdicts``); the ``(first open)`` rows run with
+``URNA_OPEN_CACHE=0``, every pass, as a file's first open does (``validate`` always does).
 
     .venv/bin/python benchmarks/bench_cli.py                    # builds the 20,000-doc file
     .venv/bin/python benchmarks/bench_cli.py --file F.urna --runs 5
@@ -108,7 +109,11 @@ def commands(path: str) -> dict[str, tuple[list[str], dict]]:
         "urna ask": (ours + ["ask", path, QUESTION], ours_env),
         "urna retrieve": (ours + ["retrieve", path, QUESTION], ours_env),
         "urna cite": (ours + ["cite", path, hit.citation_id], ours_env),
+        "urna cite (first open)": (ours + ["cite", path, hit.citation_id],
+                                   {**ours_env, "URNA_OPEN_CACHE": "0"}),
         "urna inspect": (ours + ["inspect", path], ours_env),
+        "urna inspect (first open)": (ours + ["inspect", path],
+                                      {**ours_env, "URNA_OPEN_CACHE": "0"}),
         "urna validate": (ours + ["validate", path], ours_env),
     }
 
@@ -144,14 +149,18 @@ def main() -> None:
             times[name].append(run_once(argv, env))
     ref_wall = statistics.median(t[0] for t in times["reference search"])
     ref_cpu = statistics.median(t[1] for t in times["reference search"])
+    ref_rounds = times["reference search"]
     print(f"{path}: process start to answer, {args.runs} runs each (commands alternating)")
     print(f"  {'command':26s} {'median ms':>10s} {'min ms':>8s} {'CPU ms':>8s}"
-          "   vs reference search (wall, CPU)")
+          "   vs reference search (wall, CPU; median of the rounds' CPU ratios)")
     for name, ts in times.items():
         wall = statistics.median(t[0] for t in ts)
         cpu = statistics.median(t[1] for t in ts)
+        # Each round's ratio to the reference's call of the same round: a load that comes and
+        # goes during the run slows both sides of one ratio alike.
+        rounds = statistics.median(t[1] / r[1] for t, r in zip(ts, ref_rounds, strict=True))
         print(f"  {name:26s} {wall * 1e3:10.0f} {min(t[0] for t in ts) * 1e3:8.0f} "
-              f"{cpu * 1e3:8.0f}   {wall / ref_wall:5.2f}x {cpu / ref_cpu:5.2f}x")
+              f"{cpu * 1e3:8.0f}   {wall / ref_wall:5.2f}x {cpu / ref_cpu:5.2f}x {rounds:5.2f}x")
 
 
 if __name__ == "__main__":

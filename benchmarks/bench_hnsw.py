@@ -1,17 +1,21 @@
 """HNSW side by side: urna (reference-exact graph) vs hnswlib vs faiss IndexHNSWFlat.
 
 Same clustered, L2-normalised float32 corpus for all three, one thread each, M=16,
-efConstruction=200. Prints build time, then recall@10 (against exact brute force) and mean
-single-query latency for each ef. Times are process CPU time (``time.process_time``): on a
-shared machine wall time mostly measures the neighbours; everything here is single-threaded.
+efConstruction=200. Prints build times (process CPU time, the libraries alternating
+``--build-rounds`` times, best of each), then recall@10 (against exact brute force) and the
+single-query latency for each ef. Latencies alternate the methods query by query (the
+order rotating), and each query counts with its best wall time over ``--rounds`` rounds: on
+a shared machine that drops the rounds another job interrupted, and no method runs
+with a cache the previous one warmed for it more often than another.
 urna's search applies the reference's floor (beam = max(ef, efConstruction)) and includes the
-exact rerank of the candidates; "urna (no floor)" runs the same traversal with beam = ef.
+exact rerank of the candidates; "urna (no floor)" runs the same traversal with beam = ef;
+"urna beam" is that traversal alone, returning its candidates ascending by distance (what
+hnswlib's ``knn_query`` returns too, without urna's exact rerank).
 "hnswlib (same graph)" loads urna's graph and rows into hnswlib (written in hnswlib's own
-index format), so both libraries walk one graph: recall is then equal, and the latency ratio
-"no floor / same graph" compares the searches on one graph (urna's still includes its exact
-rerank of the ef candidates, which hnswlib does not do). Methods alternate round by round
-(``--rounds``) and the best round counts. Last, the beam over float16 / int8 / int4 rows read
-packed in place vs the same rows dequantised to float32 up front (candidates must match).
+index format), so both libraries walk one graph: recall is then equal, and the ratios
+against it compare the searches on one graph. Last, the beam over float16 / int8 / int4
+rows read packed in place vs the same rows dequantised to float32 up front (candidates
+must match).
 
     .venv/bin/python benchmarks/bench_hnsw.py                  # 100,000 x 384
     .venv/bin/python benchmarks/bench_hnsw.py --n 20000        # quicker
@@ -76,19 +80,33 @@ def recall(found: list[np.ndarray], truth: np.ndarray, k: int) -> float:
                           for f, t in zip(found, truth, strict=True)]))
 
 
-def run_queries(fn, queries: np.ndarray) -> tuple[list[np.ndarray], float]:
-    fn(queries[0])  # warm
-    found = []
-    t0 = time.process_time()
-    for q in queries:
-        found.append(fn(q))
-    return found, (time.process_time() - t0) / len(queries) * 1e6
+def run_alternating(fns, queries: np.ndarray, rounds: int) -> tuple[list[list], np.ndarray]:
+    """Each method's answers and mean latency (us): per query its best time over the rounds.
+
+    The methods alternate query by query, their order rotating with the query and round.
+    """
+    for fn in fns:
+        fn(queries[0])  # warm
+    best = np.full((len(fns), len(queries)), np.inf)
+    found: list[list] = [[None] * len(queries) for _ in fns]
+    for r in range(rounds):
+        for i, q in enumerate(queries):
+            shift = (i + r) % len(fns)
+            for j in [*range(shift, len(fns)), *range(shift)]:
+                t0 = time.perf_counter()
+                found[j][i] = fns[j](q)
+                best[j, i] = min(best[j, i], time.perf_counter() - t0)
+    return found, best.mean(axis=1) * 1e6
 
 
-def urna_query(graph, vecs, ef, floor=True):
+def urna_query(graph, vecs, ef, floor=True, rerank=True):
     unfloored = dataclasses.replace(graph, ef_construction=0)  # the beam is exactly ef
+    g = graph if floor else unfloored
+    if not rerank:
+        return lambda q: hnsw_search(g, vecs, q, ef)
+
     def q_fn(q):
-        cands = hnsw_search(graph if floor else unfloored, vecs, q, ef)
+        cands = hnsw_search(g, vecs, q, ef)
         scores = vecs[cands] @ q  # the exact rerank
         return cands[np.argsort(-scores, kind="stable")[:10]]
     return q_fn
@@ -152,15 +170,8 @@ def compare_packed(graph, corpus: np.ndarray, queries: np.ndarray, rounds: int) 
         packed = beam_rows(slab)
         fns = [lambda q, r=packed: hnsw_search(unfloored, r, q, 64),
                lambda q, r=f32: hnsw_search(unfloored, r, q, 64)]
-        best = [float("inf")] * 2
-        same = True
-        for _ in range(rounds):
-            got = []
-            for j, fn in enumerate(fns):
-                found, us = run_queries(fn, queries)
-                best[j] = min(best[j], us)
-                got.append(found)
-            same &= all(np.array_equal(a, b) for a, b in zip(*got, strict=True))
+        got, best = run_alternating(fns, queries, rounds)
+        same = all(np.array_equal(a, b) for a, b in zip(*got, strict=True))
         print(f"  {name:8} packed {best[0]:8.1f} us  dequantised {best[1]:8.1f} us  "
               f"({best[0] / best[1]:.2f}x; {f32.nbytes / 2**20:.0f} MiB not allocated)  "
               f"same candidates: {same}")
@@ -192,6 +203,7 @@ def main() -> int:
     ap.add_argument("--m", type=int, default=16)
     ap.add_argument("--ef-construction", type=int, default=200)
     ap.add_argument("--rounds", type=int, default=3, help="alternating timing rounds per ef")
+    ap.add_argument("--build-rounds", type=int, default=1, help="alternating builds per library")
     ap.add_argument("--pins", action="store_true", help="check the two pinned digests and exit")
     args = ap.parse_args()
     if args.pins:
@@ -206,23 +218,31 @@ def main() -> int:
           f"efConstruction={args.ef_construction}, 1 thread")
 
     build_hnsw(corpus[:200], args.m, args.ef_construction)  # compile the kernels first
-    t0 = time.process_time()
-    graph = build_hnsw(corpus, args.m, args.ef_construction)
-    t_urna = time.process_time() - t0
 
-    t0 = time.process_time()
-    hl = hnswlib.Index(space="ip", dim=args.dim)
-    hl.init_index(max_elements=args.n, M=args.m, ef_construction=args.ef_construction,
-                  random_seed=42)
-    hl.set_num_threads(1)
-    hl.add_items(corpus, np.arange(args.n), num_threads=1)
-    t_hl = time.process_time() - t0
+    def build_hl():
+        index = hnswlib.Index(space="ip", dim=args.dim)
+        index.init_index(max_elements=args.n, M=args.m, ef_construction=args.ef_construction,
+                         random_seed=42)
+        index.set_num_threads(1)
+        index.add_items(corpus, np.arange(args.n), num_threads=1)
+        return index
 
-    t0 = time.process_time()
-    fx = faiss.IndexHNSWFlat(args.dim, args.m, faiss.METRIC_INNER_PRODUCT)
-    fx.hnsw.efConstruction = args.ef_construction
-    fx.add(corpus)
-    t_fx = time.process_time() - t0
+    def build_fx():
+        index = faiss.IndexHNSWFlat(args.dim, args.m, faiss.METRIC_INNER_PRODUCT)
+        index.hnsw.efConstruction = args.ef_construction
+        index.add(corpus)
+        return index
+
+    builders = [lambda: build_hnsw(corpus, args.m, args.ef_construction), build_hl, build_fx]
+    built: list = [None] * 3
+    t_build = [float("inf")] * 3
+    for _ in range(args.build_rounds):
+        for j, build in enumerate(builders):
+            t0 = time.process_time()
+            built[j] = build()
+            t_build[j] = min(t_build[j], time.process_time() - t0)
+    graph, hl, fx = built
+    t_urna, t_hl, t_fx = t_build
 
     with tempfile.TemporaryDirectory() as tmp:
         save_for_hnswlib(graph, corpus, os.path.join(tmp, "urna-graph.bin"))
@@ -232,27 +252,25 @@ def main() -> int:
 
     print(f"build (CPU s)  urna {t_urna:7.1f} s   hnswlib {t_hl:7.1f} s   faiss {t_fx:7.1f} s   "
           f"urna/hnswlib {t_urna / t_hl:.2f}x")
-    print(f"{'ef':>4} | {'urna':>18} | {'urna (no floor)':>18} | {'hnswlib':>18} | "
-          f"{'faiss':>18} | {'hnswlib (same graph)':>20} | latency urna/hnswlib")
+    print(f"{'ef':>4} | {'urna':>18} | {'urna (no floor)':>18} | {'urna beam':>18} | "
+          f"{'hnswlib':>18} | {'faiss':>18} | {'hnswlib (same graph)':>20} | "
+          "same graph: beam / no floor + rerank")
+    # each urna method reads its own copy of the rows, as each library reads its own: one
+    # method's walk never warms the cache for the next on the same query
+    own = [corpus.copy() for _ in range(3)]
     for ef in EFS:
         hl.set_ef(ef)
         fx.hnsw.efSearch = ef
         same.set_ef(ef)
-        fns = [urna_query(graph, corpus, ef), urna_query(graph, corpus, ef, floor=False),
+        fns = [urna_query(graph, own[0], ef), urna_query(graph, own[1], ef, floor=False),
+               urna_query(graph, own[2], ef, floor=False, rerank=False),
                lambda q: hl.knn_query(q, k=10)[0][0],
                lambda q: fx.search(q[None, :], 10)[1][0],
                lambda q: same.knn_query(q, k=10)[0][0]]
-        best = [float("inf")] * len(fns)
-        hits: list[list[np.ndarray]] = [[] for _ in fns]
-        for _ in range(args.rounds):  # methods alternate round by round; the best round counts
-            for j, fn in enumerate(fns):
-                hits[j], us = run_queries(fn, queries)
-                best[j] = min(best[j], us)
+        hits, best = run_alternating(fns, queries, args.rounds)
         row = [(recall(found, truth, 10), us) for found, us in zip(hits, best, strict=True)]
         cells = " | ".join(f"R {r:.3f} {us:8.1f} us" for r, us in row)
-        print(f"{ef:>4} | {cells} | {row[0][1] / row[2][1]:.2f}x / "
-              f"{row[1][1] / row[2][1]:.2f}x (no floor) / "
-              f"{row[1][1] / row[4][1]:.2f}x (no floor, same graph)")
+        print(f"{ef:>4} | {cells} | {row[2][1] / row[5][1]:.2f}x / {row[1][1] / row[5][1]:.2f}x")
     compare_packed(graph, corpus, queries, args.rounds)
     return 0
 

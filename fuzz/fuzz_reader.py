@@ -35,14 +35,22 @@ MAX_N = 1 << 16  # counts handed to decoders that take one; the payload bounds t
 
 def _imports() -> None:
     global UrnaError, UrnaView, layout, enc, canonical, hnsw, bm25, graph, space_table, blobs
-    global intpack, repack, dedup, fsst, textcontainer, vectors, reseal
+    global intpack, repack, dedup, fsst, textcontainer, vectors, vector_checks, reseal
     if str(ROOT / "tests") not in sys.path:
         sys.path.insert(0, str(ROOT / "tests"))
     from helpers.mutate import reseal
     from urna.errors import UrnaError
     from urna.format import encodings as enc
     from urna.format import layout
-    from urna.format.encodings import dedup, fsst, intpack, repack, textcontainer, vectors
+    from urna.format.encodings import (
+        dedup,
+        fsst,
+        intpack,
+        repack,
+        textcontainer,
+        vector_checks,
+        vectors,
+    )
     from urna.format.reader import UrnaView
     from urna.format.sections import blobs, bm25, canonical, graph, hnsw, space_table
 
@@ -70,8 +78,8 @@ def _decoders(n: int, dim: int) -> list[Callable[[bytes], object]]:
         lambda p: enc.decode_section(1, 1, p),
         lambda p: vectors.int8_view(p, n, dim),
         lambda p: vectors.int4_view(p, n, dim),
-        lambda p: vectors.validate_embedding_values(4, 3, p, n, dim),
-        lambda p: vectors.validate_embedding_values(4, 7, p, n, dim),
+        lambda p: vector_checks.validate_embedding_values(4, 3, p, n, dim),
+        lambda p: vector_checks.validate_embedding_values(4, 7, p, n, dim),
         lambda p: vectors.dequantize(3, p, n, dim),
     ]
 

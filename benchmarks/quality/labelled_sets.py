@@ -15,18 +15,25 @@ Sets:
                  more than shared words (BM25 is weak).
   wordnet-word   the same synsets reversed: document = the definition alone; query = the
                  synset's lemmas. Almost no shared words: the embedder must know the words.
+  pydoc-summary  docstrings of the running Python's standard library (a fixed list of
+                 modules): document = the qualified name and the docstring without its
+                 summary; query = the summary (its first paragraph). The set follows the
+                 interpreter's version (the docstrings change between versions).
 """
 
 from __future__ import annotations
 
 import gzip
 import hashlib
+import importlib
+import inspect
 import json
 import os
 import re
 import shutil
 import subprocess
 import sys
+import warnings
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -36,7 +43,7 @@ from urna.forge.embed import potion_embedder
 from urna.forge.sources.chunk import chunk_paragraphs
 
 CACHE = Path(os.environ.get("URNA_QUALITY_CACHE", Path.home() / ".cache" / "urna-quality"))
-SETS = ("manpages-page", "manpages-para", "wordnet-gloss", "wordnet-word")
+SETS = ("manpages-page", "manpages-para", "wordnet-gloss", "wordnet-word", "pydoc-summary")
 PAGE_CHARS = 2000
 PARA_CHARS = 512
 WORDNET_DOCS = 5000
@@ -131,6 +138,70 @@ def _wordnet_synsets() -> list[tuple[str, list[str], str, list[str]]]:
     return out
 
 
+# --------------------------------------------------------------------- Python docstrings
+
+# Every top-level standard-library module but those with side effects on import, deprecated
+# ones and platform-specific ones, plus a few submodules that carry most of their package.
+PYDOC_SKIP = frozenset({
+    "aifc", "antigravity", "asynchat", "asyncore", "audioop", "cgi", "cgitb", "chunk",
+    "crypt", "curses", "distutils", "ensurepip", "idlelib", "imghdr", "imp", "lib2to3",
+    "mailcap", "msilib", "msvcrt", "nis", "nntplib", "nt", "ossaudiodev", "pipes", "pty",
+    "pydoc", "readline", "smtpd", "sndhdr", "spwd", "sunau", "telnetlib", "test", "this",
+    "tkinter", "tty", "turtle", "turtledemo", "uu", "venv", "webbrowser", "winreg",
+    "winsound", "xdrlib",
+})
+PYDOC_SUBMODULES = ("email.message", "email.utils", "html.parser", "http.client",
+                    "http.cookies", "http.server", "urllib.parse", "urllib.request",
+                    "xml.dom.minidom", "xml.etree.ElementTree")
+PYDOC_DOCS = 4000
+PYDOC_QUERIES = 1000
+PYDOC_MIN_BODY = 80  # characters of docstring left once the summary is removed
+
+
+def _documented(modname: str):  # type: ignore[no-untyped-def]
+    """(qualified name, object) of the module's public functions, classes and their methods."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # DeprecationWarnings of old modules
+            mod = importlib.import_module(modname)
+    except ImportError:  # built without it (no _ssl, _sqlite3...)
+        return
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        members = sorted(vars(mod).items())
+    for name, obj in members:
+        if name.startswith("_") or getattr(obj, "__module__", None) != mod.__name__:
+            continue
+        if inspect.isclass(obj):
+            yield f"{modname}.{name}", obj
+            for mname, meth in sorted(vars(obj).items()):
+                if not mname.startswith("_") and callable(meth):
+                    yield f"{modname}.{name}.{mname}", meth
+        elif callable(obj):
+            yield f"{modname}.{name}", obj
+
+
+def pydoc_entries() -> list[tuple[str, str, str]]:
+    """(uri, document, summary) of every standard-library docstring with a real body."""
+    top = (n for n in sys.stdlib_module_names if not n.startswith("_") and n not in PYDOC_SKIP)
+    out = []
+    for modname in sorted({*top, *PYDOC_SUBMODULES}):
+        for qual, obj in _documented(modname):
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # deprecated aliases warn when read (typing.re)
+                doc = getattr(obj, "__doc__", None)
+            doc = doc if isinstance(doc, str) else None
+            if not doc:
+                continue
+            summary, _, body = inspect.cleandoc(doc).partition("\n\n")
+            summary, body = " ".join(summary.split()), body.strip()
+            if len(body) < PYDOC_MIN_BODY or not 15 <= len(summary) <= 200:
+                continue
+            out.append((f"py://{qual}", f"{qual}\n\n{body}", summary))
+    seen: set[str] = set()  # a name reached twice is one entry
+    return [e for e in out if not (e[0] in seen or seen.add(e[0]))]
+
+
 def _sample(items: list, n: int) -> list:
     """A deterministic, content-keyed sample of ``n`` items (stable across machines)."""
     return sorted(items, key=lambda it: hashlib.sha256(it[0].encode()).hexdigest())[:n]
@@ -193,6 +264,10 @@ def build_set(name: str) -> Path:
             pairs = [(sid, ", ".join(lem)) for sid, lem, _, _ in synsets]
         queries = _unique_queries(pairs, "wn")[:WORDNET_QUERIES]
         return _write(name, docs, queries, "page")
+    if name == "pydoc-summary":
+        entries = _sample(pydoc_entries(), PYDOC_DOCS)
+        queries = _unique_queries([(u, q) for u, _, q in entries], "py")[:PYDOC_QUERIES]
+        return _write(name, [(u, d) for u, d, _ in entries], queries, "page")
     raise SystemExit(f"unknown set {name!r} (known: {', '.join(SETS)})")
 
 

@@ -106,3 +106,16 @@ def test_cli_missing_file_is_a_one_line_error(tmp_path):
     result = run("validate", tmp_path / "nope.urna")
     assert result.exit_code == 1
     assert len(result.stderr.strip().splitlines()) == 1 and "Traceback" not in result.stderr
+
+
+@pytest.mark.parametrize("name", ["quickstart-zstd_f32.urna", "quickstart-exact.urna"])
+def test_repeat_calls_with_kept_verdicts_print_the_same(name, verdict_cache):
+    import shutil
+
+    path = verdict_cache / name
+    shutil.copyfile(REF / name, path)
+    hit = expected()[name]["queries"][0]["retrieve"][0]
+    for args in (("cite", path, hit["citation_id"]), ("inspect", path), ("validate", path)):
+        first, again, third = (run(*args) for _ in range(3))  # full, then trusted by verdicts
+        assert first.exit_code == 0, first.output
+        assert first.stdout == again.stdout == third.stdout

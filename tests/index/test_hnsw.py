@@ -286,8 +286,8 @@ def test_batched_distances_equal_dot8_row_by_row(dim: int, count: int, seed: int
     out = np.empty(count, dtype=np.float32)
     acc = np.empty(32, dtype=np.float32)
     with K.vectorizing():
-        K.dists(q, vecs, rows, count, out, acc)
-        one = K.dist_one(q, vecs, int(rows[0]), acc)
+        K.dists(q[None, :], 0, vecs, rows, 0, count, out, 0, acc)
+        one = K.dist_one(q[None, :], 0, vecs, int(rows[0]), acc)
     want = [np.float32(1) - dot8_numpy(q, vecs[r]) for r in rows]
     assert out.tobytes() == np.array(want, dtype=np.float32).tobytes()
     assert np.float32(one).tobytes() == np.float32(want[0]).tobytes()
@@ -337,9 +337,15 @@ def _select(vectors, cands, t):
     ids = np.array([c[0] for c in cands], dtype=np.int32)
     dist = np.array([c[1] for c in cands], dtype=np.float32)
     out = np.empty(t + 1, dtype=np.int32)
+    out_d = np.empty(t + 1, dtype=np.float32)
     pruned = np.empty(len(cands) + 1, dtype=np.int32)
-    k = K.select_heuristic(ids, dist, len(cands), t, vecs, out, pruned,
-                           np.empty(64, dtype=np.float32), np.empty(32, dtype=np.float32))
+    pruned_d = np.empty(len(cands) + 1, dtype=np.float32)
+    keys = np.empty(len(cands) + 1, dtype=np.int64)
+    order = np.empty(len(cands) + 1, dtype=np.int32)
+    k = K.select_heuristic(ids, dist, len(cands), t, vecs, out, out_d, pruned, pruned_d, keys,
+                           order, np.empty(64, dtype=np.float32), np.empty(32, dtype=np.float32))
+    # each chosen id comes back with its own distance
+    assert out_d[:k].tolist() == [dist[ids.tolist().index(i)] for i in out[:k]]
     return out[:k].tolist()
 
 

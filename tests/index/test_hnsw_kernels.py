@@ -298,3 +298,63 @@ def test_a_cli_query_walks_without_numba_and_answers_like_the_kernel() -> None:
             == out["ann"]
         assert [list(p) for p in ((h.chunk_id, h.score) for h in
                                   f.search_hybrid(q, "alpha beta", 5, 50))] == out["hybrid"]
+
+
+# ------------------------------------------------------------------ layer 0's table, dist8 symmetry
+
+
+def test_a_built_graph_walks_a_table_holding_its_stored_layer0_lists() -> None:
+    rng = np.random.default_rng(5)
+    x = rng.normal(size=(200, 24)).astype(np.float32)
+    x /= np.linalg.norm(x, axis=1, keepdims=True)
+    g = H.build_hnsw(x, 5, 30, 2)
+    for table in (H.layer0_table(g), H.layer0_table(decode_hnsw(encode_hnsw(g), 200))):
+        for i in range(g.n_nodes):
+            want = g.neighbors(i, 0).tolist()
+            assert table[i, 0] == len(want)
+            assert table[i, 1:1 + len(want)].tolist() == want
+
+
+def test_one_huge_list_continues_past_the_capped_table_and_answers_the_same() -> None:
+    n = 300
+    lists = [[[j for j in range(1, n)]]] + [[[0]] if i % 2 else [[]] for i in range(1, n)]
+    g = decode_hnsw(encode_hnsw(payload_from_lists(4, 8, 0, 0, 0, lists)), n)
+    table = H.layer0_table(g)
+    # capped at twice the mean list length: the table stays the size of the ids, not n * n
+    assert table.shape[1] - 1 < n - 1 and table.size <= 2 * g.ids.size + 9 * n
+    rng = np.random.default_rng(9)
+    x = rng.normal(size=(n, 8)).astype(np.float32)
+    for ef in (1, 10, 400):
+        q = rng.normal(size=8).astype(np.float32)
+        assert H.hnsw_search(g, x, q, ef).tolist() == _previous_search(g, x, q, ef)
+
+
+def test_read_only_queries_and_masks_give_the_same_candidates() -> None:
+    rng = np.random.default_rng(4)
+    x = rng.normal(size=(150, 16)).astype(np.float32)
+    x /= np.linalg.norm(x, axis=1, keepdims=True)
+    g = H.build_hnsw(x, 4, 20, 3)
+    q = rng.normal(size=16).astype(np.float32)
+    allowed = rng.random(150) < 0.5
+    want = H.hnsw_search(g, x, q, 20, allowed).tolist()
+    q.flags.writeable = False
+    allowed.flags.writeable = False
+    frozen = x.copy()
+    frozen.flags.writeable = False
+    assert H.hnsw_search(g, frozen, q, 20, allowed).tolist() == want
+    assert want == _previous_search(g, x, q, 20, allowed)
+
+
+EDGE_VALUES = st.one_of(st.floats(width=32, allow_nan=False),
+                        st.sampled_from([0.0, -0.0, 1e-45, -1e-45, 3e38, -3e38]))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.integers(1, 40), st.data())
+def test_dist8_is_symmetric_bit_for_bit(dim, data) -> None:
+    # the build stores dist8(i, v) and prunes v's list with it where the reference measures
+    # dist8(v, i): the same bits, since every lane adds the same products in the same order
+    a = np.asarray(data.draw(st.lists(EDGE_VALUES, min_size=dim, max_size=dim)), np.float32)
+    b = np.asarray(data.draw(st.lists(EDGE_VALUES, min_size=dim, max_size=dim)), np.float32)
+    ab, ba = np.float32(D.dist8(a, b)), np.float32(D.dist8(b, a))
+    assert (np.isnan(ab) and np.isnan(ba)) or ab.tobytes() == ba.tobytes()

@@ -166,3 +166,21 @@ def test_cite_and_inspect_share_the_verdict(verdict_cache: Path) -> None:
     again = verdicts.checked_view(str(path), data)
     assert again.trusted
     assert (again.content_hash(), again.file_hash()) == (full.content_hash(), full.file_hash())
+
+
+def test_a_cite_or_inspect_verdict_never_lets_an_open_skip_its_walks(verdict_cache: Path) -> None:
+    path = verdict_cache / "h.urna"
+    shutil.copyfile(REF / "quickstart-hybrid.urna", path)
+    data = path.read_bytes()
+    view = verdicts.checked_view(str(path), data)
+    verdicts.keep_view(str(path), data, view, frozenset({verdicts.CITE_RECORDS}))
+    st = os.stat(path)
+    assert verdicts.lookup(str(path), st) is None  # an open needs OPEN
+    assert verdicts.lookup(str(path), st, verdicts.NO_CHECKS) is not None
+    with urna.open(path) as f:
+        assert not f._state.view.trusted  # a full open, which keeps its own verdict
+    merged = verdicts.lookup(str(path), os.stat(path))
+    assert merged is not None
+    assert merged.checks == {verdicts.OPEN, verdicts.CITE_RECORDS}  # the two, merged
+    again, known = verdicts.checked(str(path), data)
+    assert again.trusted and known == merged.checks

@@ -230,3 +230,22 @@ def test_where_narrows_the_candidates_before_the_fused_order(files, path: str) -
         cosine = f.search_hybrid(Q, TEXT, 5, 64, where=where) if path != "graph" else \
             f.search_graph(Q, 5, 2, 100, where=where)
         assert BOTH not in _rows_of(f, cosine) and LEXICAL not in _rows_of(f, cosine)
+
+
+def test_query_words_side_by_side_rank_before_the_same_words_apart(tmp_path: Path) -> None:
+    # rows 0 and 1: the same words (so the same BM25 and coverage) and the same vector; only
+    # row 1 holds the query's two words next to each other. Row 0 wins every tie (row id).
+    apart = "zebra aa bb cc dd ee ff harbor"
+    together = "aa bb cc zebra harbor dd ee ff"
+    same = _unit((0, 0.8), (1, 0.6))
+    rows = [(apart, same), (together, same)]
+    for i in range(N_FILLERS):
+        a = -0.3 + 0.6 * i / (N_FILLERS - 1)
+        rows.append((f"filler number{i} words", _unit((0, a), (4, math.sqrt(1 - a * a)))))
+    with urna.open(_build(tmp_path / "prox.urna", rows, with_bm25=True)) as f:
+        cosine = _rows_of(f, f.retrieve(Q, 3, query_text="zebra harbor"))
+        fused = f.retrieve(Q, 3, query_text="zebra harbor", rank="fused")
+        assert cosine[:2] == [0, 1]
+        assert _rows_of(f, fused)[:2] == [1, 0]
+        assert fused[0].lexical_score == fused[1].lexical_score  # BM25 alone cannot tell
+        assert fused[0].score == fused[1].score

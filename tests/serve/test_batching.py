@@ -172,7 +172,7 @@ def test_a_lone_request_is_answered_alone(servers) -> None:
 def test_small_files_are_never_batched(served) -> None:
     corpus = served.corpora.get("quickstart")
     assert not corpus.batchable()
-    assert isinstance(corpus.plan("search", {"vector": [1.0] * DIM}), dict)
+    assert isinstance(corpus.plan_search({"vector": [1.0] * DIM}), dict)
 
 
 def test_a_file_replaced_under_batched_load_is_served_old_or_new(tmp_path: Path) -> None:

@@ -14,7 +14,7 @@ from ..errors import CitationError
 from .identity import format_citation, parse_citation
 from .layout import SECTION_CHUNK_IDS, SECTION_CHUNKS_CANONICAL, SECTION_CHUNKS_ORIGINAL_SPANS
 from .reader import UrnaView
-from .sections.canonical import decode_chunk_ids, decode_spans, decode_texts
+from .sections.canonical import StringRecords, span_records, string_records
 
 
 @dataclass(frozen=True)
@@ -32,7 +32,7 @@ class ResolvedCitation:
 
 
 def locate_citation(citation: str, content_hash: str,
-                    chunk_ids: Sequence[str]) -> tuple[str, int]:
+                    chunk_ids: Sequence[str] | StringRecords) -> tuple[str, int]:
     """(chunk_id, ordinal) a citation names in a file; CitationError on another corpus or chunk."""
     expected_hash, wanted = parse_citation(citation)
     if expected_hash != content_hash:
@@ -44,13 +44,23 @@ def locate_citation(citation: str, content_hash: str,
         raise CitationError(f"chunk_id {wanted} not found in file") from None
 
 
-def resolve_citation(view: UrnaView, citation: str) -> ResolvedCitation:
-    """Resolve ``citation`` in ``view``; CitationError on a wrong corpus or a missing chunk."""
-    actual = view.content_hash()
+def resolve_citation(view: UrnaView, citation: str, *,
+                     records_checked: bool = False) -> ResolvedCitation:
+    """Resolve ``citation`` in ``view``; CitationError on a wrong corpus or a missing chunk.
+
+    Checks in order: the content hash, 0x01 parsed with ``n_chunks`` records, the citation,
+    then 0x02 and 0x03 parsed the same way; only the cited record is built.
+    ``records_checked``: these same bytes passed those parses before (a verdict), so their
+    UTF-8 is not walked again.
+    """
+    actual = view.content_hash(keep_texts=True)
     n = view.header.n_chunks
-    wanted, ordinal = locate_citation(citation, actual,
-                                      decode_chunk_ids(view.decoded(SECTION_CHUNK_IDS), n))
-    text = decode_texts(view.decoded(SECTION_CHUNKS_CANONICAL), n)[ordinal]
-    uri, start, end = decode_spans(view.decoded(SECTION_CHUNKS_ORIGINAL_SPANS), n)[ordinal]
+    ids = string_records(view.decoded(SECTION_CHUNK_IDS), n, SECTION_CHUNK_IDS,
+                         utf8_checked=records_checked)
+    wanted, ordinal = locate_citation(citation, actual, ids)
+    text = string_records(view.decoded(SECTION_CHUNKS_CANONICAL), n, SECTION_CHUNKS_CANONICAL,
+                          utf8_checked=records_checked).text(ordinal)
+    uri, start, end = span_records(view.decoded(SECTION_CHUNKS_ORIGINAL_SPANS), n,
+                                   utf8_checked=records_checked).span(ordinal)
     return ResolvedCitation(format_citation(actual, wanted), wanted, actual, ordinal, text, uri,
                             start, end)

@@ -29,10 +29,10 @@ def flag(view: UrnaView, name: str) -> bool:
 
 def blob_table(view: UrnaView) -> list[dict[str, Any]] | None:
     """The 0x14 records as dicts, or None when blobs are not opened."""
-    from .sections.blobs import decode_blob_refs
-
     if not flag(view, "blobs_present") or view.entry(SECTION_BLOB_REFS) is None:
         return None
+    from .sections.blobs import decode_blob_refs
+
     return [{"content_hash": sha256_text(ref.content_hash), "original_uri": ref.original_uri,
              "byte_len": ref.byte_len, "inlined": bool(ref.inlined)}
             for ref in decode_blob_refs(view.decoded(SECTION_BLOB_REFS))]
@@ -52,8 +52,9 @@ def space_table(view: UrnaView) -> list[dict[str, Any]] | None:
     return out
 
 
-def inspect_view(view: UrnaView, simd_backend: str, file_hash: str | None = None) -> dict[str, Any]:
-    """The reference's inspect dict for ``view``."""
+def inspect_view(view: UrnaView, simd_backend: str | None,
+                 file_hash: str | None = None) -> dict[str, Any]:
+    """The reference's inspect dict for ``view`` (``simd_backend`` None: a form not showing it)."""
     h = view.header
     m = view.manifest
     return {

@@ -525,16 +525,24 @@ class UrnaView:
             raise ValueError("only a trusted view takes a kept content hash")
         self._content_hash = value
 
-    def content_hash(self) -> str:
-        """``sha256:`` hash of the six decoded canonical sections."""
+    def content_hash(self, *, keep_texts: bool = False) -> str:
+        """``sha256:`` hash of the six decoded canonical sections.
+
+        ``keep_texts``: keep the decoded 0x02 for a read that follows (one decode, not two);
+        a deduplicated 0x02 is hashed piece by piece all the same.
+        """
         if self._content_hash is None:
-            self._content_hash = _content_hash(self._hash_input)
+            keep = keep_texts and self.entry(SECTION_DEDUP_MAP) is None
+            self._content_hash = _content_hash(lambda sid: self._hash_input(sid, keep))
         return self._content_hash
 
-    def _hash_input(self, section_id: int) -> bytes | memoryview | tuple[int, Iterable[bytes]]:
+    def _hash_input(self, section_id: int, keep_texts: bool = False
+                    ) -> bytes | memoryview | tuple[int, Iterable[bytes]]:
         # 0x02 is hashed piece by piece: a dedup expansion may be far larger than the file (a
-        # hostile map can point every chunk at one pool text), so it is never held whole here.
-        if section_id == SECTION_CHUNKS_CANONICAL and section_id not in self._decoded:
+        # hostile map can point every chunk at one pool text), so it is never held whole here
+        # unless asked for (and then only without a dedup map). Sections decode in hash order.
+        if (section_id == SECTION_CHUNKS_CANONICAL and section_id not in self._decoded
+                and not keep_texts):
             return self._canonical_pieces()
         return self.decoded(section_id)
 

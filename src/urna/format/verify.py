@@ -19,7 +19,7 @@ from .layout import (
     SECTION_CHUNKS_ORIGINAL_SPANS,
 )
 from .reader import UrnaView
-from .sections.canonical import decode_chunk_ids, decode_spans, decode_texts
+from .sections.canonical import span_records, string_records
 
 
 @dataclass(frozen=True)
@@ -61,9 +61,11 @@ def verify(data: bytes | memoryview) -> Verification:
     view.validate_embeddings_values()
     view.search_contract()
     n = view.header.n_embeddings
-    decode_chunk_ids(view.decoded(SECTION_CHUNK_IDS), n)
-    decode_spans(view.decoded(SECTION_CHUNKS_ORIGINAL_SPANS), n)
-    decode_texts(view.decoded(SECTION_CHUNKS_CANONICAL), view.header.n_chunks)
+    # The parses of the three tables, without building their strings (the same checks).
+    string_records(view.decoded(SECTION_CHUNK_IDS), n, SECTION_CHUNK_IDS)
+    span_records(view.decoded(SECTION_CHUNKS_ORIGINAL_SPANS), n)
+    string_records(view.decoded(SECTION_CHUNKS_CANONICAL), view.header.n_chunks,
+                   SECTION_CHUNKS_CANONICAL)
     content = view.content_hash()
     blobs = verify_blobs(view)
     return Verification(len(view.entries), blobs, view.file_hash(), content)

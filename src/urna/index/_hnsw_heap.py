@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import numpy as np
 
+EPOCH_LIMIT = 65535  # visited stamps are uint16: at the wrap the array is cleared once
+
 
 def push(key, val, size, k, v):  # type: ignore[no-untyped-def]
     """Append ``(k, v)`` and sift it up; returns the new size."""

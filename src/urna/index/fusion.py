@@ -21,6 +21,12 @@ match; both mean the same). Per query and per signal:
   (:data:`ROW_COVERAGE_POWER`), so a row matching most of the query outranks one matching
   its rarest word only; ``w_lex`` is still measured on ``lexical`` itself.
 
+* ``proximity`` (optional, >= 0 per candidate): term-proximity evidence
+  (:mod:`urna.index.proximity`, BM25TP), added to the BM25 score of the rows that match:
+  the lexical list is ``(lexical + proximity) * row_coverage ** 2``. The gap and the gate
+  still read ``lexical`` alone, so proximity reorders the lexical list but never decides how
+  far it is trusted.
+
 ``fused = w_cos * z_cos + w_lex * z_lex`` (``w ** power``), ordered by fused score desc, then
 cosine desc, then row id asc. Without lexical evidence (None, or no candidate matched) the
 order is the cosine order. The study behind it: README "Answer quality",
@@ -138,16 +144,43 @@ def _row_coverage(row_coverage: np.ndarray | None, n: int) -> np.ndarray | None:
     return cov
 
 
+def _proximity(proximity: np.ndarray | None, n: int) -> np.ndarray | None:
+    if proximity is None:
+        return None
+    prox = np.asarray(proximity, dtype=np.float64)
+    if prox.shape != (n,):
+        raise InvalidInput(f"fusion: {prox.size} proximity scores for {n} candidates")
+    if not np.all(np.isfinite(prox) & (prox >= 0.0)):
+        raise InvalidInput("fusion: proximity scores must be finite and >= 0")
+    return prox
+
+
+def lexical_evidence(lexical: np.ndarray, row_coverage: np.ndarray | None = None,
+                     proximity: np.ndarray | None = None) -> np.ndarray:
+    """The lexical list that is fused: ``(lexical + proximity) * row_coverage ** 2``.
+
+    Proximity counts only where ``lexical`` > 0; None arguments leave their factor out.
+    """
+    out = np.asarray(lexical, dtype=np.float64)
+    if proximity is not None:
+        out = np.where(out > 0.0, out + proximity, out)
+    if row_coverage is not None:
+        out = out * row_coverage ** ROW_COVERAGE_POWER
+    return out
+
+
 def fuse(cand_ids: np.ndarray, cosine: np.ndarray, lexical: np.ndarray | None = None, *,
          coverage: float | None = None, row_coverage: np.ndarray | None = None,
-         k: int | None = None, gap_depth: int = GAP_DEPTH,
-         power: float = POWER) -> FusedRanking:
+         proximity: np.ndarray | None = None, k: int | None = None,
+         gap_depth: int = GAP_DEPTH, power: float = POWER) -> FusedRanking:
     """Order a candidate pool by gap-weighted z-score fusion of cosine and BM25 (top ``k``)."""
     if gap_depth < 1:
         raise InvalidInput("fusion: gap_depth must be >= 1")
     if coverage is not None and not 0.0 <= coverage <= 1.0:
         raise InvalidInput("fusion: coverage must be in [0, 1]")
-    row_cov = _row_coverage(row_coverage, np.asarray(cand_ids).size)
+    n = np.asarray(cand_ids).size
+    row_cov = _row_coverage(row_coverage, n)
+    prox = _proximity(proximity, n)
     ids, cos, lex, by_id = _as_pool(cand_ids, cosine, lexical)
     w_cos = relative_gap(cos, gap_depth) ** power
     w_lex = relative_gap(lex, gap_depth) ** power if np.any(lex > 0) else 0.0
@@ -155,7 +188,8 @@ def fuse(cand_ids: np.ndarray, cosine: np.ndarray, lexical: np.ndarray | None = 
         w_lex *= coverage ** COVERAGE_POWER
     if w_cos == 0.0 and w_lex == 0.0:
         w_cos = 1.0  # neither list stands out: the cosine order
-    evidence = lex if row_cov is None else lex * row_cov[by_id] ** ROW_COVERAGE_POWER
+    evidence = lexical_evidence(lex, None if row_cov is None else row_cov[by_id],
+                                None if prox is None else prox[by_id])
     fused = w_cos * zscore(cos) + w_lex * zscore(evidence)
     order = np.lexsort((ids, -cos, -fused))
     if k is not None:

@@ -10,6 +10,8 @@ This module never parses a file: it takes vectors and an ``HnswPayload``; the lo
 numba-free ``hnsw_beam`` (same ids, same order) until a process has spent
 ``kernel_rent.KERNEL_RENT_SECONDS`` in such walks, then with the compiled kernels: a CLI query
 never pays for importing numba, a server switches after its first second of graph walking.
+The kernels read layer 0 from ``layer0_table`` (one row per node: the list's length, then its
+ids), made once per graph and kept while it lives.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import math
 import sys
 import threading
 import time
+import weakref
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -25,6 +28,7 @@ import numpy as np
 
 from ..format.sections.hnsw import HnswPayload
 from . import hnsw_beam
+from ._hnsw_heap import EPOCH_LIMIT
 from .kernel_rent import KernelRent
 
 if TYPE_CHECKING:
@@ -110,25 +114,99 @@ def build_hnsw(vectors: np.ndarray, m: int = DEFAULT_M,
     np.cumsum(rows_per_node, out=node_ptr[1:])
     n_rows = int(node_ptr[-1])
     layer_of_row = np.arange(n_rows, dtype=np.int64) - np.repeat(node_ptr[:-1], rows_per_node)
-    cap = np.where(layer_of_row == 0, m_max0, m).astype(np.int64)
+    cap = np.where(layer_of_row == 0, 0, m).astype(np.int64)  # layer 0 is built in adj0
     row_start = np.zeros(n_rows, dtype=np.int64)
     if n_rows:
         np.cumsum(cap[:-1], out=row_start[1:])
     row_end = row_start.copy()
     ids = np.zeros(int(cap.sum()), dtype=np.int32)
+    adj0 = np.zeros((n, m_max0 + 1), dtype=np.int32)
     # A beam wider than n+1 behaves exactly like n+1 (nothing is ever evicted); clamping
     # keeps a huge ef_construction from allocating.
     ef_eff = min(ef_construction, n + 1)
     _k = _kernels()
     with _k.vectorizing():
         entry_point, max_level = _k.build_graph(vecs, levels, m, ef_eff, node_ptr, row_start,
-                                                row_end, ids)
+                                                row_end, ids, adj0)
     counts = row_end - row_start
+    counts[node_ptr[:-1]] = adj0[:, 0]
     nbr_ptr = np.zeros(n_rows + 1, dtype=np.int64)
     np.cumsum(counts, out=nbr_ptr[1:])
-    gather = np.repeat(row_start - nbr_ptr[:-1], counts) + np.arange(int(nbr_ptr[-1]))
-    return HnswPayload(m, m_max0, ef_construction, int(entry_point), int(max_level), n,
-                       levels, node_ptr, nbr_ptr, ids[gather])
+    out = np.empty(int(nbr_ptr[-1]), dtype=np.int32)
+    out[_ranges(nbr_ptr[node_ptr[:-1]], counts[node_ptr[:-1]])] = \
+        adj0[:, 1:][np.arange(m_max0) < adj0[:, :1]]
+    upper = np.flatnonzero(layer_of_row > 0)
+    out[_ranges(nbr_ptr[upper], counts[upper])] = ids[_ranges(row_start[upper], counts[upper])]
+    graph = HnswPayload(m, m_max0, ef_construction, int(entry_point), int(max_level), n,
+                        levels, node_ptr, nbr_ptr, out)
+    _plan(graph, adj0)  # adj0 is already a layer0_table (width 2m >= every count)
+    return graph
+
+
+def _ranges(starts: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """``concat(arange(s, s + c))`` over the pairs of ``starts`` and ``counts``."""
+    counts = counts.astype(np.int64)
+    offsets = np.cumsum(counts) - counts
+    return np.repeat(starts - offsets, counts) + np.arange(int(counts.sum()), dtype=np.int64)
+
+
+_MIN_TABLE_WIDTH = 8
+
+
+@dataclass(frozen=True, eq=False)  # holds arrays
+class _WalkPlan:
+    """What the kernels take of one graph besides its payload: layer 0's table, the CSR rows."""
+
+    table: np.ndarray
+    row_start: np.ndarray
+    row_end: np.ndarray
+
+
+# keyed by id(graph); each entry leaves with its graph (weakref.finalize), so ids never clash
+_plans: dict[int, _WalkPlan] = {}
+_plans_lock = threading.Lock()
+
+
+def _plan(graph: HnswPayload, table: np.ndarray | None = None) -> _WalkPlan:
+    """The graph's ``_WalkPlan``, made once (from ``table`` if given) and kept while it lives."""
+    plan = _plans.get(id(graph))
+    if plan is not None:
+        return plan
+    with _plans_lock:
+        plan = _plans.get(id(graph))
+        if plan is None:
+            plan = _WalkPlan(_layer0_table(graph) if table is None else table,
+                             graph.nbr_ptr[:-1], graph.nbr_ptr[1:])
+            _plans[id(graph)] = plan
+            weakref.finalize(graph, _plans.pop, id(graph), None)
+    return plan
+
+
+def layer0_table(graph: HnswPayload) -> np.ndarray:
+    """Layer 0 as the kernels walk it: (n, w+1) int32 rows, each list's length then its ids.
+
+    Computed once per graph (and kept while the graph lives). ``w`` is the longest list,
+    capped at twice the mean length (at least ``_MIN_TABLE_WIDTH``) so a hostile graph with
+    one huge list cannot make the table outgrow its ids; the rest of a longer list is read
+    from the graph's CSR row.
+    """
+    return _plan(graph).table
+
+
+def _layer0_table(graph: HnswPayload) -> np.ndarray:
+    n = graph.n_nodes
+    rows0 = graph.node_ptr[:-1]
+    starts = graph.nbr_ptr[rows0]
+    counts = graph.nbr_ptr[rows0 + 1] - starts
+    width = 0
+    if n:
+        mean = -(-int(counts.sum()) // n)
+        width = int(min(int(counts.max()), max(_MIN_TABLE_WIDTH, 2 * mean)))
+    table = np.zeros((n, width + 1), dtype=np.int32)
+    table[:, 0] = counts
+    kept = np.minimum(counts, width)
+    table[:, 1:][np.arange(width) < kept[:, None]] = graph.ids[_ranges(starts, kept)]
+    return table
 
 
 @dataclass(frozen=True, eq=False)  # holds arrays
@@ -186,7 +264,7 @@ class _BeamScratch(threading.local):
         if self.rk.shape[0] < ef + 3:
             self.rk = np.empty(ef + 3, dtype=np.float32)
             self.rv = np.empty(ef + 3, dtype=np.int32)
-        if self.epoch >= _kernels().EPOCH_LIMIT:  # uint16 stamps wrap: clear them once
+        if self.epoch >= EPOCH_LIMIT:  # uint16 stamps wrap: clear them once
             self.mark.fill(0)
             self.epoch = 0
         self.epoch += 1
@@ -198,16 +276,33 @@ _scratch = _BeamScratch()
 _RENT = KernelRent()  # numba's import + the cached kernels' load measured ~0.65 s here
 
 
+_loaded: list[ModuleType] = []  # the kernels module once imported (an import costs ~1 us)
+
+
 def _kernels() -> ModuleType:
     """The compiled HNSW loops (importing them imports numba)."""
-    from . import _hnsw_kernels
+    if not _loaded:
+        from . import _hnsw_kernels
 
-    return _hnsw_kernels
+        _loaded.append(_hnsw_kernels)
+    return _loaded[0]
 
 
 def _kernels_ready() -> bool:
     """Whether a walk should use the kernels: already loaded, or the numba-free walks paid."""
     return "urna.index._hnsw_kernels" in sys.modules or _RENT.paid()
+
+
+# Array kinds (dtype, writeable, aligned: what numba's types tell apart) of the rows, scales
+# and graph arrays the query kernel has run on, so compiled; only a new kind needs the
+# ``vectorizing`` window (a lock and two flag flips per query otherwise).
+_compiled: set[tuple[object, ...]] = set()
+
+
+def _kind(*arrays: np.ndarray) -> tuple[object, ...]:
+    return tuple((a.dtype.char, a.flags.writeable, a.flags.aligned) for a in arrays)
+
+
 _ALL_ROWS = np.zeros(0, dtype=np.uint8)
 _NO_SCALES = np.zeros(0, dtype=np.float32)
 
@@ -230,11 +325,12 @@ def hnsw_search(graph: HnswPayload, rows: np.ndarray | PackedRows, q: np.ndarray
         scales, n, dim = _NO_SCALES, codes.shape[0], codes.shape[1]
     if n != graph.n_nodes:
         raise ValueError(f"graph has {graph.n_nodes} nodes but {n} vectors given")
-    qv = np.ascontiguousarray(q, dtype=np.float32).reshape(-1)
+    # fresh writeable copies: a read-only query or mask would be another kernel signature
+    qv = np.array(q, dtype=np.float32).reshape(-1)
     if qv.shape[0] != dim:
         raise ValueError(f"query has {qv.shape[0]} values, vectors have {dim}")
-    ef_eff = max(min(max(ef, graph.ef_construction), graph.n_nodes + 1), 0)
-    mask = _ALL_ROWS if allowed is None else np.ascontiguousarray(allowed, np.uint8)
+    ef_eff = int(max(min(max(ef, graph.ef_construction), graph.n_nodes + 1), 0))
+    mask = _ALL_ROWS if allowed is None else np.array(allowed, dtype=np.uint8)
     if isinstance(rows, np.ndarray) and not _kernels_ready():
         t0 = time.perf_counter()
         out = hnsw_beam.search_graph(qv, ef_eff, graph.entry_point, graph.max_level, codes,
@@ -243,12 +339,19 @@ def hnsw_search(graph: HnswPayload, rows: np.ndarray | PackedRows, q: np.ndarray
         _RENT.charge(t0)
         return out.astype(np.int64)
     _k = _kernels()
+    plan = _plan(graph)
     sc = _scratch
     epoch = sc.take(n, ef_eff)
-    with _k.vectorizing():
-        out = _k.search_graph(qv, ef_eff, graph.entry_point, graph.max_level, codes, scales,
-                              graph.node_ptr, graph.nbr_ptr[:-1], graph.nbr_ptr[1:], graph.ids,
-                              mask, sc.mark, epoch, sc.fk, sc.fv, sc.rk, sc.rv)
+    args = (qv, ef_eff, int(graph.entry_point), int(graph.max_level), codes, scales, plan.table,
+            graph.node_ptr, plan.row_start, plan.row_end, graph.ids, mask, sc.mark, epoch,
+            sc.fk, sc.fv, sc.rk, sc.rv)
+    kind = _kind(codes, scales, graph.node_ptr, graph.ids, plan.row_start)
+    if kind in _compiled:
+        out = _k.search_graph(*args)
+    else:
+        with _k.vectorizing():
+            out = _k.search_graph(*args)
+        _compiled.add(kind)
     return out.astype(np.int64)
 
 
@@ -258,4 +361,5 @@ def level0_neighbors(graph: HnswPayload, i: int) -> np.ndarray:
 
 
 __all__ = ["DEFAULT_EF_CONSTRUCTION", "DEFAULT_M", "DEFAULT_SEED", "Lcg", "PackedRows",
-           "beam_rows", "build_hnsw", "hnsw_search", "level0_neighbors", "sample_levels"]
+           "beam_rows", "build_hnsw", "hnsw_search", "layer0_table", "level0_neighbors",
+           "sample_levels"]

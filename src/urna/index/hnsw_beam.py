@@ -61,8 +61,10 @@ def search_graph(q: np.ndarray, ef: int, entry_point: int, max_level: int, rows:
                  ids: np.ndarray, allowed: np.ndarray) -> np.ndarray:
     """Greedy descent to layer 1, beam of width ``ef`` on layer 0; int32 ids by distance.
 
-    The arguments are ``_hnsw_kernels.search_graph``'s, minus its reusable scratch; ``rows``
-    are float32 (n, dim) and ``allowed`` a uint8 ``where=`` mask (empty: every row).
+    The arguments are ``_hnsw_kernels.search_graph``'s, minus its layer-0 table (this walk
+    reads layer 0 from the CSR rows: the same lists in the same order) and its reusable
+    scratch; ``rows`` are float32 (n, dim) and ``allowed`` a uint8 ``where=`` mask (empty:
+    every row).
     """
     n = rows.shape[0]
     if n == 0:

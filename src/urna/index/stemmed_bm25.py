@@ -96,6 +96,13 @@ def _group_postings(bm25: Bm25Index, members: np.ndarray) -> tuple[np.ndarray, n
             np.concatenate([f for _, f in postings]).astype(np.float64))
 
 
+def group_df(bm25: Bm25Index, members: np.ndarray) -> int:
+    """The number of rows holding any of the member terms (the stem group's df)."""
+    if not members.size:
+        return 0
+    return int(np.unique(_group_postings(bm25, members)[0]).size)
+
+
 def stemmed_evidence(bm25: Bm25Index, text: str, rows: np.ndarray) -> StemmedEvidence:
     """Stem-widened BM25 scores and IDF-weighted query coverage of ``rows`` for ``text``."""
     rows = np.asarray(rows, dtype=np.int64)

@@ -12,12 +12,19 @@ the cosine order and says so (:data:`NO_BM25`). ``rank="cosine"`` is the referen
 
 from __future__ import annotations
 
+import threading
+import weakref
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
+from ..format.layout import SECTION_CHUNKS_CANONICAL
+from ..format.reader import UrnaView
+from ..format.sections.canonical import decode_texts
 from ..index import exact
-from ..index.fusion import fuse
+from ..index.fusion import fuse, lexical_evidence
+from ..index.proximity import PROXIMITY_DEPTH, proximity_scores
 from ..index.stemmed_bm25 import stemmed_evidence
 from .opening import OpenedFile
 
@@ -36,6 +43,33 @@ class FusedOrder:
     fused: np.ndarray    # float64 fused score (what ordered the list)
 
 
+_texts: weakref.WeakKeyDictionary[UrnaView, list[str]] = weakref.WeakKeyDictionary()
+_texts_lock = threading.Lock()
+
+
+def stored_texts(st: OpenedFile) -> Sequence[str]:
+    """The file's canonical texts (0x02), decoded on first use and kept while it is open."""
+    with _texts_lock:
+        texts = _texts.get(st.view)
+        if texts is None:
+            texts = _texts[st.view] = decode_texts(st.view.decoded(SECTION_CHUNKS_CANONICAL),
+                                                   st.n)
+        return texts
+
+
+def pool_proximity(st: OpenedFile, text: str, pool: np.ndarray,
+                   lexical: np.ndarray) -> np.ndarray:
+    """Proximity evidence of the PROXIMITY_DEPTH best rows of ``lexical`` (0 elsewhere)."""
+    out = np.zeros(pool.shape, dtype=np.float64)
+    top = np.argsort(-lexical, kind="stable")[:PROXIMITY_DEPTH]
+    top = top[lexical[top] > 0.0]
+    if top.size < 1 or st.bm25 is None:
+        return out
+    texts = stored_texts(st)
+    out[top] = proximity_scores(st.bm25, text, pool[top], [texts[int(r)] for r in pool[top]])
+    return out
+
+
 def fused_order(st: OpenedFile, q: np.ndarray, text: str, pool: np.ndarray,
                 k: int) -> FusedOrder | None:
     """Fuse the pool's exact cosines and BM25 scores; None when the file has no BM25."""
@@ -48,8 +82,10 @@ def fused_order(st: OpenedFile, q: np.ndarray, text: str, pool: np.ndarray,
     # the gate: how much of the query the best lexical row holds (argmax: lowest row of ties)
     coverage = (float(evidence.coverage[int(np.argmax(evidence.scores))])
                 if evidence.scores.size and evidence.scores.max() > 0.0 else 0.0)
+    proximity = pool_proximity(st, text, pool,
+                               lexical_evidence(evidence.scores, evidence.coverage))
     ranking = fuse(pool, np.asarray(cosine, dtype=np.float64), evidence.scores,
-                   coverage=coverage, row_coverage=evidence.coverage, k=k)
+                   coverage=coverage, row_coverage=evidence.coverage, proximity=proximity, k=k)
     reported = bm25.scores_of(text, pool).astype(np.float64)
     reported[~(reported > 0.0)] = 0.0  # a hostile payload's negative or NaN score: none
     at = np.searchsorted(pool, ranking.ids)  # pool is sorted and holds every ranked id

@@ -10,6 +10,13 @@ same bytes) and skipped. The file's stat (size, mtime, inode) only chooses that 
 it never stands in for a check. A changed byte changes the digest, so a damaged file always
 gets the full checks and fails with the reference's first error.
 
+A verdict names the checks it settled beyond the reader's nineteen and the content hash, and
+is trusted only for those: ``OPEN`` (the runtime open's value walks and index decodes, kept by
+``UrnaFile``), ``CITE_RECORDS`` (0x01 / 0x02 / 0x03 parsed with the header's chunk count, kept
+by ``urna cite``). ``inspect`` and ``cite`` need neither to trust a body; an open needs
+``OPEN``, so a verdict kept by ``cite`` or ``inspect`` never lets an open skip its NaN walk.
+Verdicts of the same bytes merge their checks.
+
 Only files past ``MIN_BYTES`` are remembered (below it the passes cost less than the entry);
 ``URNA_OPEN_CACHE=0`` turns the cache off. A missing, stale or corrupt entry just means the full
 open; a cache that cannot be written is skipped.
@@ -31,7 +38,11 @@ from .._version import __version__
 if TYPE_CHECKING:
     from ..format.reader import UrnaView
 
-SCHEMA = 1
+SCHEMA = 2
+OPEN = "open"
+CITE_RECORDS = "cite-records"
+OPEN_CHECKS = frozenset({OPEN})
+NO_CHECKS: frozenset[str] = frozenset()
 MIN_BYTES = 4 << 20
 MAX_ENTRIES = 256
 _HEX = frozenset("0123456789abcdef")
@@ -39,10 +50,11 @@ _HEX = frozenset("0123456789abcdef")
 
 @dataclass(frozen=True)
 class Verdict:
-    """A verified body: its SHA-256 (32 bytes) and the content hash the full open computed."""
+    """A verified body: its SHA-256 (32 bytes), its content hash and the checks it passed."""
 
     body_digest: bytes
     content_hash: str
+    checks: frozenset[str] = OPEN_CHECKS
 
 
 def enabled() -> bool:
@@ -59,10 +71,7 @@ def _entry_path(path: str) -> Path:
     return user_cache_dir() / "opened" / f"{key}.json"
 
 
-def lookup(path: str, st: os.stat_result) -> Verdict | None:
-    """The kept verdict of ``path`` when its stat is unchanged since, else None."""
-    if st.st_size < MIN_BYTES or not enabled():
-        return None
+def _read(path: str, st: os.stat_result) -> Verdict | None:
     try:
         doc = json.loads(_entry_path(path).read_text(encoding="utf-8"))
     except (OSError, ValueError):
@@ -70,21 +79,39 @@ def lookup(path: str, st: os.stat_result) -> Verdict | None:
     if not (isinstance(doc, dict) and doc.get("schema") == SCHEMA
             and doc.get("urna") == __version__ and doc.get("state") == _state(st)):
         return None
-    body, content = doc.get("body_sha256"), doc.get("content_hash")
+    body, content, checks = doc.get("body_sha256"), doc.get("content_hash"), doc.get("checks")
     if not (isinstance(body, str) and len(body) == 64 and set(body) <= _HEX
-            and isinstance(content, str) and content.startswith("sha256:")):
+            and isinstance(content, str) and content.startswith("sha256:")
+            and isinstance(checks, list) and all(isinstance(c, str) for c in checks)):
         return None
-    return Verdict(bytes.fromhex(body), content)
+    return Verdict(bytes.fromhex(body), content, frozenset(checks))
+
+
+def lookup(path: str, st: os.stat_result, needs: frozenset[str] = OPEN_CHECKS) -> Verdict | None:
+    """The kept verdict of ``path`` when its stat is unchanged since and it settled ``needs``."""
+    if st.st_size < MIN_BYTES or not enabled():
+        return None
+    verdict = _read(path, st)
+    return verdict if verdict is not None and needs <= verdict.checks else None
 
 
 def remember(path: str, st: os.stat_result, verdict: Verdict) -> None:
-    """Keep ``verdict`` for ``path`` as of ``st`` (best effort: errors leave no entry)."""
+    """Keep ``verdict`` for ``path`` as of ``st`` (best effort: errors leave no entry).
+
+    A kept verdict of the same bytes keeps its checks too: the entry holds their union.
+    """
     if st.st_size < MIN_BYTES or not enabled():
         return
+    kept = _read(path, st)
+    checks = verdict.checks
+    if kept is not None and kept.body_digest == verdict.body_digest:
+        checks = checks | kept.checks
+        if checks == kept.checks:
+            return  # nothing new to keep
     target = _entry_path(path)
     doc = {"schema": SCHEMA, "urna": __version__, "path": os.path.realpath(path),
            "state": _state(st), "body_sha256": verdict.body_digest.hex(),
-           "content_hash": verdict.content_hash}
+           "content_hash": verdict.content_hash, "checks": sorted(checks)}
     tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -112,33 +139,42 @@ def _prune(folder: Path) -> None:
             entry.unlink()
 
 
-def checked_view(path: str, data: bytes) -> UrnaView:
-    """``UrnaView.from_bytes(data)`` for the bytes read from ``path``, through its verdict.
+def checked(path: str, data: bytes | memoryview) -> tuple[UrnaView, frozenset[str]]:
+    """``UrnaView.from_bytes(data)`` for the bytes read from ``path``, through its verdict, and
+    the further checks known to pass on these bytes (none unless the view is trusted).
 
-    A trusted view takes the kept content hash; a full one that computed its content hash
-    keeps a verdict for the next call (``cite``, ``inspect`` and the open share them).
+    A trusted view takes the kept content hash; ``keep_view`` keeps a verdict for the next
+    call (``cite``, ``inspect`` and the open share them).
     """
     from ..format.reader import UrnaView
 
     try:
         st = os.stat(path)
     except OSError:
-        return UrnaView.from_bytes(data)
-    verdict = lookup(path, st) if st.st_size == len(data) else None
+        return UrnaView.from_bytes(data), NO_CHECKS
+    verdict = lookup(path, st, NO_CHECKS) if st.st_size == len(data) else None
     view = UrnaView.from_bytes(data, trusted_body=None if verdict is None
                                else verdict.body_digest)
-    if view.trusted:
-        assert verdict is not None
-        view.adopt_content_hash(verdict.content_hash)
-    return view
+    if not view.trusted:
+        return view, NO_CHECKS
+    assert verdict is not None
+    view.adopt_content_hash(verdict.content_hash)
+    return view, verdict.checks
 
 
-def keep_view(path: str, data: bytes, view: UrnaView) -> None:
-    """Keep the verdict of a fully checked ``view`` of ``path`` whose content hash is known."""
+def checked_view(path: str, data: bytes | memoryview) -> UrnaView:
+    """The view of ``checked``."""
+    return checked(path, data)[0]
+
+
+def keep_view(path: str, data: bytes | memoryview, view: UrnaView,
+              checks: frozenset[str] = NO_CHECKS) -> None:
+    """Keep the verdict of a checked ``view`` of ``path`` (its content hash is computed if it
+    is not known yet), with the further ``checks`` that passed on these bytes."""
     digest = view.body_digest()
-    if view.trusted or digest is None:
+    if digest is None or (view.trusted and not checks):
         return
     with contextlib.suppress(OSError):
         st = os.stat(path)
         if st.st_size == len(data):
-            remember(path, st, Verdict(digest, view.content_hash()))
+            remember(path, st, Verdict(digest, view.content_hash(), checks))

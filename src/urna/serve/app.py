@@ -26,7 +26,7 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from .batching import MAX_BATCH, WINDOW_S, MicroBatcher
-from .corpora import ApiError, Corpora, ExactQuery
+from .corpora import ApiError, Corpora, Corpus, ExactQuery
 from .openapi import document
 
 MAX_BODY = 1 << 20
@@ -34,6 +34,8 @@ MAX_BODY = 1 << 20
 LOOPBACK = ("127.0.0.1", "::1", "localhost")
 STATIC = resources.files("urna.serve") / "static"
 log = logging.getLogger("urna.serve")
+# A POST route's work on one corpus: (corpus, parsed body) -> the answer or a planned query.
+Handler = Callable[[Corpus, Any], Any]
 
 
 def _error(e: ApiError) -> JSONResponse:
@@ -82,11 +84,11 @@ def create_app(corpora: Corpora, *, max_body: int = MAX_BODY, threads: int | Non
     async def in_worker(fn: Callable[..., Any], *args: Any) -> Any:
         return await anyio.to_thread.run_sync(fn, *args, limiter=limiter)
 
-    async def answer(name: str, method: str, body: Any, b: MicroBatcher) -> Any:
+    async def answer(name: str, planner: Handler, body: Any, b: MicroBatcher) -> Any:
         """The lease, the checks and the plan in a worker; a shared scan when it is one."""
         with contextlib.ExitStack() as stack:
             def plan() -> Any:
-                return stack.enter_context(corpora.lease(name)).plan(method, body)
+                return planner(stack.enter_context(corpora.lease(name)), body)
 
             out = await in_worker(plan)
             if isinstance(out, ExactQuery):
@@ -95,18 +97,19 @@ def create_app(corpora: Corpora, *, max_body: int = MAX_BODY, threads: int | Non
                     raise out
             return out
 
-    def post(method: str) -> Callable[[Request], Any]:
+    def post(handler: Handler, planner: Handler) -> Callable[[Request], Any]:
+        """A POST route: ``handler(corpus, body)``, or ``planner``'s shared scan when batching."""
         async def endpoint(request: Request) -> Response:
             try:
                 name = request.path_params["name"]
                 corpora.get(name)  # an unknown corpus is a 404 before the body is read
                 if batcher is None:
                     body = await _body(request, max_body)
-                    out = await in_worker(corpora.call, name, method, body)
+                    out = await in_worker(corpora.call, name, lambda c: handler(c, body))
                 else:
                     with batcher.request():
                         body = await _body(request, max_body)
-                        out = await answer(name, method, body, batcher)
+                        out = await answer(name, planner, body, batcher)
             except ApiError as e:
                 return _error(e)
             return JSONResponse(out)
@@ -119,7 +122,7 @@ def create_app(corpora: Corpora, *, max_body: int = MAX_BODY, threads: int | Non
             corpora.get(name)
         except ApiError as e:
             return _error(e)
-        return JSONResponse(await in_worker(corpora.call, name, "inspect"))
+        return JSONResponse(await in_worker(corpora.call, name, Corpus.inspect))
 
     async def listing(request: Request) -> Response:
         return JSONResponse(corpora.listing())
@@ -149,9 +152,11 @@ def create_app(corpora: Corpora, *, max_body: int = MAX_BODY, threads: int | Non
         Route("/", index, methods=["GET"]),
         Route("/openapi.json", openapi, methods=["GET"]),
         Route("/api/corpora", listing, methods=["GET"]),
-        Route("/api/corpora/{name}/search", post("search"), methods=["POST"]),
-        Route("/api/corpora/{name}/retrieve", post("retrieve"), methods=["POST"]),
-        Route("/api/corpora/{name}/cite", post("cite"), methods=["POST"]),
+        Route("/api/corpora/{name}/search", post(Corpus.search, Corpus.plan_search),
+              methods=["POST"]),
+        Route("/api/corpora/{name}/retrieve", post(Corpus.retrieve, Corpus.plan_retrieve),
+              methods=["POST"]),
+        Route("/api/corpora/{name}/cite", post(Corpus.cite, Corpus.cite), methods=["POST"]),
         Route("/api/corpora/{name}/inspect", inspect, methods=["GET"]),
         Mount("/static", app=StaticFiles(directory=str(STATIC)), name="static"),
     ]

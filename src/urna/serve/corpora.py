@@ -20,8 +20,9 @@ import json
 import math
 import os
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -31,6 +32,8 @@ from ..format.layout import ENCODING_NAMES
 from ..runtime import UrnaFile
 from ..runtime.ranks import COSINE, RANKS
 from ..runtime.searcher import SEARCH_MODES, search_by_mode
+
+T = TypeVar("T")
 
 K_MAX = 1000
 """Largest ``k`` a request may ask for (bounds the response size)."""
@@ -226,14 +229,6 @@ class Corpus:
         """Whether an exact scan of this file is long enough to share (see BATCH_MIN_VALUES)."""
         return int(self.file.n_embeddings) * int(self.file.embedding_dim) >= BATCH_MIN_VALUES
 
-    def plan(self, method: str, body: Any) -> dict[str, Any] | ExactQuery:
-        """``POST <method>`` checked: the answer, or the exact query a shared scan answers."""
-        if method == "search":
-            return self._plan_search(body)
-        if method == "retrieve":
-            return self._plan_retrieve(body)
-        return getattr(self, method)(body)  # type: ignore[no-any-return]
-
     def answer_batch(self, queries: list[ExactQuery]) -> list[dict[str, Any] | ApiError]:
         """Answers of same-key exact queries (one scan for several, each as it would be alone).
 
@@ -268,9 +263,10 @@ class Corpus:
 
     def search(self, body: Any) -> dict[str, Any]:
         """``POST search``: a vector (or text embedded with the file's model) by one mode."""
-        return _unbatched(self, self._plan_search(body))
+        return _unbatched(self, self.plan_search(body))
 
-    def _plan_search(self, body: Any) -> dict[str, Any] | ExactQuery:
+    def plan_search(self, body: Any) -> dict[str, Any] | ExactQuery:
+        """``POST search`` checked: the answer, or the exact query a shared scan answers."""
         b = _fields(body, ("vector", "text", "k", "mode", "ef", "candidates", "hops", "where",
                            "rank"))
         k = _int(b, "k", 10, 1, K_MAX)
@@ -308,9 +304,10 @@ class Corpus:
 
     def retrieve(self, body: Any) -> dict[str, Any]:
         """``POST retrieve``: text embedded server-side, gated and routed like ``urna retrieve``."""
-        return _unbatched(self, self._plan_retrieve(body))
+        return _unbatched(self, self.plan_retrieve(body))
 
-    def _plan_retrieve(self, body: Any) -> dict[str, Any] | ExactQuery:
+    def plan_retrieve(self, body: Any) -> dict[str, Any] | ExactQuery:
+        """``POST retrieve`` checked: the answer, or the exact query a shared scan answers."""
         from ..forge.embed import EmbedderError
         from ..forge.query import DEFAULT_RANK, ask, embed_query, manifest_of
         from ..runtime.routing import EXACT, choose_route
@@ -449,9 +446,9 @@ class Corpora:
                            f"no corpus named {name!r} (served: {', '.join(self._by_name)})")
         return c
 
-    def call(self, name: str, method: str, *args: Any) -> Any:
-        """``corpus.<method>(*args)`` on the corpus called ``name`` (a worker-thread call)."""
-        return getattr(self.get(name), method)(*args)
+    def call(self, name: str, action: Callable[[Corpus], T]) -> T:
+        """``action(corpus)`` on the corpus called ``name`` (a worker-thread call)."""
+        return action(self.get(name))
 
     def lease(self, name: str) -> contextlib.AbstractContextManager[Corpus]:
         """The corpus ``name``, kept open until the block ends (files here are never swapped)."""

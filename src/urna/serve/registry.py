@@ -16,12 +16,14 @@ import os
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any, TextIO
+from typing import Any, TextIO, TypeVar
 
 from ..errors import UrnaError
 from .corpora import Corpora, Corpus
+
+T = TypeVar("T")
 
 Signature = tuple[int, int, int, int]
 
@@ -70,10 +72,10 @@ class ReloadingCorpora(Corpora):
             if last:
                 corpus.file.close()
 
-    def call(self, name: str, method: str, *args: Any) -> Any:
-        """``corpus.<method>(*args)`` under a lease on the current corpus ``name``."""
+    def call(self, name: str, action: Callable[[Corpus], T]) -> T:
+        """``action(corpus)`` under a lease on the current corpus ``name``."""
         with self.lease(name) as corpus:
-            return getattr(corpus, method)(*args)
+            return action(corpus)
 
     def listing(self) -> dict[str, Any]:
         """The ``GET /api/corpora`` document, each entry read under a lease."""

@@ -4,41 +4,60 @@
 identity for 0/2/3/7, zstd (1), repack (4), fsst (9), txt_streams (10); zstd_dict (5) only for
 0x02 with its 0x0A dictionary; anything else (5 elsewhere, the reserved 6 and 8, unknown ids) is
 ``UnsupportedSectionEncoding``. Codec errors are re-tagged with the section being decoded.
-The writer's choices live in ``chooser``; vector layouts in ``vectors``.
+The writer's choices live in ``chooser``; vector layouts in ``vectors`` (numpy), their
+numpy-free size and value checks in ``vector_checks``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any
 
 from ...errors import MalformedSectionPayload, UnsupportedSectionEncoding
 from ..layout import SECTION_CHUNKS_CANONICAL, SECTION_DEDUP_MAP, VECTOR_ENCODINGS
-from .chooser import (
-    choose_chunk_ids,
-    choose_chunks_canonical,
-    choose_spans,
-    encode_smallest,
-)
-from .dedup import decode_map, expansion
-from .fsst import decode_fsst
-from .repack import decode_repack
-from .textcontainer import decode_txt_streams, malformed
-from .vectors import (
-    dequantize,
-    encode_embeddings,
-    expected_embeddings_size,
-    f16_view,
-    f32_view,
-    fp_slab_view,
-    int4_view,
-    int8_view,
-    validate_embedding_values,
-)
-from .zstd import zstd_compress, zstd_decompress
-from .zstd_dict import decode_zstd_dict
+from .vector_checks import expected_embeddings_size, validate_embedding_values
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .chooser import choose_chunk_ids, choose_chunks_canonical, choose_spans, encode_smallest
+    from .vectors import (
+        dequantize,
+        encode_embeddings,
+        f16_view,
+        f32_view,
+        fp_slab_view,
+        int4_view,
+        int8_view,
+    )
+    from .zstd import zstd_compress, zstd_decompress
+
+# Each name loads its module on first use: reading a file's container, tables and text
+# (inspect, cite, validate) imports only the codecs its sections use, never numpy or the
+# writer's chooser.
+_LAZY_HOMES = {"choose_chunk_ids": "chooser", "choose_chunks_canonical": "chooser",
+               "choose_spans": "chooser", "encode_smallest": "chooser",
+               "dequantize": "vectors", "encode_embeddings": "vectors", "f16_view": "vectors",
+               "f32_view": "vectors", "fp_slab_view": "vectors", "int4_view": "vectors",
+               "int8_view": "vectors", "zstd_compress": "zstd", "zstd_decompress": "zstd"}
+
+
+def __getattr__(name: str) -> Any:
+    home = _LAZY_HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = _load(home, name)
+    globals()[name] = value
+    return value
+
+
+def _load(module: str, name: str) -> Any:
+    import importlib
+
+    return getattr(importlib.import_module(f"{__name__}.{module}"), name)
+
 
 _IDENTITY = VECTOR_ENCODINGS  # raw and the fixed-stride vector layouts are stored as is
-_DECODERS = {1: zstd_decompress, 4: decode_repack, 9: decode_fsst, 10: decode_txt_streams}
+_DECODERS = {1: ("zstd", "zstd_decompress"), 4: ("repack", "decode_repack"),
+             9: ("fsst", "decode_fsst"), 10: ("textcontainer", "decode_txt_streams")}
 
 
 def _retag(exc: Exception, section_id: int) -> Exception:
@@ -52,9 +71,10 @@ def _retag(exc: Exception, section_id: int) -> Exception:
 def _decode_plain(encoding: int, payload: bytes | memoryview) -> bytes | memoryview:
     if encoding in _IDENTITY:
         return payload
-    decoder = _DECODERS.get(encoding)
-    if decoder is None:
+    home = _DECODERS.get(encoding)
+    if home is None:
         raise UnsupportedSectionEncoding(0, encoding)
+    decoder: Callable[[bytes | memoryview], bytes | memoryview] = _load(*home)
     return decoder(payload)
 
 
@@ -74,8 +94,10 @@ def chunks_canonical_pieces(encoding: int, payload: bytes | memoryview, dictiona
     try:
         if encoding == 5:
             if dictionary is None:
-                raise malformed("zstd_dict: dict-framed section but no dictionary (0x0A)")
-            out = decode_zstd_dict(payload, dictionary)
+                raise MalformedSectionPayload(
+                    SECTION_CHUNKS_CANONICAL,
+                    "zstd_dict: dict-framed section but no dictionary (0x0A)")
+            out = _load("zstd_dict", "decode_zstd_dict")(payload, dictionary)
         else:
             out = _decode_plain(encoding, payload)
     except (MalformedSectionPayload, UnsupportedSectionEncoding) as exc:
@@ -83,6 +105,8 @@ def chunks_canonical_pieces(encoding: int, payload: bytes | memoryview, dictiona
     if dedup_map is None:
         whole = out if isinstance(out, bytes) else bytes(out)
         return len(whole), (whole,)
+    from .dedup import decode_map, expansion
+
     try:
         refs = decode_map(dedup_map)
     except (MalformedSectionPayload, UnsupportedSectionEncoding) as exc:

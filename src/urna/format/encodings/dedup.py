@@ -10,13 +10,10 @@ from __future__ import annotations
 import struct
 from collections.abc import Iterator
 
-import numpy as np
-
 from ...errors import MalformedSectionPayload
 from ..layout import SECTION_CHUNKS_CANONICAL, SECTION_DEDUP_MAP
 from ..sections.canonical import decode_string_bodies
 from ._canonical import byte_view
-from .intpack import IntpackReader, pack_u64s
 
 _U32 = struct.Struct("<I")
 
@@ -32,11 +29,15 @@ def dedup(texts: list[str]) -> tuple[list[str], list[int]]:
 
 def encode_map(back_refs: list[int]) -> bytes:
     """Serialise the back-references (kind byte 0, then intpack)."""
+    from .intpack import pack_u64s  # numpy: only files that carry a map pay its import
+
     return bytes([DEDUP_MAP_V1]) + pack_u64s(back_refs)
 
 
 def decode_map(payload: bytes | memoryview) -> list[int]:
     """Parse a 0x0B payload into its back-references, each checked to fit a u32."""
+    from .intpack import IntpackReader
+
     view = byte_view(payload)
     if len(view) == 0:
         raise MalformedSectionPayload(SECTION_DEDUP_MAP, "dedup_map: empty")
@@ -60,6 +61,8 @@ def expansion(pool_payload: bytes | memoryview,
     A few KB of map can point hundreds of thousands of chunks at one pool text; hashing the
     pieces as they come keeps memory bounded by the pool, not by the expansion.
     """
+    import numpy as np  # loaded already by decode_map's intpack
+
     if len(pool_payload) < 12:
         raise MalformedSectionPayload(SECTION_CHUNKS_CANONICAL,
                                       "chunks_canonical: truncated count prefix")

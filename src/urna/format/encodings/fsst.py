@@ -15,12 +15,14 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Iterator
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from ..cursor import decode_utf8
 from ._canonical import build_canonical
 from .textcontainer import KIND_FSST, malformed, parse_container, write_container
+
+if TYPE_CHECKING:  # pragma: no cover
+    import numpy as np
 
 MAX_SYMBOL_LEN = 8
 N_CODES = 255
@@ -31,6 +33,8 @@ _U32 = struct.Struct("<I")
 
 def _windows_be(data: bytes) -> np.ndarray:
     """u64 of each 8-byte window read big-endian (``data`` must be zero-padded by 7 bytes)."""
+    import numpy as np  # the encoder's table ranking only: decoding never imports numpy
+
     n = len(data) - 7
     if n <= 0:
         return np.zeros(0, dtype=np.uint64)
@@ -46,6 +50,8 @@ def _length_counts(ordered: np.ndarray, tail: np.ndarray, length: int
     one sort serves all eight lengths. ``tail`` holds the last ``length - 1`` windows, which
     run into the padding and are not substrings of that length: they are taken back out.
     """
+    import numpy as np
+
     mask = np.uint64(((1 << (8 * length)) - 1) << (8 * (8 - length)))
     masked = ordered & mask
     starts = np.flatnonzero(np.concatenate(([True], masked[1:] != masked[:-1])))
@@ -60,6 +66,8 @@ def _length_counts(ordered: np.ndarray, tail: np.ndarray, length: int
 
 def build_table(corpus: bytes) -> list[bytes]:
     """The ranked symbol list (code = index) for ``corpus``."""
+    import numpy as np
+
     n = len(corpus)
     packed = _windows_be(corpus + bytes(7))
     ordered = np.sort(packed)
@@ -85,6 +93,8 @@ class _Encoder:
     """Greedy per-text coder over a fixed table."""
 
     def __init__(self, symbols: list[bytes]) -> None:
+        import numpy as np
+
         self.codes = {s: i for i, s in enumerate(symbols)}
         self.prefixes = {s[:k] for s in symbols for k in range(1, len(s) + 1)}
         eight = [(s, i) for i, s in enumerate(symbols) if len(s) == MAX_SYMBOL_LEN]
@@ -100,6 +110,8 @@ class _Encoder:
 
     def hits8(self, corpus: bytes) -> np.ndarray:
         """Offsets in ``corpus`` where an 8-byte symbol starts (one pass for every text)."""
+        import numpy as np
+
         if len(corpus) < MAX_SYMBOL_LEN or not len(self.keys8):
             return np.zeros(0, dtype=np.int64)
         return np.flatnonzero(np.isin(_windows_be(corpus), self.keys8))
@@ -140,6 +152,8 @@ class _Encoder:
 
 def fsst_parts(texts: list[str]) -> tuple[bytes, Iterator[bytes]]:
     """V3's bytes between offsets and codes (``u32 table_len`` + table), then each text's codes."""
+    import numpy as np
+
     raw = [t.encode("utf-8") for t in texts]
     corpus = b"".join(raw)
     symbols = build_table(corpus)

@@ -18,7 +18,6 @@ from ...errors import MalformedSectionPayload
 from ..cursor import decode_utf8
 from ..layout import SECTION_CHUNKS_CANONICAL
 from ._canonical import build_canonical, byte_view
-from .intpack import IntpackReader, pack_u64s, packed_len
 from .zstd import decompress_with, new_dctx, zstd_compress
 
 KIND_TXT_STREAMS = 0
@@ -35,6 +34,8 @@ def malformed(reason: str) -> MalformedSectionPayload:
 
 def write_container(kind: int, frames: list[bytes], between: bytes = b"") -> bytes:
     """``kind | u64 n | offsets | between | frames``; offsets index the frames only."""
+    from .intpack import pack_u64s  # numpy, for the offset table: only containers need it
+
     offsets = [0]
     for frame in frames:
         offsets.append(offsets[-1] + len(frame))
@@ -57,6 +58,8 @@ class Container:
 
 def parse_container(payload: bytes | memoryview, kind: int, check_final: bool = True) -> Container:
     """Steps 1-11 of §6.1 for the variant ``kind`` (V3 checks the final offset itself)."""
+    from .intpack import IntpackReader, packed_len
+
     p = PREFIXES[kind]
     view = byte_view(payload)
     if len(view) == 0:

@@ -11,7 +11,8 @@
 Quantisation follows the reference bit for bit: arithmetic in f32, rounding half away from zero
 (done in float64, exact for f32 inputs; ``np.round`` would round ties to even), a NaN product
 gives code 0. Views are zero-copy numpy arrays over the payload; every size is checked with Python
-ints against the reference's 64-bit overflow rule before a view is made.
+ints against the reference's 64-bit overflow rule before a view is made (``vector_checks``, which
+also holds the NaN/Inf walk, so a reader can check a slab without importing numpy).
 """
 
 from __future__ import annotations
@@ -21,29 +22,24 @@ import struct
 import numpy as np
 
 from ...errors import (
-    EmbeddingSizeMismatch,
-    InvalidEmbeddingValue,
     InvalidInput,
     MalformedSectionPayload,
     UnsupportedDType,
     UnsupportedSectionEncoding,
-    UnsupportedSectionVersion,
 )
-from ..dtypes import INT4_BLOCK, QUANTISED_PREFIX_SIZE, DType
+from ..dtypes import INT4_BLOCK, DType
 from ..layout import ENCODING_FLOAT16, ENCODING_FLOAT32, ENCODING_INT4, ENCODING_INT8
+from .vector_checks import (
+    INT4_SCALE_KIND,
+    INT8_SCALE_KIND,
+    PAYLOAD_VERSION,
+    PREFIX_SIZE,
+    check_head,
+    check_int4_dim,
+    check_size,
+)
 
-PAYLOAD_VERSION = 1
-INT8_SCALE_KIND = 0
-INT4_SCALE_KIND = 1
-PREFIX_SIZE = QUANTISED_PREFIX_SIZE
-_U64_MAX = (1 << 64) - 1
 _HEAD = struct.Struct("<II")
-
-
-def expected_embeddings_size(dtype: str, n: int, dim: int) -> int | None:
-    """Exact slab size for ``n`` vectors of ``dim`` (None: unknown dtype, int4 dim, or overflow)."""
-    parsed = DType.parse(dtype)
-    return None if parsed is None else parsed.payload_size(n, dim)
 
 
 def _round_half_away(x: np.ndarray) -> np.ndarray:
@@ -120,40 +116,23 @@ def encode_embeddings(matrix: np.ndarray, dtype: str) -> tuple[int, bytes]:
     return parsed.encoding, payload
 
 
-def _check_size(payload: bytes | memoryview, dtype: DType, n: int, dim: int) -> int:
-    want = dtype.payload_size(n, dim)
-    if want is None:
-        want = _U64_MAX  # the reference reports usize::MAX when the size is unknown
-    if len(payload) != want:
-        raise EmbeddingSizeMismatch(want, len(payload))
-    return want
-
-
-def _check_head(payload: bytes | memoryview, section_id: int, kind: int, name: str) -> None:
-    version, got_kind = _HEAD.unpack_from(payload, 0)
-    if version != PAYLOAD_VERSION:
-        raise UnsupportedSectionVersion(section_id, version)
-    if got_kind != kind:
-        raise MalformedSectionPayload(section_id, f"{name} scale_kind {got_kind} not supported")
-
-
 def f16_view(payload: bytes | memoryview, n: int, dim: int) -> np.ndarray:
     """Zero-copy (n, dim) float16 view of a float16 slab."""
-    _check_size(payload, DType.FLOAT16, n, dim)
+    check_size(payload, DType.FLOAT16, n, dim)
     return np.frombuffer(payload, dtype="<f2", count=n * dim).reshape(n, dim)
 
 
 def f32_view(payload: bytes | memoryview, n: int, dim: int) -> np.ndarray:
     """Zero-copy (n, dim) float32 view of a float32 slab."""
-    _check_size(payload, DType.FLOAT32, n, dim)
+    check_size(payload, DType.FLOAT32, n, dim)
     return np.frombuffer(payload, dtype="<f4", count=n * dim).reshape(n, dim)
 
 
 def int8_view(payload: bytes | memoryview, n: int, dim: int,
               section_id: int = 0x04) -> tuple[np.ndarray, np.ndarray]:
     """Parse an int8 payload: (scales f32 (n,), codes int8 (n, dim)), zero-copy."""
-    _check_size(payload, DType.INT8, n, dim)
-    _check_head(payload, section_id, INT8_SCALE_KIND, "int8")
+    check_size(payload, DType.INT8, n, dim)
+    check_head(payload, section_id, INT8_SCALE_KIND, "int8")
     scales = np.frombuffer(payload, dtype="<f4", count=n, offset=PREFIX_SIZE)
     codes = np.frombuffer(payload, dtype=np.int8, count=n * dim, offset=PREFIX_SIZE + 4 * n)
     return scales, codes.reshape(n, dim)
@@ -162,11 +141,9 @@ def int8_view(payload: bytes | memoryview, n: int, dim: int,
 def int4_view(payload: bytes | memoryview, n: int, dim: int,
               section_id: int = 0x04) -> tuple[np.ndarray, np.ndarray]:
     """Parse an int4 payload: (scales f16 (n, dim//64), packed uint8 (n, dim//2)), zero-copy."""
-    if dim == 0 or dim % INT4_BLOCK:
-        raise MalformedSectionPayload(section_id,
-                                      f"int4 dim={dim} must be a nonzero multiple of 64")
-    _check_size(payload, DType.INT4, n, dim)
-    _check_head(payload, section_id, INT4_SCALE_KIND, "int4")
+    check_int4_dim(dim, section_id)
+    check_size(payload, DType.INT4, n, dim)
+    check_head(payload, section_id, INT4_SCALE_KIND, "int4")
     groups = dim // INT4_BLOCK
     scales = np.frombuffer(payload, dtype="<f2", count=n * groups, offset=PREFIX_SIZE)
     packed = np.frombuffer(payload, dtype=np.uint8, count=n * dim // 2,
@@ -182,60 +159,6 @@ def unpack_nibbles(packed: np.ndarray) -> np.ndarray:
     codes[:, 0::2] = lo
     codes[:, 1::2] = hi
     return np.where(codes >= 8, codes - 16, codes).astype(np.int8)
-
-
-_FINITE_BLOCK = 1 << 16  # values per step: the temporaries stay in cache, not 2x the slab
-
-
-def _no_all_ones(words: np.ndarray, exponent: np.unsignedinteger) -> bool:
-    words = words.reshape(-1)
-    scratch = np.empty(min(len(words), _FINITE_BLOCK), dtype=words.dtype)
-    for lo in range(0, len(words), _FINITE_BLOCK):
-        part = scratch[:len(words) - lo] if lo + _FINITE_BLOCK > len(words) else scratch
-        np.bitwise_and(words[lo:lo + _FINITE_BLOCK], exponent, out=part)
-        if (part == exponent).any():
-            return False
-    return True
-
-
-def _all_finite_f32(words: np.ndarray) -> bool:
-    # isfinite is exactly "exponent not all ones" for binary32, and SIMD-vectorised
-    values = words.reshape(-1).view("<f4")
-    flags = np.empty(min(len(values), _FINITE_BLOCK), dtype=bool)
-    for lo in range(0, len(values), _FINITE_BLOCK):
-        part = values[lo:lo + _FINITE_BLOCK]
-        out = flags[:len(part)]
-        np.isfinite(part, out=out)
-        if not out.all():
-            return False
-    return True
-
-
-def _all_finite_f16(words: np.ndarray) -> bool:
-    return _no_all_ones(words, np.uint16(0x7C00))
-
-
-def validate_embedding_values(section_id: int, encoding: int, payload: bytes | memoryview,
-                              n: int, dim: int) -> None:
-    """Reject any NaN or infinite value or scale (§10.5); int8/int4 are parsed first.
-
-    The reference reports 0x04 as the section of parse failures even for bands; callers that
-    want its exact text pass ``section_id=0x04``.
-    """
-    if encoding == ENCODING_FLOAT32:
-        ok = _all_finite_f32(np.frombuffer(payload, dtype="<u4", count=len(payload) // 4))
-    elif encoding == ENCODING_FLOAT16:
-        ok = _all_finite_f16(np.frombuffer(payload, dtype="<u2", count=len(payload) // 2))
-    elif encoding == ENCODING_INT8:
-        scales, _ = int8_view(payload, n, dim, section_id)
-        ok = _all_finite_f32(scales.view("<u4"))
-    elif encoding == ENCODING_INT4:
-        scales, _ = int4_view(payload, n, dim, section_id)
-        ok = _all_finite_f16(scales.view("<u2"))
-    else:
-        raise UnsupportedSectionEncoding(section_id, encoding)
-    if not ok:
-        raise InvalidEmbeddingValue()
 
 
 def dequantize(encoding: int, payload: bytes | memoryview, n: int, dim: int) -> np.ndarray:

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import json
 import struct
+from bisect import bisect_left
+from collections.abc import Sequence
 
 from ...errors import (
     InvalidInput,
@@ -113,7 +115,134 @@ def decode_string_bodies(raw: bytes | memoryview, expected: int | None,
 
 def decode_strings(raw: bytes | memoryview, expected: int | None, section_id: int) -> list[str]:
     """Parse ``prefix(n) + n x lp(utf8)`` to strings."""
+    cur, count = _open(raw, section_id, expected)
+    bodies = _scan_strings(bytes(raw), count)
+    if bodies is not None:
+        try:  # one decode per body, which is also its UTF-8 check
+            return [body.decode("utf-8") for body in bodies]
+        except UnicodeDecodeError:
+            pass
     return [body.decode("utf-8") for body in decode_string_bodies(raw, expected, section_id)]
+
+
+class StringRecords:
+    """The records of a checked ``prefix(n) + n x lp(utf8)`` payload, sliced on demand.
+
+    ``starts[i]`` is where body ``i`` begins and ``starts[i + 1] - 4`` where it ends (the last
+    entry is the payload length + 4). Built by ``string_records``; a caller that wants one
+    record of many (``cite``) pays for the walk, not for ``n`` strings.
+    """
+
+    __slots__ = ("data", "starts")
+
+    def __init__(self, data: bytes, starts: Sequence[int]) -> None:
+        self.data = data
+        self.starts = starts
+
+    def __len__(self) -> int:
+        return len(self.starts) - 1
+
+    def body(self, i: int) -> bytes:
+        """The UTF-8 bytes of record ``i``."""
+        return self.data[self.starts[i]:self.starts[i + 1] - 4]
+
+    def text(self, i: int) -> str:
+        """Record ``i`` as a string."""
+        return self.body(i).decode("utf-8")
+
+    def index(self, wanted: str) -> int:
+        """The first record equal to ``wanted``; ValueError when none is (as ``list.index``)."""
+        try:
+            needle = lp(wanted.encode("utf-8"))
+        except UnicodeEncodeError:  # a lone surrogate: no decoded record can equal it
+            raise ValueError(wanted) from None
+        starts, data = self.starts, self.data
+        pos = data.find(needle, PREFIX.size)
+        while pos != -1:
+            i = _position(starts, pos + 4)
+            if i is not None:
+                return i
+            pos = data.find(needle, pos + 1)
+        raise ValueError(wanted)
+
+
+def _position(starts: Sequence[int], start: int) -> int | None:
+    """``i`` with ``starts[i] == start`` among the record starts, else None."""
+    if isinstance(starts, range):
+        if start in starts[:-1]:
+            return starts.index(start)
+        return None
+    i = bisect_left(starts, start, 0, len(starts) - 1)
+    return i if i < len(starts) - 1 and starts[i] == start else None
+
+
+def _fixed_starts(data: bytes, count: int) -> range | None:
+    """The record starts when every record has one length (chunk ids do), checked by columns."""
+    rest = len(data) - PREFIX.size
+    if count == 0 or rest % count:
+        return None
+    stride = rest // count
+    if stride < 4 or stride - 4 > U32_MAX:
+        return None
+    head = _U32.pack(stride - 4)
+    for j in range(4):  # byte j of every length prefix, one strided slice each
+        if data[PREFIX.size + j::stride] != head[j:j + 1] * count:
+            return None
+    return range(PREFIX.size + 4, PREFIX.size + 4 + stride * count + 1, stride)
+
+
+def _walked_starts(data: bytes, count: int) -> list[int] | None:
+    """The record starts of ``count`` length-prefixed records, or None if they do not fit."""
+    end_all = len(data)
+    if count > (end_all - PREFIX.size) // 4:
+        return None  # each record takes at least its 4-byte length
+    starts: list[int] = []
+    append = starts.append
+    unpack = _U32.unpack_from
+    pos = PREFIX.size
+    for _ in range(count):
+        if pos + 4 > end_all:
+            return None
+        pos += 4
+        append(pos)
+        pos += unpack(data, pos - 4)[0]
+    if pos != end_all:
+        return None
+    append(end_all + 4)
+    return starts
+
+
+def _bodies_utf8(records: StringRecords) -> bool:
+    if records.data.isascii():  # lengths and bodies alike: every body is ASCII
+        return True
+    try:
+        for i in range(len(records)):
+            body = records.body(i)
+            if not body.isascii():
+                body.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
+def string_records(raw: bytes | memoryview, expected: int | None, section_id: int, *,
+                   utf8_checked: bool = False) -> StringRecords:
+    """``decode_string_bodies``'s checks and outcome, as ``StringRecords`` (no string built).
+
+    ``utf8_checked``: these very bytes passed this parse before (a verdict of the same body),
+    so the bodies' UTF-8 is not walked again; the structure is, since it locates the records.
+    Any failure is raised by ``decode_string_bodies`` itself, so the error is its error.
+    """
+    _open(raw, section_id, expected)
+    data = raw if isinstance(raw, bytes) else bytes(raw)
+    count = PREFIX.unpack_from(data, 0)[1]
+    starts = _fixed_starts(data, count)
+    records = StringRecords(data, starts if starts is not None else
+                            _walked_starts(data, count) or [])
+    if records.starts and (utf8_checked or _bodies_utf8(records)):
+        return records
+    decode_string_bodies(raw, expected, section_id)  # raises the first failure, in its words
+    raise AssertionError("a payload the record walk refused passed the reader")
 
 
 def decode_chunk_ids(raw: bytes | memoryview, expected: int | None) -> list[str]:
@@ -148,6 +277,66 @@ def decode_spans(raw: bytes | memoryview, expected: int | None) -> list[tuple[st
         out.append((uri, cur.u64(), cur.u64()))  # two reads: a short tail names 8 bytes
     cur.expect_end()
     return out
+
+
+class SpanRecords:
+    """The records of a checked raw 0x03 payload, decoded on demand (see ``span_records``)."""
+
+    __slots__ = ("data", "starts")
+
+    def __init__(self, data: bytes, starts: list[int]) -> None:
+        self.data = data
+        self.starts = starts  # where each record's URI begins (after its length)
+
+    def __len__(self) -> int:
+        return len(self.starts)
+
+    def span(self, i: int) -> tuple[str, int, int]:
+        """``(source_uri, byte_start, byte_end)`` of record ``i``."""
+        start = self.starts[i]
+        end = start + _U32.unpack_from(self.data, start - 4)[0]
+        return (self.data[start:end].decode("utf-8"), *_SPAN_TAIL.unpack_from(self.data, end))
+
+
+def span_records(raw: bytes | memoryview, expected: int | None, *,
+                 utf8_checked: bool = False) -> SpanRecords:
+    """``decode_spans``'s checks and outcome, as ``SpanRecords`` (no tuple built).
+
+    ``utf8_checked`` as for ``string_records``; any failure is ``decode_spans``'s own error.
+    """
+    _, count = _open(raw, SECTION_CHUNKS_ORIGINAL_SPANS, expected)
+    data = raw if isinstance(raw, bytes) else bytes(raw)
+    end_all = len(data)
+    starts: list[int] | None = [] if count <= (end_all - PREFIX.size) // 20 else None
+    if starts is not None:  # each record takes at least 4 + 16 bytes
+        append = starts.append
+        unpack = _U32.unpack_from
+        pos = PREFIX.size
+        for _ in range(count):
+            if pos + 4 > end_all:
+                starts = None
+                break
+            pos += 4
+            append(pos)
+            pos += unpack(data, pos - 4)[0] + 16
+        if starts is not None and pos != end_all:
+            starts = None
+    if starts is not None and (utf8_checked or data.isascii() or _uris_utf8(data, starts)):
+        return SpanRecords(data, starts)
+    decode_spans(raw, expected)  # raises the first failure, in its words
+    raise AssertionError("a payload the span walk refused passed the reader")
+
+
+def _uris_utf8(data: bytes, starts: list[int]) -> bool:
+    unpack = _U32.unpack_from
+    try:
+        for start in starts:
+            uri = data[start:start + unpack(data, start - 4)[0]]
+            if not uri.isascii():
+                uri.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
 
 
 def encode_json_section(json_bytes: bytes, too_large: str) -> bytes:

@@ -1,0 +1,116 @@
+"""Checked records of 0x01 / 0x02 / 0x03 (``string_records``, ``span_records``) = the decoders.
+
+``cite`` and ``validate`` read the tables as records: one walk over the lengths, the strings
+built only for the record asked for. Claims: on any payload, well-formed or damaged, they end
+as ``decode_strings`` / ``decode_spans`` end (the same records, or the same error class and
+text); ``index`` is ``list.index`` of the decoded strings; a payload known to be checked
+(``utf8_checked``) gives the same records.
+"""
+
+from __future__ import annotations
+
+import struct
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from urna.errors import UrnaError
+from urna.format.sections.canonical import (
+    decode_spans,
+    decode_strings,
+    encode_spans,
+    encode_strings,
+    span_records,
+    string_records,
+)
+
+TEXTS = st.lists(st.sampled_from(["", "a", "sha256:" + "ab" * 32, "ção", "€uro", "x" * 200,
+                                  "\U0001f600", "line\nbreak"]), max_size=40)
+SPANS = st.lists(st.tuples(st.sampled_from(["a.txt", "docs/ü.md", "", "p.pdf#page=2"]),
+                           st.integers(0, 2**64 - 1), st.integers(0, 2**64 - 1)), max_size=30)
+
+
+def _outcome(fn, *args):
+    try:
+        return "ok", fn(*args)
+    except UrnaError as exc:
+        return type(exc).__name__, str(exc)
+
+
+def _damaged(payload: bytes, data: st.DataObject) -> bytes:
+    buf = bytearray(payload)
+    for _ in range(data.draw(st.integers(0, 3))):
+        kind = data.draw(st.sampled_from(["flip", "cut", "grow", "utf8"]))
+        if kind == "flip" and buf:
+            i = data.draw(st.integers(0, len(buf) - 1))
+            buf[i] ^= 1 << data.draw(st.integers(0, 7))
+        elif kind == "cut" and buf:
+            del buf[data.draw(st.integers(0, len(buf) - 1)):]
+        elif kind == "grow":
+            buf += bytes(data.draw(st.integers(1, 5)))
+        elif kind == "utf8" and len(buf) > 12:
+            buf[data.draw(st.integers(12, len(buf) - 1))] = data.draw(
+                st.sampled_from([0x80, 0xC3, 0xE2, 0xFF]))
+    return bytes(buf)
+
+
+@settings(max_examples=300, deadline=None)
+@given(TEXTS, st.data())
+def test_string_records_end_as_the_decoder(texts: list[str], data: st.DataObject) -> None:
+    payload = _damaged(encode_strings(texts), data)
+    expected = data.draw(st.sampled_from([None, len(texts)]))
+    want = _outcome(decode_strings, payload, expected, 0x02)
+
+    def records(raw: bytes, n: int | None, sid: int) -> list[str]:
+        got = string_records(raw, n, sid)
+        return [got.text(i) for i in range(len(got))]
+
+    assert _outcome(records, payload, expected, 0x02) == want
+
+
+@settings(max_examples=200, deadline=None)
+@given(TEXTS, st.sampled_from(["", "a", "ção", "zz", "sha256:" + "ab" * 32, "\ud800"]))
+def test_index_is_list_index(texts: list[str], wanted: str) -> None:
+    payload = encode_strings(texts)
+    for checked in (False, True):
+        got = string_records(payload, len(texts), 0x01, utf8_checked=checked)
+        if wanted in texts:
+            assert got.index(wanted) == texts.index(wanted)
+        else:
+            with pytest.raises(ValueError):
+                got.index(wanted)
+
+
+def test_equal_length_records_take_the_column_check() -> None:
+    ids = [f"sha256:{i:064x}" for i in range(50)]
+    got = string_records(encode_strings(ids), 50, 0x01)
+    assert isinstance(got.starts, range)
+    assert [got.text(i) for i in range(50)] == ids and got.index(ids[37]) == 37
+    bad = bytearray(encode_strings(ids))
+    bad[12 + 75 * 20] = 70  # one record's length: the column check refuses, the walk decides
+    assert _outcome(string_records, bytes(bad), 50, 0x01) == \
+        _outcome(decode_strings, bytes(bad), 50, 0x01)
+
+
+@settings(max_examples=300, deadline=None)
+@given(SPANS, st.data())
+def test_span_records_end_as_the_decoder(spans: list, data: st.DataObject) -> None:
+    payload = _damaged(encode_spans(spans), data)
+    expected = data.draw(st.sampled_from([None, len(spans)]))
+    want = _outcome(decode_spans, payload, expected)
+
+    def records(raw: bytes, n: int | None) -> list:
+        got = span_records(raw, n)
+        return [got.span(i) for i in range(len(got))]
+
+    assert _outcome(records, payload, expected) == want
+    if want[0] == "ok":
+        checked = span_records(payload, expected, utf8_checked=True)
+        assert [checked.span(i) for i in range(len(checked))] == want[1]
+
+
+def test_a_count_no_payload_can_hold_is_refused_before_walking() -> None:
+    huge = struct.pack("<IQ", 1, 2**40) + b"\x00" * 8
+    assert _outcome(string_records, huge, None, 0x02) == _outcome(decode_strings, huge, None, 0x02)
+    assert _outcome(span_records, huge, None) == _outcome(decode_spans, huge, None)
