@@ -406,16 +406,14 @@ def _has_vnni() -> bool:
                                                   "avx512vnni"))
 
 
-PORTABLE = {"bits": 16,
-            "range": {"float32": screen_f32, "float16": screen_f16, "int8": screen_i8,
-                      "int4": screen_i4},
-            "rows": {"float32": screen_f32_rows, "float16": screen_f16_rows,
-                     "int8": screen_i8_rows, "int4": screen_i4_rows}}
+_RANGE = {"float32": screen_f32, "float16": screen_f16, "int8": screen_i8, "int4": screen_i4}
+_ROWS = {"float32": screen_f32_rows, "float16": screen_f16_rows, "int8": screen_i8_rows,
+         "int4": screen_i4_rows}
+PORTABLE: dict = {"bits": 16, "range": _RANGE, "rows": _ROWS}
 """Generic vector IR on any CPU: the integer screens take the query as int16 levels."""
-WITH_VNNI = {"bits": 8,
-             "range": PORTABLE["range"] | {"int8": screen_i8_vnni, "int4": screen_i4_vnni},
-             "rows": PORTABLE["rows"] | {"int8": screen_i8_vnni_rows,
-                                          "int4": screen_i4_vnni_rows}}
+WITH_VNNI: dict = {"bits": 8,
+                   "range": _RANGE | {"int8": screen_i8_vnni, "int4": screen_i4_vnni},
+                   "rows": _ROWS | {"int8": screen_i8_vnni_rows, "int4": screen_i4_vnni_rows}}
 """AVX-512 VNNI: the integer screens take the query as int8 levels (``vpdpbusd``)."""
 VNNI = _has_vnni()
 SCREENS = WITH_VNNI if VNNI else PORTABLE
