@@ -19,7 +19,8 @@ def screen_backend(request, monkeypatch):
             from urna.index import _scan_kernels
 
             monkeypatch.setattr(exact, "_SCAN", [_scan_kernels.PORTABLE
-                                                 | {"kth": _scan_kernels.kth_largest}])
+                                                 | {"kth": _scan_kernels.kth_largest,
+                                                    "quantise": _scan_kernels.quantise_query}])
     else:
         monkeypatch.setattr(exact, "_SCAN", [None])
     return request.param

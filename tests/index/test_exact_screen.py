@@ -147,3 +147,31 @@ def test_non_finite_rows_fall_back_to_the_full_scan(screen_backend) -> None:
     q = np.ones(64, np.float32) / np.float32(8.0)
     ids, scores = search(slab, q, 3, threads=2)
     assert (ids.tolist(), scores.tobytes()) == full_scan(slab, q, 3)
+
+
+@pytest.mark.parametrize("dtype", ["int8", "int4"])
+@pytest.mark.parametrize("bits", [8, 16])
+@settings(max_examples=60, deadline=None)
+@given(seed=st.integers(0, 2 ** 32 - 1), dim=st.sampled_from([64, 100, 192, 384]),
+       spread=st.sampled_from([1e-30, 1e-3, 1.0, 1e30]))
+def test_compiled_query_quantiser_equals_numpy(dtype, bits, seed, dim, spread) -> None:
+    if dtype == "int4" and dim % 64:
+        dim = 128
+    assert exact.load_kernels()
+    from urna.index import _scan_kernels
+
+    rng = np.random.default_rng(seed)
+    q = (rng.standard_normal(dim) * spread).astype(np.float32)
+    q[rng.integers(0, dim, 3)] = 0.0
+    slab = make_slab(dtype, rng.standard_normal((2, dim)).astype(np.float32))
+    want = exact._probe(slab, q, bits)
+    got = exact._probe(slab, q, bits, _scan_kernels.quantise_query)
+    # the same rigorous norms (f64 sums in another order, both rounded up by 1e-9)
+    assert np.allclose([got.err, got.norm], [want.err, want.norm], rtol=1e-12, atol=0)
+    assert len(got.args) == len(want.args)
+    for a, b in zip(got.args, want.args, strict=True):
+        if isinstance(a, np.ndarray):
+            assert a.dtype == b.dtype and a.tolist() == b.tolist()
+        else:
+            assert a == b and type(a) is type(b)
+

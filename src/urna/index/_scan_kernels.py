@@ -8,17 +8,29 @@ a screened score can be from the exact one.
 
 * float32: one reassociated f32 dot per row.
 * float16: the halves widened in registers (``fpext half -> float``: F16C's ``vcvtph2ps``).
-* int8: exact integer dot of the codes with the query quantised to int16, written as LLVM
-  vector IR (:func:`_dot_i8_i16`: 32 codes sign-extended per step, the ``pmaddwd`` pattern
-  that the backend fuses into ``vpdpwssd`` with AVX-512 VNNI), then ``* (scale * qscale)``.
-* int4: per 64-component group, the 32 bytes widened to 16 bits and both nibbles
-  sign-extended with two shifts each, two ``pmaddwd`` against the int16 query halves, the
-  16 exact int32 lanes converted and fused into 16 f32 lanes times the group's scale; one
-  horizontal sum per row (:func:`_dot_i4_i16`).
+* int8, portable: exact integer dot of the codes with the query as int16 levels
+  (:func:`_dot_i8_i16`: 32 codes sign-extended per step, the ``pmaddwd`` pattern), then
+  ``* (scale * qscale)``. With VNNI (:func:`_dot_i8_vnni`): the query as int8 levels, the
+  codes flipped by ``0x80`` so they read as c + 128 unsigned, one ``vpdpbusd`` per 64 codes,
+  ``128 * sum(q)`` taken back off; no widening at all.
+* int4, portable: per 64-component group, the 32 bytes widened to 16 bits, the nibbles read
+  as value + 8 (a flip by ``0x88``, one mask, one shift), two accumulating ``pmaddwd``
+  against the int16 query halves from ``-8 x`` the lanes' query sums, the 16 exact int32
+  lanes converted and fused into 16 f32 lanes times the group's scale; one horizontal sum per
+  row (:func:`_dot_i4_i16`). With VNNI (:func:`_dot_i4_vnni`, :func:`_block_i4_vnni`): 64
+  bytes (two groups) a step, the nibbles as bytes straight into ``vpdpbusd`` against the int8
+  query halves, lanes 0-7 scaled by one group's scale and 8-15 by the next; four rows at a
+  time share one horizontal-sum tree.
 
 Each dtype has one row function and two loops over it: a row range (``screen_*``) and a
-list of rows (``screen_*_rows``, the filtered scan). The vector IR is generic LLVM (no target
-intrinsics), so it lowers to whatever the CPU has: VNNI, AVX2 ``vpmaddwd`` or narrower.
+list of rows (``screen_*_rows``, the filtered scan). Every loop also keeps the ``len(heap)``
+largest screened values of its rows in ``heap`` (a min-heap) and returns ``(finite, filled)``,
+so the caller finds the k-th screened score without another pass over the scores.
+
+The portable integer screens are generic LLVM vector IR (no target intrinsics), so they lower
+to whatever the CPU has (VNNI ``vpdpwssd``, AVX2 ``vpmaddwd`` or narrower); the ``*_vnni``
+screens call ``vpdpbusd`` itself and are chosen only when numba targets this CPU and it has
+AVX-512 VNNI (:data:`SCREENS`).
 """
 
 from __future__ import annotations
@@ -201,6 +213,50 @@ def _dot_i4_vnni(typingctx, row, qe, qo, corr, sc, groups):
     return sig, codegen
 
 
+def _sum4(builder: ir.IRBuilder, accs: list) -> ir.Value:
+    """The horizontal sums of four 16-lane f32 vectors as one 4-lane vector (a shuffle tree)."""
+    def pick(a: ir.Value, b: ir.Value, idx: list) -> ir.Value:
+        return builder.shuffle_vector(a, b, ir.Constant(_vec(_I32, len(idx)), idx))
+
+    def add(a: ir.Value, b: ir.Value) -> ir.Value:
+        return builder.fadd(a, b, flags=("reassoc", "contract"))
+
+    x = [add(pick(a, a, list(range(8))), pick(a, a, list(range(8, 16)))) for a in accs]
+    # y: 4 partial sums of row 0 then row 1 (of rows 2, 3); z: 2 of each row; then 1
+    y01 = add(pick(x[0], x[1], [0, 1, 2, 3, 8, 9, 10, 11]),
+              pick(x[0], x[1], [4, 5, 6, 7, 12, 13, 14, 15]))
+    y23 = add(pick(x[2], x[3], [0, 1, 2, 3, 8, 9, 10, 11]),
+              pick(x[2], x[3], [4, 5, 6, 7, 12, 13, 14, 15]))
+    z = add(pick(y01, y23, [0, 1, 4, 5, 8, 9, 12, 13]),
+            pick(y01, y23, [2, 3, 6, 7, 10, 11, 14, 15]))
+    return add(pick(z, z, [0, 2, 4, 6]), pick(z, z, [1, 3, 5, 7]))
+
+
+@intrinsic
+def _block_i4_vnni(typingctx, row, stride, qe, qo, corr, sc, sc_stride, pairs, out):
+    """Four consecutive packed int4 rows from ``row`` (an even group count) into ``out``'s
+    four f32 (addresses): the rows' steps interleave and share one horizontal sum tree."""
+    sig = types.void(types.uintp, types.intp, types.uintp, types.uintp, types.uintp,
+                     types.uintp, types.intp, types.intp, types.uintp)
+
+    def codegen(context, builder, signature, args):
+        row, stride, qe, qo, corr, sc, sc_stride, pairs, out = args
+        rows = [builder.add(row, builder.mul(ir.Constant(row.type, r), stride)) for r in range(4)]
+        scs = [builder.add(sc, builder.mul(ir.Constant(sc.type, r), sc_stride)) for r in range(4)]
+        accs = [cgutils.alloca_once_value(builder, ir.Constant(_vec(_F32, 16), None))
+                for _ in range(4)]
+        with cgutils.for_range(builder, pairs) as loop:
+            for r in range(4):
+                prod = _i4_vnni_step(builder, rows[r], qe, qo, corr, scs[r], loop.index, 64)
+                builder.store(builder.fadd(builder.load(accs[r]), prod, flags=("contract",)),
+                              accs[r])
+        sums = _sum4(builder, [builder.load(a) for a in accs])
+        builder.store(sums, builder.inttoptr(out, _vec(_F32, 4).as_pointer()), align=1)
+        return context.get_dummy_value()
+
+    return sig, codegen
+
+
 @intrinsic
 def _half_to_f32(typingctx, h):
     """Exact binary16 bits -> binary32 (one ``fpext``; vectorises to ``vcvtph2ps``)."""
@@ -266,93 +322,221 @@ def _row_i4_vnni(P, scales, qe, qo, corr, qscale, i):
     return got * qscale
 
 
+@numba.njit(nogil=True, cache=True, boundscheck=False, inline="always")
+def _keep(heap, filled, v):
+    """Offer ``v`` to the min-heap of the ``len(heap)`` largest values so far (``filled`` of
+    them); returns the new fill. The screens keep it as they go: no second pass for the k-th."""
+    k = heap.shape[0]
+    if filled < k:
+        heap[filled] = v
+        filled += 1
+        if filled == k:
+            for start in range(k // 2 - 1, -1, -1):
+                _sift(heap, start, k)
+    elif v > heap[0]:
+        heap[0] = v
+        _sift(heap, 0, k)
+    return filled
+
+
 # --- loops: a row range, or a list of rows ----------------------------------------------------
 
 @_screen
-def screen_f32(M, q, lo, hi, out):
+def screen_f32(M, q, lo, hi, out, heap):
     """``out[i] ~ M[i] . q`` for rows ``lo..hi`` (float32 rows)."""
+    finite, filled = True, 0
     for i in range(lo, hi):
-        out[i] = _row_f32(M, q, i)
+        v = _row_f32(M, q, i)
+        out[i] = v
+        finite &= np.isfinite(v)
+        filled = _keep(heap, filled, v)
+    return finite, filled
 
 
 @_screen
-def screen_f32_rows(M, q, rows, lo, hi, out):
+def screen_f32_rows(M, q, rows, lo, hi, out, heap):
     """``out[t] ~ M[rows[t]] . q`` for ``t`` in ``lo..hi``."""
+    finite, filled = True, 0
     for t in range(lo, hi):
-        out[t] = _row_f32(M, q, rows[t])
+        v = _row_f32(M, q, rows[t])
+        out[t] = v
+        finite &= np.isfinite(v)
+        filled = _keep(heap, filled, v)
+    return finite, filled
 
 
 @_screen
-def screen_f16(H, q, lo, hi, out):
+def screen_f16(H, q, lo, hi, out, heap):
     """``out[i] ~ H[i] . q`` for rows ``lo..hi`` (float16 rows as their uint16 bits)."""
+    finite, filled = True, 0
     for i in range(lo, hi):
-        out[i] = _row_f16(H, q, i)
+        v = _row_f16(H, q, i)
+        out[i] = v
+        finite &= np.isfinite(v)
+        filled = _keep(heap, filled, v)
+    return finite, filled
 
 
 @_screen
-def screen_f16_rows(H, q, rows, lo, hi, out):
+def screen_f16_rows(H, q, rows, lo, hi, out, heap):
     """``out[t] ~ H[rows[t]] . q`` for ``t`` in ``lo..hi``."""
+    finite, filled = True, 0
     for t in range(lo, hi):
-        out[t] = _row_f16(H, q, rows[t])
+        v = _row_f16(H, q, rows[t])
+        out[t] = v
+        finite &= np.isfinite(v)
+        filled = _keep(heap, filled, v)
+    return finite, filled
 
 
 @_screen
-def screen_i8(C, scales, qi, qscale, lo, hi, out):
+def screen_i8(C, scales, qi, qscale, lo, hi, out, heap):
     """``out[i] ~ scales[i] * qscale * (C[i] . qi)``: exact integer dot, then two f32 products."""
+    finite, filled = True, 0
     for i in range(lo, hi):
-        out[i] = _row_i8(C, scales, qi, qscale, i)
+        v = _row_i8(C, scales, qi, qscale, i)
+        out[i] = v
+        finite &= np.isfinite(v)
+        filled = _keep(heap, filled, v)
+    return finite, filled
 
 
 @_screen
-def screen_i8_rows(C, scales, qi, qscale, rows, lo, hi, out):
+def screen_i8_rows(C, scales, qi, qscale, rows, lo, hi, out, heap):
     """``out[t]`` for row ``rows[t]``, ``t`` in ``lo..hi`` (as :func:`screen_i8`)."""
+    finite, filled = True, 0
     for t in range(lo, hi):
-        out[t] = _row_i8(C, scales, qi, qscale, rows[t])
+        v = _row_i8(C, scales, qi, qscale, rows[t])
+        out[t] = v
+        finite &= np.isfinite(v)
+        filled = _keep(heap, filled, v)
+    return finite, filled
 
 
 @_screen
-def screen_i4(P, scales, qe, qo, corr, qscale, lo, hi, out):
+def screen_i4(P, scales, qe, qo, corr, qscale, lo, hi, out, heap):
     """int4 rows (packed nibbles, f32 group scales) against the int16 query halves ``qe``/``qo``.
 
     ``out[i] ~ qscale * sum_g s_g * part_g``; ``part_g`` exact integers in 16 lanes per group.
     """
+    finite, filled = True, 0
     for i in range(lo, hi):
-        out[i] = _row_i4(P, scales, qe, qo, corr, qscale, i)
+        v = _row_i4(P, scales, qe, qo, corr, qscale, i)
+        out[i] = v
+        finite &= np.isfinite(v)
+        filled = _keep(heap, filled, v)
+    return finite, filled
 
 
 @_screen
-def screen_i4_rows(P, scales, qe, qo, corr, qscale, rows, lo, hi, out):
+def screen_i4_rows(P, scales, qe, qo, corr, qscale, rows, lo, hi, out, heap):
     """``out[t]`` for row ``rows[t]``, ``t`` in ``lo..hi`` (as :func:`screen_i4`)."""
+    finite, filled = True, 0
     for t in range(lo, hi):
-        out[t] = _row_i4(P, scales, qe, qo, corr, qscale, rows[t])
+        v = _row_i4(P, scales, qe, qo, corr, qscale, rows[t])
+        out[t] = v
+        finite &= np.isfinite(v)
+        filled = _keep(heap, filled, v)
+    return finite, filled
 
 
 @_screen
-def screen_i8_vnni(C, scales, q8, qfix, qscale, lo, hi, out):
+def screen_i8_vnni(C, scales, q8, qfix, qscale, lo, hi, out, heap):
     """As :func:`screen_i8` with an int8 query: ``vpdpbusd`` on the codes read as c + 128."""
+    finite, filled = True, 0
     for i in range(lo, hi):
-        out[i] = _row_i8_vnni(C, scales, q8, qfix, qscale, i)
+        v = _row_i8_vnni(C, scales, q8, qfix, qscale, i)
+        out[i] = v
+        finite &= np.isfinite(v)
+        filled = _keep(heap, filled, v)
+    return finite, filled
 
 
 @_screen
-def screen_i8_vnni_rows(C, scales, q8, qfix, qscale, rows, lo, hi, out):
+def screen_i8_vnni_rows(C, scales, q8, qfix, qscale, rows, lo, hi, out, heap):
     """``out[t]`` for row ``rows[t]``, ``t`` in ``lo..hi`` (as :func:`screen_i8_vnni`)."""
+    finite, filled = True, 0
     for t in range(lo, hi):
-        out[t] = _row_i8_vnni(C, scales, q8, qfix, qscale, rows[t])
+        v = _row_i8_vnni(C, scales, q8, qfix, qscale, rows[t])
+        out[t] = v
+        finite &= np.isfinite(v)
+        filled = _keep(heap, filled, v)
+    return finite, filled
 
 
 @_screen
-def screen_i4_vnni(P, scales, qe, qo, corr, qscale, lo, hi, out):
+def screen_i4_vnni(P, scales, qe, qo, corr, qscale, lo, hi, out, heap):
     """As :func:`screen_i4` with int8 query halves: ``vpdpbusd`` on the nibbles read as c + 8."""
-    for i in range(lo, hi):
-        out[i] = _row_i4_vnni(P, scales, qe, qo, corr, qscale, i)
+    groups = scales.shape[1]
+    start = lo
+    finite, filled = True, 0
+    if groups % 2 == 0:  # blocks of four rows, then the rest one by one
+        pairs = groups // 2
+        for i in range(lo, hi - 3, 4):
+            _block_i4_vnni(P.ctypes.data + i * P.strides[0], P.strides[0], qe.ctypes.data,
+                           qo.ctypes.data, corr.ctypes.data,
+                           scales.ctypes.data + i * scales.strides[0], scales.strides[0],
+                           pairs, out.ctypes.data + i * 4)
+            for r in range(4):
+                v = out[i + r] * qscale
+                out[i + r] = v
+                finite &= np.isfinite(v)
+                filled = _keep(heap, filled, v)
+            start = i + 4
+    for i in range(start, hi):
+        v = _row_i4_vnni(P, scales, qe, qo, corr, qscale, i)
+        out[i] = v
+        finite &= np.isfinite(v)
+        filled = _keep(heap, filled, v)
+    return finite, filled
 
 
 @_screen
-def screen_i4_vnni_rows(P, scales, qe, qo, corr, qscale, rows, lo, hi, out):
+def screen_i4_vnni_rows(P, scales, qe, qo, corr, qscale, rows, lo, hi, out, heap):
     """``out[t]`` for row ``rows[t]``, ``t`` in ``lo..hi`` (as :func:`screen_i4_vnni`)."""
+    finite, filled = True, 0
     for t in range(lo, hi):
-        out[t] = _row_i4_vnni(P, scales, qe, qo, corr, qscale, rows[t])
+        v = _row_i4_vnni(P, scales, qe, qo, corr, qscale, rows[t])
+        out[t] = v
+        finite &= np.isfinite(v)
+        filled = _keep(heap, filled, v)
+    return finite, filled
+
+
+@_plain
+def quantise_query(q, levels, head, lane, qi, qe, qo, corr):
+    """The query as integer ``levels`` into ``qi`` (and, for int4, its halves ``qe`` / ``qo``
+    and the ``-8 x`` lane sums ``corr``, ``lane`` bytes a lane); returns ``(qscale,
+    |q - q'|, |q'|, 128 x the sum of qi[:head])`` with the norms in f64, rounded up."""
+    top = 0.0
+    for j in range(q.shape[0]):
+        top = max(top, abs(np.float64(q[j])))
+    qscale = np.float32(top / levels) if top > 0 else np.float32(1.0)
+    if not np.isfinite(qscale) or qscale == 0:
+        qscale = np.float32(1.0)
+    step = np.float64(qscale)
+    err2 = 0.0
+    norm2 = 0.0
+    fix = 0
+    for j in range(q.shape[0]):
+        v = min(max(np.rint(np.float64(q[j]) / step), -levels), levels)
+        if not np.isfinite(v):
+            v = 0.0  # a NaN query: err below is NaN too, and the caller scans every row
+        qi[j] = v
+        part = v * step  # exact: 16 x 24 bits
+        err2 += (np.float64(q[j]) - part) ** 2
+        norm2 += part * part
+        if j < head:
+            fix += 128 * np.int64(v)
+    for c in range(qe.shape[0]):
+        qe[c] = qi[2 * c]
+        qo[c] = qi[2 * c + 1]
+    for t in range(corr.shape[0]):
+        acc = 0
+        for b in range(lane):
+            acc += np.int32(qe[t * lane + b]) + np.int32(qo[t * lane + b])
+        corr[t] = -8 * acc
+    return qscale, np.sqrt(err2) * (1 + 1e-9), np.sqrt(norm2) * (1 + 1e-9), fix
 
 
 @_plain

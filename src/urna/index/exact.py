@@ -376,7 +376,8 @@ def _scan_kernels() -> dict | None:
         if not _SCAN:
             try:
                 from . import _scan_kernels
-                _SCAN.append(_scan_kernels.SCREENS | {"kth": _scan_kernels.kth_largest})
+                _SCAN.append(_scan_kernels.SCREENS | {"kth": _scan_kernels.kth_largest,
+                                                      "quantise": _scan_kernels.quantise_query})
             except Exception:  # an optional extra that fails to compile means numpy screens
                 _SCAN.append(None)
     return _SCAN[0]
@@ -421,16 +422,19 @@ class _Probe:
     norm: float  # |q'|
 
 
-def _probe(slab: Slab, q: np.ndarray, bits: int = 16) -> _Probe:
-    """The query for ``slab``'s screen; integer screens take it as ``bits``-bit levels."""
-    qn = float(np.sqrt(np.dot(q.astype(np.float64), q.astype(np.float64))))
+def _probe(slab: Slab, q: np.ndarray, bits: int = 16, quantise=None) -> _Probe:
+    """The query for ``slab``'s screen; integer screens take it as ``bits``-bit levels
+    (computed by the compiled ``quantise`` when given: one call instead of ~20 numpy ops)."""
     if slab.dtype in ("float32", "float16"):
-        return _Probe((q,), 0.0, qn)
+        return _Probe((q,), 0.0, float(np.sqrt(np.dot(q.astype(np.float64),
+                                                       q.astype(np.float64)))))
     if bits == 8:  # vpdpbusd: int8 levels; sums of (c + 128) * q or (nibble + 8) * q stay exact
         levels = 127
     else:  # int16 levels, as many as keep every int32 partial sum exact
         width = 128 * slab.dim if slab.dtype == "int8" else 8 * 64
         levels = max(1, min(32767, _INT_DOT // width))
+    if quantise is not None:
+        return _probe_compiled(slab, q, bits, levels, quantise)
     top = float(np.abs(q).max()) if q.size else 0.0
     qscale = F32(top / levels) if top > 0 else F32(1.0)
     if not np.isfinite(qscale) or qscale == 0:
@@ -454,15 +458,34 @@ def _probe(slab: Slab, q: np.ndarray, bits: int = 16) -> _Probe:
     return _Probe((qe, qo, corr, qscale), err, norm)
 
 
+def _probe_compiled(slab: Slab, q: np.ndarray, bits: int, levels: int, quantise) -> _Probe:
+    """:func:`_probe` by the compiled ``quantise_query`` (the same levels and norms)."""
+    dim = slab.dim
+    qi = np.empty(dim, np.int8 if bits == 8 else np.int16)
+    int4 = slab.dtype == "int4"
+    half = dim // 2 if int4 else 0
+    lane = 4 if bits == 8 else 2
+    qe, qo = np.empty(half, qi.dtype), np.empty(half, qi.dtype)
+    corr = np.empty(half // lane, np.int32)
+    head = (dim // 64) * 64 if bits == 8 else 0
+    scale, err, norm, fix = quantise(q, levels, head, lane, qi, qe, qo, corr)
+    qscale = F32(scale)  # the screens take it as f32
+    if int4:
+        return _Probe((qe, qo, corr, qscale), err, norm)
+    if bits == 8:
+        return _Probe((qi, fix, qscale), err, norm)
+    return _Probe((qi, qscale), err, norm)
+
+
 def screen_bound(slab: Slab, qnorm: float, probe_err: float = 0.0,
                  probe_norm: float | None = None) -> float:
     """delta: how far a screened score can be from the exact kernel's (see the note above)."""
     groups = slab.dim // 64 if slab.dtype == "int4" else 1
     g = _gamma(slab.dim + groups + 4)
     qp = qnorm if probe_norm is None else probe_norm
-    with np.errstate(over="ignore", invalid="ignore"):
-        return (slab.max_row_norm() * (probe_err + g * (qnorm + qp))
-                + 4 * (slab.dim + groups + 4) * _UNDERFLOW)
+    # Python floats: an infinite row norm gives inf (or nan), never an exception
+    return (slab.max_row_norm() * (probe_err + g * (qnorm + qp))
+            + 4 * (slab.dim + groups + 4) * _UNDERFLOW)
 
 
 def _slab_args(slab: Slab) -> tuple:
@@ -482,9 +505,26 @@ def screen(slab: Slab, q: np.ndarray, threads: int | None = None,
            rows: np.ndarray | None = None) -> tuple[np.ndarray, float]:
     """Approximate scores of every row (or of ``rows``, in their order) and their bound
     ``delta`` (|screen - exact| <= delta); the rows are split across ``threads``."""
-    q = np.ascontiguousarray(q, dtype=F32)
-    nthreads = resolve_threads(threads)
-    cand = None if rows is None else _row_list(slab, rows)
+    got = _screen(slab, np.ascontiguousarray(q, dtype=F32), resolve_threads(threads),
+                  None if rows is None else _row_list(slab, rows), 1)
+    return got.scores, got.delta
+
+
+@dataclass
+class _Screened:
+    """A screen's scores, their bound, and (compiled screens) the k-th largest score."""
+
+    scores: np.ndarray
+    delta: float
+    kth: float | None = None  # None: not kept (numpy screen, or k too large for the heaps)
+    finite: bool = True  # False: a screened score is NaN or inf (the compiled screens say)
+
+
+_HEAP_MAX = 4096  # the screens keep a heap of the k largest up to this k; past it, a partition
+
+
+def _screen(slab: Slab, q: np.ndarray, nthreads: int, cand: np.ndarray | None,
+            k: int) -> _Screened:
     count = slab.n if cand is None else len(cand)
     out = np.empty(count, dtype=F32)
     qnorm = float(np.sqrt(np.dot(q.astype(np.float64), q.astype(np.float64))))
@@ -503,18 +543,33 @@ def screen(slab: Slab, q: np.ndarray, threads: int | None = None,
 
         _run_tasks(blas, _ranges(count, nthreads), nthreads)
         _RENT.charge(t0)
-        return out, screen_bound(slab, qnorm)
-    probe = _probe(slab, q, kern["bits"])
+        return _Screened(out, screen_bound(slab, qnorm))
+    probe = _probe(slab, q, kern["bits"], kern.get("quantise"))
     head = _slab_args(slab)
+    parts = _ranges(count, nthreads)
+    keep = k if k <= _HEAP_MAX else 1
+    heaps = np.empty((len(parts), keep), dtype=F32)
+    kept: list = [None] * len(parts)
     if cand is None:
         fn = kern["range"][slab.dtype]
-        _run_tasks(lambda lo, hi: fn(*head, *probe.args, lo, hi, out),
-                   _ranges(count, nthreads), nthreads)
+
+        def task(p: int, lo: int, hi: int) -> None:
+            kept[p] = fn(*head, *probe.args, lo, hi, out, heaps[p])
     else:
         fn_rows = kern["rows"][slab.dtype]
-        _run_tasks(lambda lo, hi: fn_rows(*head, *probe.args, cand, lo, hi, out),
-                   _ranges(count, nthreads), nthreads)
-    return out, screen_bound(slab, qnorm, probe.err, probe.norm)
+
+        def task(p: int, lo: int, hi: int) -> None:
+            kept[p] = fn_rows(*head, *probe.args, cand, lo, hi, out, heaps[p])
+
+    _run_tasks(task, [(p, lo, hi) for p, (lo, hi) in enumerate(parts)], nthreads)
+    delta = screen_bound(slab, qnorm, probe.err, probe.norm)
+    if not all(finite for finite, _ in kept):
+        return _Screened(out, delta, None, False)
+    if keep != k or count < k:
+        return _Screened(out, delta)
+    # the k-th largest of all rows is the k-th largest of the tasks' k largest
+    top = np.concatenate([heaps[p, :filled] for p, (_, filled) in enumerate(kept)])
+    return _Screened(out, delta, float(np.partition(top, len(top) - k)[len(top) - k]))
 
 
 def _gathered(slab: Slab, rows: np.ndarray) -> Slab:
@@ -537,12 +592,17 @@ def _cut(kth: float, delta: float) -> F32:
 
 
 def _finish(slab: Slab, q: np.ndarray, s: np.ndarray, delta: float, k: int,
-            rows: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray] | None:
-    """Exact top-k from screened scores ``s`` (of ``rows``, or of every row) within ``delta``;
-    None when they are unusable."""
-    if not (math.isfinite(delta) and np.isfinite(s).all()):
+            rows: np.ndarray | None = None,
+            kth: float | None = None) -> tuple[np.ndarray, np.ndarray] | None:
+    """Exact top-k from screened scores ``s`` (of ``rows``, or of every row) within ``delta``
+    (``kth``: their k-th largest when the screen kept it); None when they are unusable."""
+    if not math.isfinite(delta):
         return None
-    cand = np.flatnonzero(s >= _cut(_kth(s, k), delta))
+    if kth is None:
+        if not np.isfinite(s).all():
+            return None
+        kth = _kth(s, k)
+    cand = np.flatnonzero(s >= _cut(kth, delta))
     if rows is not None:
         cand = rows[cand]
     return rank(cand, score_rows(slab, q, cand), k)
@@ -550,8 +610,10 @@ def _finish(slab: Slab, q: np.ndarray, s: np.ndarray, delta: float, k: int,
 
 def _screened_search(slab: Slab, q: np.ndarray, k: int, threads: int | None,
                      rows: np.ndarray | None) -> tuple[np.ndarray, np.ndarray] | None:
-    s, delta = screen(slab, q, threads, rows)
-    return _finish(slab, q, s, delta, k, rows)
+    got = _screen(slab, q, resolve_threads(threads), rows, k)
+    if not got.finite:
+        return None
+    return _finish(slab, q, got.scores, got.delta, k, rows, got.kth)
 
 
 def search_batch(slab: Slab, Q: np.ndarray, k: int,
