@@ -9,8 +9,11 @@ slows them alike and the ratios stay meaningful (read those, not the absolute ti
 * single query, per dtype: p50 of one top-10 query; urna = ``exact.search`` on the file's
   mapped slab (numba screen + exact rescoring) and ``UrnaFile.search`` (the whole path);
   faiss = ``IndexFlatIP`` / ``IndexScalarQuantizer`` fp16 / 8 bit / 4 bit; the read floor is
-  an integer sum over the same bytes (and the same split across threads for the thread
-  figure). float32 also: numpy ``M @ q`` + argpartition, usearch exact, and urna's numpy /
+  an integer sum over the same bytes viewed as uint64, timed two ways in the same rounds
+  (numpy's ``add.reduce`` and a compiled numba loop; the ratios use the faster of the two
+  medians), and the same split across threads for the thread figure. The filtered scan
+  (``exact.search(..., rows=)``, a mask of every other row) on 1 and on ``--threads``
+  threads. float32 also: numpy ``M @ q`` + argpartition, usearch exact, and urna's numpy /
   BLAS screen (the path of a process that has not loaded numba).
 * kernel break-even: the wall time a fresh interpreter needs to import numba and load the
   cached scan kernels, against the time they save per float32 query.
@@ -105,6 +108,25 @@ def read_floor(a: np.ndarray) -> int:
     return int(np.add.reduce(a.reshape(-1).view(np.uint64)))
 
 
+_NUMBA_SUM: list = []
+
+
+def numba_floor(a: np.ndarray) -> int:
+    """The same pass as a compiled loop (LLVM vectorises the uint64 sum)."""
+    if not _NUMBA_SUM:
+        import numba
+
+        @numba.njit(nogil=True, cache=False, boundscheck=False)
+        def total(u):
+            acc = np.uint64(0)
+            for i in range(u.shape[0]):
+                acc += u[i]
+            return acc
+
+        _NUMBA_SUM.append(total)
+    return int(_NUMBA_SUM[0](a.reshape(-1).view(np.uint64)))
+
+
 def threaded_floor(a: np.ndarray, threads: int, pool) -> int:
     """The same pass split into ``threads`` row ranges summed at once (numpy drops the GIL)."""
     n = a.shape[0]
@@ -196,12 +218,18 @@ def main() -> None:
     for dt, uf in files.items():
         slab = uf._state.scoring
         slab.max_row_norm()
-        fns = {"read floor, 1 thread": lambda q, a=slab.a: read_floor(a),
+        every_other = np.arange(0, slab.n, 2, dtype=np.int64)
+        fns = {"read floor numpy, 1 thread": lambda q, a=slab.a: read_floor(a),
+               "read floor numba, 1 thread": lambda q, a=slab.a: numba_floor(a),
                "urna, 1 thread": lambda q, s=slab: exact.search(s, q, k, threads=1),
                "faiss Flat / SQfp16 / SQ8 / SQ4": lambda q, i=peers[dt]: i.search(q[None], k),
                f"read floor, {nt} threads": lambda q, a=slab.a: threaded_floor(a, nt, pool),
                f"urna, {nt} threads": lambda q, s=slab: exact.search(s, q, k, threads=nt),
-               "urna UrnaFile.search (default)": lambda q, u=uf: u.search(q, k)}
+               "urna UrnaFile.search (default)": lambda q, u=uf: u.search(q, k),
+               "urna rows= half, 1 thread": lambda q, s=slab, r=every_other: exact.search(
+                   s, q, k, threads=1, rows=r),
+               f"urna rows= half, {nt} threads": lambda q, s=slab, r=every_other: exact.search(
+                   s, q, k, threads=nt, rows=r)}
         if dt == "float32":
             fns["numpy matmul+argpartition"] = lambda q: numpy_top(M, q, k)
             fns["usearch exact"] = lambda q: usearch_search(M, q, k, MetricKind.IP, exact=True,
@@ -209,16 +237,24 @@ def main() -> None:
             fns["urna numpy screen (CLI path)"] = lambda q, s=slab: numpy_screen(s, q, k)
         for name, t in latencies(fns, single).items():
             table.setdefault(name, {})[dt] = pct(t)
+    table["read floor, 1 thread (faster)"] = {
+        dt: min(table["read floor numpy, 1 thread"][dt], table["read floor numba, 1 thread"][dt])
+        for dt in files}
     for name, row in table.items():
         print(f"{name:<34}" + "".join(f"{row[dt]:>10.3f}" if dt in row else f"{'':>10}"
                                       for dt in files))
     one, many = table["urna, 1 thread"], table[f"urna, {nt} threads"]
-    f1, fn_ = table["read floor, 1 thread"], table[f"read floor, {nt} threads"]
+    f1, fn_ = table["read floor, 1 thread (faster)"], table[f"read floor, {nt} threads"]
     peer = table["faiss Flat / SQfp16 / SQ8 / SQ4"]
     print(f"{'urna / floor, 1 thread':<34}" + "".join(f"{one[d] / f1[d]:>9.2f}x" for d in files))
     print(f"{'urna / floor, ' + str(nt) + ' threads':<34}"
           + "".join(f"{many[d] / fn_[d]:>9.2f}x" for d in files))
     print(f"{'urna 1 thread / faiss':<34}" + "".join(f"{one[d] / peer[d]:>9.2f}x" for d in files))
+    half1, halfn = table["urna rows= half, 1 thread"], table[f"urna rows= half, {nt} threads"]
+    print(f"{'rows= half / floor, 1 thread':<34}"
+          + "".join(f"{half1[d] / f1[d]:>9.2f}x" for d in files))
+    print(f"{'rows= half, ' + str(nt) + ' / 1 threads':<34}"
+          + "".join(f"{halfn[d] / half1[d]:>9.2f}x" for d in files))
     print(f"floor rate: {M.nbytes / f1['float32'] / 1e6:.1f} GB/s on one thread, "
           f"{M.nbytes / fn_['float32'] / 1e6:.1f} GB/s on {nt}")
     gain = table["urna numpy screen (CLI path)"]["float32"] - one["float32"]

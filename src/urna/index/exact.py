@@ -10,6 +10,9 @@ Invariants:
   list (HNSW / hybrid / graph rerank), so scores equal the reference wheel's bit for bit.
 * **Exact top-k.** :func:`top_k` returns exactly the first k of the full sort by
   (score desc, index asc, NaN last); ties at the cut-off go to the lower index.
+* The screened search (:func:`search`, over every row or a row list ``rows=``, split across
+  threads) rescores only the rows within a proven bound of the screened cut-off (the note
+  above :func:`resolve_threads`), so it returns what scoring every candidate returns.
 * The batch path (:func:`search_batch`) screens with one BLAS ``sgemm`` and then rescores the
   screened rows with :func:`score_rows`, widening the screen by a rigorous bound on the f32
   rounding of both computations, so it returns exactly what :func:`search` returns.
@@ -329,9 +332,13 @@ def rerank(slab: Slab, q: np.ndarray, candidates, k: int) -> tuple[np.ndarray, n
 # gamma_d * sum|r_j q_j| <= gamma_d * R * |q| of t (Higham, Thm 3.1 for every summation tree);
 # the kernels' lanes, tails, scale products and int4 groups add at most G + 2 roundings
 # (G = groups), so |K - t| <= gamma_m R |q| with m = dim + G + 4. The quantised screens use an
-# integer query q' = qscale * qi (error e = q - q'); their integer dot products are exact, the
-# f32 conversions, scale products and group sums add <= G + 3 roundings, so
-# |s - t| <= R |e| + gamma_m R |q'|. Hence |s - K| <= delta with
+# integer query q' = qscale * qi (int16 levels, or int8 for the VNNI screens; error
+# e = q - q'); their integer dot products are exact (the +128 / +8 offsets come back off in
+# integers). int8 then adds an f32 conversion and two products (3 roundings); int4 sums its
+# exact integer lanes (8 or 16 per group, each |lane| <= the sum of its |c_j q'_j|) times the
+# group scale in f32 in some tree: one rounding per product, at most 16 G - 1 in the tree and
+# one for qscale, 16 G + 1 <= m since 16 G = dim / 4. So |s - t| <= R |e| + gamma_m R |q'|
+# (the sum of |r_j q'_j| is <= R |q'|). Hence |s - K| <= delta with
 #     delta = R (|e| + gamma_m (|q| + |q'|)) + an underflow slack.
 # If s_k is the k-th largest screened score, k rows have K >= s_k - delta, so the k-th exact
 # score is >= s_k - delta and every row of the exact top k (ties included) has
