@@ -513,25 +513,19 @@ def screen(slab: Slab, q: np.ndarray, threads: int | None = None,
     """Approximate scores of every row (or of ``rows``, in their order) and their bound
     ``delta`` (|screen - exact| <= delta); the rows are split across ``threads``."""
     got = _screen(slab, np.ascontiguousarray(q, dtype=F32), resolve_threads(threads),
-                  None if rows is None else _row_list(slab, rows), 1)
+                  None if rows is None else _row_list(slab, rows))
     return got.scores, got.delta
 
 
 @dataclass
 class _Screened:
-    """A screen's scores, their bound, and (compiled screens) the k-th largest score."""
+    """A screen's scores and their bound."""
 
     scores: np.ndarray
     delta: float
-    kth: float | None = None  # None: not kept (numpy screen, or k too large for the heaps)
-    finite: bool = True  # False: a screened score is NaN or inf (the compiled screens say)
 
 
-_HEAP_MAX = 4096  # the screens keep a heap of the k largest up to this k; past it, a partition
-
-
-def _screen(slab: Slab, q: np.ndarray, nthreads: int, cand: np.ndarray | None,
-            k: int) -> _Screened:
+def _screen(slab: Slab, q: np.ndarray, nthreads: int, cand: np.ndarray | None) -> _Screened:
     count = slab.n if cand is None else len(cand)
     out = np.empty(count, dtype=F32)
     qnorm = float(np.sqrt(np.dot(q.astype(np.float64), q.astype(np.float64))))
@@ -553,30 +547,15 @@ def _screen(slab: Slab, q: np.ndarray, nthreads: int, cand: np.ndarray | None,
         return _Screened(out, screen_bound(slab, qnorm))
     probe = _probe(slab, q, kern["bits"], kern.get("quantise"))
     head = _slab_args(slab)
-    parts = _ranges(count, nthreads)
-    keep = k if k <= _HEAP_MAX else 1
-    heaps = np.empty((len(parts), keep), dtype=F32)
-    kept: list = [None] * len(parts)
     if cand is None:
         fn = kern["range"][slab.dtype]
-
-        def task(p: int, lo: int, hi: int) -> None:
-            kept[p] = fn(*head, *probe.args, lo, hi, out, heaps[p])
+        _run_tasks(lambda lo, hi: fn(*head, *probe.args, lo, hi, out),
+                   _ranges(count, nthreads), nthreads)
     else:
         fn_rows = kern["rows"][slab.dtype]
-
-        def task(p: int, lo: int, hi: int) -> None:
-            kept[p] = fn_rows(*head, *probe.args, cand, lo, hi, out, heaps[p])
-
-    _run_tasks(task, [(p, lo, hi) for p, (lo, hi) in enumerate(parts)], nthreads)
-    delta = screen_bound(slab, qnorm, probe.err, probe.norm)
-    if not all(finite for finite, _ in kept):
-        return _Screened(out, delta, None, False)
-    if keep != k or count < k:
-        return _Screened(out, delta)
-    # the k-th largest of all rows is the k-th largest of the tasks' k largest
-    top = np.concatenate([heaps[p, :filled] for p, (_, filled) in enumerate(kept)])
-    return _Screened(out, delta, float(np.partition(top, len(top) - k)[len(top) - k]))
+        _run_tasks(lambda lo, hi: fn_rows(*head, *probe.args, cand, lo, hi, out),
+                   _ranges(count, nthreads), nthreads)
+    return _Screened(out, screen_bound(slab, qnorm, probe.err, probe.norm))
 
 
 def _gathered(slab: Slab, rows: np.ndarray) -> Slab:
@@ -599,17 +578,12 @@ def _cut(kth: float, delta: float) -> F32:
 
 
 def _finish(slab: Slab, q: np.ndarray, s: np.ndarray, delta: float, k: int,
-            rows: np.ndarray | None = None,
-            kth: float | None = None) -> tuple[np.ndarray, np.ndarray] | None:
-    """Exact top-k from screened scores ``s`` (of ``rows``, or of every row) within ``delta``
-    (``kth``: their k-th largest when the screen kept it); None when they are unusable."""
-    if not math.isfinite(delta):
+            rows: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray] | None:
+    """Exact top-k from screened scores ``s`` (of ``rows``, or of every row) within ``delta``;
+    None when they are unusable."""
+    if not (math.isfinite(delta) and np.isfinite(s).all()):
         return None
-    if kth is None:
-        if not np.isfinite(s).all():
-            return None
-        kth = _kth(s, k)
-    cand = np.flatnonzero(s >= _cut(kth, delta))
+    cand = np.flatnonzero(s >= _cut(_kth(s, k), delta))
     if rows is not None:
         cand = rows[cand]
     return rank(cand, score_rows(slab, q, cand), k)
@@ -617,10 +591,8 @@ def _finish(slab: Slab, q: np.ndarray, s: np.ndarray, delta: float, k: int,
 
 def _screened_search(slab: Slab, q: np.ndarray, k: int, threads: int | None,
                      rows: np.ndarray | None) -> tuple[np.ndarray, np.ndarray] | None:
-    got = _screen(slab, q, resolve_threads(threads), rows, k)
-    if not got.finite:
-        return None
-    return _finish(slab, q, got.scores, got.delta, k, rows, got.kth)
+    got = _screen(slab, q, resolve_threads(threads), rows)
+    return _finish(slab, q, got.scores, got.delta, k, rows)
 
 
 def search_batch(slab: Slab, Q: np.ndarray, k: int,
