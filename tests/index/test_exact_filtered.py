@@ -2,7 +2,8 @@
 
 Claims: for every dtype and screen (this machine's numba screens, the portable int16 ones,
 numpy / BLAS), any mask (empty, one row, sparse, dense, all), any k (1, near the match count,
-past it) and any thread count, the filtered search returns the ids and score bits of scoring
+past it), either way of screening a row list (as a list, or a scan of every row for a dense
+one) and any thread count, the filtered search returns the ids and score bits of scoring
 only the matching rows with the exact kernel and fully sorting them; the answer does not change
 by a bit with the thread count; a file's ``where=`` search on several threads equals one thread;
 int8 widths that are not a multiple of the vector step (the scalar tail) stay exact; a bad row
@@ -54,10 +55,11 @@ def masks(draw, n: int):
 
 @pytest.mark.parametrize("dtype", DTYPES)
 @settings(max_examples=40, deadline=None, suppress_health_check=FIXED)
-@given(case=corpora(), data=st.data())
-def test_filtered_search_equals_the_filtered_full_scan(screen_backend, dtype, case,
-                                                      data) -> None:
+@given(case=corpora(), data=st.data(), dense=st.sampled_from([exact.DENSE_ROWS, 2.0]))
+def test_filtered_search_equals_the_filtered_full_scan(screen_backend, monkeypatch, dtype,
+                                                      case, data, dense) -> None:
     m, q, k, threads = case
+    monkeypatch.setattr(exact, "DENSE_ROWS", dense)  # 2.0: every list screened as a list
     slab = make_slab(dtype, m)
     rows = data.draw(masks(len(m)))
     k = data.draw(st.sampled_from([k, 1, max(1, len(rows) - 1), len(rows), len(rows) + 3]))
@@ -69,15 +71,18 @@ def test_filtered_threads_do_not_change_a_single_bit(screen_backend) -> None:
     rng = np.random.default_rng(11)
     m = rng.standard_normal((6000, 128)).astype(np.float32)
     m[2000:2200] = m[7]  # ties across the thread boundaries
-    rows = np.flatnonzero(rng.random(6000) < 0.4).astype(np.int64)
     q = (m[7] / np.linalg.norm(m[7])).astype(np.float32)
-    for dtype in DTYPES:
-        slab = make_slab(dtype, m)
-        one = search(slab, q, 60, threads=1, rows=rows)
-        assert (one[0].tolist(), one[1].tobytes()) == filtered_scan(slab, q, rows, 60)
-        for t in (2, 3, 5):
-            got = search(slab, q, 60, threads=t, rows=rows)
-            assert got[0].tolist() == one[0].tolist() and got[1].tobytes() == one[1].tobytes()
+    for share in (0.4, 0.1):  # screened by a scan of every row, and as a row list
+        rows = np.flatnonzero(rng.random(6000) < share).astype(np.int64)
+        rows = np.union1d(rows, np.arange(2000, 2200))
+        for dtype in DTYPES:
+            slab = make_slab(dtype, m)
+            one = search(slab, q, 60, threads=1, rows=rows)
+            assert (one[0].tolist(), one[1].tobytes()) == filtered_scan(slab, q, rows, 60)
+            for t in (2, 3, 5):
+                got = search(slab, q, 60, threads=t, rows=rows)
+                assert got[0].tolist() == one[0].tolist()
+                assert got[1].tobytes() == one[1].tobytes()
 
 
 @pytest.mark.parametrize("dim", [40, 100, 200])
