@@ -9,8 +9,11 @@ slows them alike and the ratios stay meaningful (read those, not the absolute ti
 * single query, per dtype: p50 of one top-10 query; urna = ``exact.search`` on the file's
   mapped slab (numba screen + exact rescoring) and ``UrnaFile.search`` (the whole path);
   faiss = ``IndexFlatIP`` / ``IndexScalarQuantizer`` fp16 / 8 bit / 4 bit; the read floor is
-  an integer sum over the same bytes (and the same split across threads for the thread
-  figure). float32 also: numpy ``M @ q`` + argpartition, usearch exact, and urna's numpy /
+  an integer sum over the same bytes viewed as uint64, timed two ways in the same rounds
+  (numpy's ``add.reduce`` and a compiled numba loop; the ratios use the faster of the two
+  medians), and the same split across threads for the thread figure. The filtered scan
+  (``exact.search(..., rows=)``, a mask of every other row) on 1 and on ``--threads``
+  threads. float32 also: numpy ``M @ q`` + argpartition, usearch exact, and urna's numpy /
   BLAS screen (the path of a process that has not loaded numba).
 * kernel break-even: the wall time a fresh interpreter needs to import numba and load the
   cached scan kernels, against the time they save per float32 query.
@@ -20,6 +23,7 @@ slows them alike and the ratios stay meaningful (read those, not the absolute ti
 
     .venv/bin/python benchmarks/bench_exact.py                 # 100,000 x 384
     .venv/bin/python benchmarks/bench_exact.py --n 20000       # quicker
+    .venv/bin/python benchmarks/bench_exact.py --clock cpu     # a busy machine: CPU time
 
 Files are cached in ``--dir`` (default: a temp folder) so reruns skip the build. Figures: the
 README's "Exact search" paragraph.
@@ -73,7 +77,7 @@ def build_file(folder: str, rows: np.ndarray, dtype: str) -> str:
     return path
 
 
-def latencies(fns: dict, queries: np.ndarray) -> dict:
+def latencies(fns: dict, queries: np.ndarray, clock=time.perf_counter) -> dict:
     """Milliseconds per call of each ``fn(q)``; the methods take turns on every query, so a
     busy machine slows them alike (the ratios stay meaningful)."""
     for fn in fns.values():
@@ -81,10 +85,22 @@ def latencies(fns: dict, queries: np.ndarray) -> dict:
     out = {name: np.empty(len(queries)) for name in fns}
     for i, q in enumerate(queries):
         for name, fn in fns.items():
-            t0 = time.perf_counter()
+            t0 = clock()
             fn(q)
-            out[name][i] = (time.perf_counter() - t0) * 1e3
+            out[name][i] = (clock() - t0) * 1e3
     return out
+
+
+def ratio(a: float, b: float) -> float:
+    """a / b, nan when b is 0 (a CPU clock can read 0 for a call that only waited)."""
+    return a / b if b else float("nan")
+
+
+def paired(a: np.ndarray, b: np.ndarray) -> float:
+    """The median of per-query ratios a_i / b_i (each pair timed back to back: on a shared
+    machine steadier than a ratio of medians)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return float(np.median(a / b))
 
 
 def qps(fns: dict, batch: np.ndarray, repeat: int = 3) -> dict:
@@ -103,6 +119,25 @@ def qps(fns: dict, batch: np.ndarray, repeat: int = 3) -> dict:
 def read_floor(a: np.ndarray) -> int:
     """One pass over the slab's bytes (an integer sum of them as uint64): what any scan pays."""
     return int(np.add.reduce(a.reshape(-1).view(np.uint64)))
+
+
+_NUMBA_SUM: list = []
+
+
+def numba_floor(a: np.ndarray) -> int:
+    """The same pass as a compiled loop (LLVM vectorises the uint64 sum)."""
+    if not _NUMBA_SUM:
+        import numba
+
+        @numba.njit(nogil=True, cache=False, boundscheck=False)
+        def total(u):
+            acc = np.uint64(0)
+            for i in range(u.shape[0]):
+                acc += u[i]
+            return acc
+
+        _NUMBA_SUM.append(total)
+    return int(_NUMBA_SUM[0](a.reshape(-1).view(np.uint64)))
 
 
 def threaded_floor(a: np.ndarray, threads: int, pool) -> int:
@@ -166,6 +201,10 @@ def main() -> None:
     ap.add_argument("--k", type=int, default=10)
     ap.add_argument("--threads", type=int, default=os.cpu_count() or 1)
     ap.add_argument("--dir", default=None)
+    ap.add_argument("--clock", choices=["wall", "cpu"], default="wall",
+                    help="cpu: the calling thread's CPU time (time.thread_time), for a machine "
+                         "shared with other jobs; the multi-thread figures then count only "
+                         "the calling thread's share, so read the 1-thread ones")
     args = ap.parse_args()
     import faiss
     from usearch.index import MetricKind
@@ -193,34 +232,65 @@ def main() -> None:
 
     print(f"\n{'single query, p50 ms':<34}{'float32':>10}{'float16':>10}{'int8':>10}{'int4':>10}")
     table: dict[str, dict[str, float]] = {}
+    raw: dict[str, dict[str, np.ndarray]] = {}
     for dt, uf in files.items():
         slab = uf._state.scoring
         slab.max_row_norm()
-        fns = {"read floor, 1 thread": lambda q, a=slab.a: read_floor(a),
+        every_other = np.arange(0, slab.n, 2, dtype=np.int64)
+        fns = {"read floor numpy, 1 thread": lambda q, a=slab.a: read_floor(a),
+               "read floor numba, 1 thread": lambda q, a=slab.a: numba_floor(a),
                "urna, 1 thread": lambda q, s=slab: exact.search(s, q, k, threads=1),
                "faiss Flat / SQfp16 / SQ8 / SQ4": lambda q, i=peers[dt]: i.search(q[None], k),
                f"read floor, {nt} threads": lambda q, a=slab.a: threaded_floor(a, nt, pool),
                f"urna, {nt} threads": lambda q, s=slab: exact.search(s, q, k, threads=nt),
-               "urna UrnaFile.search (default)": lambda q, u=uf: u.search(q, k)}
+               "urna UrnaFile.search (default)": lambda q, u=uf: u.search(q, k),
+               "urna rows= half, 1 thread": lambda q, s=slab, r=every_other: exact.search(
+                   s, q, k, threads=1, rows=r),
+               f"urna rows= half, {nt} threads": lambda q, s=slab, r=every_other: exact.search(
+                   s, q, k, threads=nt, rows=r)}
         if dt == "float32":
             fns["numpy matmul+argpartition"] = lambda q: numpy_top(M, q, k)
             fns["usearch exact"] = lambda q: usearch_search(M, q, k, MetricKind.IP, exact=True,
                                                             threads=1)
             fns["urna numpy screen (CLI path)"] = lambda q, s=slab: numpy_screen(s, q, k)
-        for name, t in latencies(fns, single).items():
+        clock = time.thread_time if args.clock == "cpu" else time.perf_counter
+        for name, t in latencies(fns, single, clock).items():
             table.setdefault(name, {})[dt] = pct(t)
+            raw.setdefault(name, {})[dt] = t
+    table["read floor, 1 thread (faster)"] = {
+        dt: min(table["read floor numpy, 1 thread"][dt], table["read floor numba, 1 thread"][dt])
+        for dt in files}
     for name, row in table.items():
         print(f"{name:<34}" + "".join(f"{row[dt]:>10.3f}" if dt in row else f"{'':>10}"
                                       for dt in files))
     one, many = table["urna, 1 thread"], table[f"urna, {nt} threads"]
-    f1, fn_ = table["read floor, 1 thread"], table[f"read floor, {nt} threads"]
+    f1, fn_ = table["read floor, 1 thread (faster)"], table[f"read floor, {nt} threads"]
     peer = table["faiss Flat / SQfp16 / SQ8 / SQ4"]
-    print(f"{'urna / floor, 1 thread':<34}" + "".join(f"{one[d] / f1[d]:>9.2f}x" for d in files))
+    print(f"{'urna / floor, 1 thread':<34}"
+          + "".join(f"{ratio(one[d], f1[d]):>9.2f}x" for d in files))
     print(f"{'urna / floor, ' + str(nt) + ' threads':<34}"
-          + "".join(f"{many[d] / fn_[d]:>9.2f}x" for d in files))
-    print(f"{'urna 1 thread / faiss':<34}" + "".join(f"{one[d] / peer[d]:>9.2f}x" for d in files))
+          + "".join(f"{ratio(many[d], fn_[d]):>9.2f}x" for d in files))
+    print(f"{'urna 1 thread / faiss':<34}"
+          + "".join(f"{ratio(one[d], peer[d]):>9.2f}x" for d in files))
+    half1, halfn = table["urna rows= half, 1 thread"], table[f"urna rows= half, {nt} threads"]
+    print(f"{'rows= half / floor, 1 thread':<34}"
+          + "".join(f"{ratio(half1[d], f1[d]):>9.2f}x" for d in files))
+    print(f"{'rows= half, ' + str(nt) + ' / 1 threads':<34}"
+          + "".join(f"{ratio(halfn[d], half1[d]):>9.2f}x" for d in files))
+    floor_q = {d: np.minimum(raw["read floor numpy, 1 thread"][d],
+                             raw["read floor numba, 1 thread"][d]) for d in files}
+    print("paired (median of per-query ratios):")
+    for label, name, base in (("urna / floor, 1 thread", "urna, 1 thread", None),
+                              ("urna / faiss, 1 thread", "urna, 1 thread",
+                               "faiss Flat / SQfp16 / SQ8 / SQ4"),
+                              ("rows= half / floor, 1 thread", "urna rows= half, 1 thread", None),
+                              (f"urna / floor, {nt} threads", f"urna, {nt} threads",
+                               f"read floor, {nt} threads")):
+        print(f"  {label:<32}" + "".join(
+            f"{paired(raw[name][d], floor_q[d] if base is None else raw[base][d]):>9.2f}x"
+            for d in files))
     print(f"floor rate: {M.nbytes / f1['float32'] / 1e6:.1f} GB/s on one thread, "
-          f"{M.nbytes / fn_['float32'] / 1e6:.1f} GB/s on {nt}")
+          f"{ratio(M.nbytes / 1e6, fn_['float32']):.1f} GB/s on {nt}")
     gain = table["urna numpy screen (CLI path)"]["float32"] - one["float32"]
     print(f"\nkernel break-even: numba + scan kernels load in {load * 1e3:.0f} ms (fresh "
           f"process); they save {gain:.2f} ms per {M.nbytes / 1e6:.0f} MB float32 query, so "

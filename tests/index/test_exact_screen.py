@@ -4,7 +4,8 @@ Claims: for every dtype, on random data with duplicated rows (ties), any k (1, n
 the screened search returns the same ids and score bits as scoring every row with the exact
 kernel and fully sorting, whichever screen runs (numba kernels or numpy / BLAS) and on any
 number of threads; each screen stays within its stated bound of the exact kernel on adversarial
-rows (cancellation, mixed magnitudes, subnormals, int4 nibble extremes); ``search_batch`` with
+rows (cancellation, mixed magnitudes, subnormals, int4 nibble extremes), for the VNNI
+(int8 query) and portable (int16 query) integer screens alike; ``search_batch`` with
 threads equals ``search`` per query; the heap selection equals numpy's partition; ``threads``
 comes from ``URNA_THREADS`` by default and a bad value is a typed error.
 """
@@ -16,11 +17,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from helpers.slabs import DTYPES, corpora, make_slab
 from urna.errors import InvalidInput, UrnaError
 from urna.index import exact
 from urna.index.exact import Slab, score_rows, search, search_batch, top_k
 
-DTYPES = ("float32", "float16", "int8", "int4")
 # the fixtures only pick a backend and task size: the same for every generated input
 FIXED = [HealthCheck.function_scoped_fixture]
 
@@ -32,64 +33,10 @@ def _small_tasks(monkeypatch):
     monkeypatch.setattr(exact, "NUMBA_MIN_VALUES", 0)
 
 
-@pytest.fixture(params=["kernels", "numpy"])
-def screen_backend(request, monkeypatch):
-    """Run a test once with the numba screens and once with the numpy / BLAS screen."""
-    if request.param == "kernels":
-        assert exact.load_kernels()
-        monkeypatch.setattr(exact._RENT, "spent", exact._RENT.budget)
-        assert exact._scan_kernels() is not None
-    else:
-        monkeypatch.setattr(exact, "_SCAN", [None])
-    return request.param
-
-
-def make_slab(dtype: str, m: np.ndarray) -> Slab:
-    """The rows ``m`` stored as ``dtype`` (the writer's quantisers, §2.2)."""
-    if dtype == "float32":
-        return Slab.float32(np.ascontiguousarray(m, dtype=np.float32))
-    if dtype == "float16":
-        return Slab.float16(m.astype(np.float16))
-    n, d = m.shape
-    if dtype == "int8":
-        sc = (np.abs(m).max(axis=1) / 127).astype(np.float32)
-        sc[sc == 0] = 1
-        codes = np.clip(np.round(m / sc[:, None]), -127, 127).astype(np.int8)
-        return Slab.int8(sc, codes)
-    g = m.reshape(n, d // 64, 64)
-    sc16 = (np.abs(g).max(axis=2) / 7).astype(np.float16)
-    sc16[sc16 == 0] = 1
-    codes = np.clip(np.round(g / sc16.astype(np.float32)[..., None]), -8, 7).astype(np.int8)
-    codes = codes.reshape(n, d)
-    packed = ((codes[:, 0::2] & 0x0F) | ((codes[:, 1::2] & 0x0F) << 4)).astype(np.uint8)
-    return Slab.int4(sc16, packed, d)
-
-
 def full_scan(slab: Slab, q: np.ndarray, k: int) -> tuple[list[int], bytes]:
     """The definition: every row scored by the exact kernel, then the full (score, id) sort."""
     ids, scores = top_k(score_rows(slab, q), k)
     return ids.tolist(), scores.tobytes()
-
-
-@st.composite
-def corpora(draw):
-    """Random unit rows with duplicates and near-duplicates, a query near one row, a k."""
-    seed = draw(st.integers(0, 2 ** 32 - 1))
-    rng = np.random.default_rng(seed)
-    n = draw(st.integers(65, 400))
-    dim = draw(st.sampled_from([64, 128, 192]))
-    m = rng.standard_normal((n, dim)).astype(np.float32)
-    dups = draw(st.integers(0, n // 3))
-    src = rng.integers(0, n, dups)
-    dst = rng.integers(0, n, dups)
-    m[dst] = m[src]  # exact ties, possibly straddling the cut-off
-    m /= np.linalg.norm(m, axis=1, keepdims=True)
-    q = m[rng.integers(0, n)] + draw(st.sampled_from([0.0, 1e-3, 0.3, 3.0])) * \
-        rng.standard_normal(dim).astype(np.float32)
-    q = (q / np.linalg.norm(q)).astype(np.float32)
-    k = draw(st.sampled_from([1, 2, 10, n - 1, n, n + 5]))
-    threads = draw(st.sampled_from([1, 2, 3]))
-    return m, q, k, threads
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
@@ -200,3 +147,31 @@ def test_non_finite_rows_fall_back_to_the_full_scan(screen_backend) -> None:
     q = np.ones(64, np.float32) / np.float32(8.0)
     ids, scores = search(slab, q, 3, threads=2)
     assert (ids.tolist(), scores.tobytes()) == full_scan(slab, q, 3)
+
+
+@pytest.mark.parametrize("dtype", ["int8", "int4"])
+@pytest.mark.parametrize("bits", [8, 16])
+@settings(max_examples=60, deadline=None)
+@given(seed=st.integers(0, 2 ** 32 - 1), dim=st.sampled_from([64, 100, 192, 384]),
+       spread=st.sampled_from([1e-30, 1e-3, 1.0, 1e30]))
+def test_compiled_query_quantiser_equals_numpy(dtype, bits, seed, dim, spread) -> None:
+    if dtype == "int4" and dim % 64:
+        dim = 128
+    assert exact.load_kernels()
+    from urna.index import _scan_kernels
+
+    rng = np.random.default_rng(seed)
+    q = (rng.standard_normal(dim) * spread).astype(np.float32)
+    q[rng.integers(0, dim, 3)] = 0.0
+    slab = make_slab(dtype, rng.standard_normal((2, dim)).astype(np.float32))
+    want = exact._probe(slab, q, bits)
+    got = exact._probe(slab, q, bits, _scan_kernels.quantise_query)
+    # the same rigorous norms (f64 sums in another order, both rounded up by 1e-9)
+    assert np.allclose([got.err, got.norm], [want.err, want.norm], rtol=1e-12, atol=0)
+    assert len(got.args) == len(want.args)
+    for a, b in zip(got.args, want.args, strict=True):
+        if isinstance(a, np.ndarray):
+            assert a.dtype == b.dtype and a.tolist() == b.tolist()
+        else:
+            assert a == b and type(a) is type(b)
+

@@ -1,4 +1,4 @@
-"""numba screens for the exact scan: approximate scores of a row range at close to the read rate.
+"""numba screens for the exact scan: approximate scores of rows at close to the read rate.
 
 Only a screen: every final score comes from the exact kernels (:mod:`_row_scores_jit` /
 :mod:`row_scores`), so these may reassociate and fuse (``fastmath`` reassoc + contract, never
@@ -8,10 +8,29 @@ a screened score can be from the exact one.
 
 * float32: one reassociated f32 dot per row.
 * float16: the halves widened in registers (``fpext half -> float``: F16C's ``vcvtph2ps``).
-* int8: integer dot of the codes with the query quantised to int16 (``vpmaddwd``), then
-  ``* (scale * qscale)``.
-* int4: the nibbles unpacked and sign-extended in registers (two int8 shifts), an exact
-  integer dot per 64-component group, then ``acc += part * scale_g``.
+* int8, portable: exact integer dot of the codes with the query as int16 levels
+  (:func:`_dot_i8_i16`: 32 codes sign-extended per step, the ``pmaddwd`` pattern), then
+  ``* (scale * qscale)``. With VNNI (:func:`_dot_i8_vnni`): the query as int8 levels, the
+  codes flipped by ``0x80`` so they read as c + 128 unsigned, one ``vpdpbusd`` per 64 codes,
+  ``128 * sum(q)`` taken back off; no widening at all.
+* int4, portable: per 64-component group, the 32 bytes widened to 16 bits, the nibbles read
+  as value + 8 (a flip by ``0x88``, one mask, one shift), two accumulating ``pmaddwd``
+  against the int16 query halves from ``-8 x`` the lanes' query sums, the 16 exact int32
+  lanes converted and fused into 16 f32 lanes times the group's scale; one horizontal sum per
+  row (:func:`_dot_i4_i16`). With VNNI (:func:`_dot_i4_vnni`, :func:`_block_i4_vnni`): 64
+  bytes (two groups) a step, the nibbles as bytes straight into ``vpdpbusd`` against the int8
+  query halves, lanes 0-7 scaled by one group's scale and 8-15 by the next; four rows at a
+  time share one horizontal-sum tree.
+
+Each dtype has one row function and two loops over it: a row range (``screen_*``) and a
+list of rows (``screen_*_rows``, the filtered scan). The loops only score: keeping a top-k
+heap inside them measured 10-20% slower than one :func:`kth_largest` pass afterwards (~5% of
+an int8 scan), as its branches get in the way of the streaming loads.
+
+The portable integer screens are generic LLVM vector IR (no target intrinsics), so they lower
+to whatever the CPU has (VNNI ``vpdpwssd``, AVX2 ``vpmaddwd`` or narrower); the ``*_vnni``
+screens call ``vpdpbusd`` itself and are chosen only when numba targets this CPU and it has
+AVX-512 VNNI (:data:`SCREENS`).
 """
 
 from __future__ import annotations
@@ -20,11 +39,222 @@ import numba
 import numpy as np
 from llvmlite import ir
 from numba import types
+from numba.core import cgutils
 from numba.extending import intrinsic
 
 _screen = numba.njit(nogil=True, cache=True, boundscheck=False,
                      fastmath={"reassoc", "contract"})
+_row = numba.njit(nogil=True, cache=True, boundscheck=False, inline="always",
+                  fastmath={"reassoc", "contract"})
 _plain = numba.njit(nogil=True, cache=True, boundscheck=False)
+
+_I8, _I16, _I32, _F32 = ir.IntType(8), ir.IntType(16), ir.IntType(32), ir.FloatType()
+
+
+def _vec(t: ir.Type, n: int) -> ir.VectorType:
+    return ir.VectorType(t, n)
+
+
+def _load(builder: ir.IRBuilder, addr: ir.Value, step: ir.Value, size: int,
+          vty: ir.VectorType) -> ir.Value:
+    """The vector at byte address ``addr + step * size`` (unaligned)."""
+    at = builder.add(addr, builder.mul(step, ir.Constant(addr.type, size)))
+    return builder.load(builder.inttoptr(at, vty.as_pointer()), align=1)
+
+
+def _madd(builder: ir.IRBuilder, a16: ir.Value, b16: ir.Value) -> ir.Value:
+    """``pmaddwd``: 32 x int16 times 32 x int16, adjacent products summed into 16 x int32."""
+    prod = builder.mul(builder.sext(a16, _vec(_I32, 32)), builder.sext(b16, _vec(_I32, 32)))
+    even = ir.Constant(_vec(_I32, 16), [2 * t for t in range(16)])
+    odd = ir.Constant(_vec(_I32, 16), [2 * t + 1 for t in range(16)])
+    return builder.add(builder.shuffle_vector(prod, prod, even),
+                       builder.shuffle_vector(prod, prod, odd))
+
+
+def _reduce(builder: ir.IRBuilder, name: str, ret: ir.Type, args: list) -> ir.Value:
+    fnty = ir.FunctionType(ret, [a.type for a in args])
+    fn = cgutils.get_or_insert_function(builder.module, fnty, name)
+    return builder.call(fn, args, fastmath=("reassoc",) if ret == _F32 else ())
+
+
+@intrinsic
+def _dot_i8_i16(typingctx, row, q, steps):
+    """The exact int32 dot of ``steps * 32`` int8 codes at ``row`` with int16 ``q`` (addresses)."""
+    sig = types.int32(types.uintp, types.uintp, types.intp)
+
+    def codegen(context, builder, signature, args):
+        row, q, steps = args
+        acc = cgutils.alloca_once_value(builder, ir.Constant(_vec(_I32, 16), None))
+        with cgutils.for_range(builder, steps) as loop:
+            codes = builder.sext(_load(builder, row, loop.index, 32, _vec(_I8, 32)),
+                                 _vec(_I16, 32))
+            part = _madd(builder, codes, _load(builder, q, loop.index, 64, _vec(_I16, 32)))
+            builder.store(builder.add(builder.load(acc), part), acc)
+        return _reduce(builder, "llvm.vector.reduce.add.v16i32", _I32, [builder.load(acc)])
+
+    return sig, codegen
+
+
+@intrinsic
+def _dot_i4_i16(typingctx, row, qe, qo, corr, sc, groups):
+    """``sum_g s_g * (nibbles_g . q_g)`` for one packed int4 row (addresses; f32 lanes).
+
+    The bytes are flipped by ``0x88`` so each nibble reads as its value + 8 (no sign
+    extension: one mask and one shift), and ``corr`` (16 int32 per group: -8 times each lane's
+    query sum) takes the +8 back out of the exact integer lanes.
+    """
+    sig = types.float32(types.uintp, types.uintp, types.uintp, types.uintp, types.uintp,
+                        types.intp)
+
+    def codegen(context, builder, signature, args):
+        row, qe, qo, corr, sc, groups = args
+        acc = cgutils.alloca_once_value(builder, ir.Constant(_vec(_F32, 16), None))
+        flip = ir.Constant(_vec(_I8, 32), [0x88] * 32)
+        four = ir.Constant(_vec(_I16, 32), [4] * 32)
+        with cgutils.for_range(builder, groups) as loop:
+            g = loop.index
+            w = builder.zext(builder.xor(_load(builder, row, g, 32, _vec(_I8, 32)), flip),
+                             _vec(_I16, 32))
+            high = builder.lshr(w, four)
+            low = builder.sub(w, builder.shl(high, four))
+            # (-corr + low . qe) + high . qo: two accumulating pmaddwd (vpdpwssd with VNNI)
+            part = builder.add(_load(builder, corr, g, 64, _vec(_I32, 16)),
+                               _madd(builder, low, _load(builder, qe, g, 64, _vec(_I16, 32))))
+            part = builder.add(part,
+                               _madd(builder, high, _load(builder, qo, g, 64, _vec(_I16, 32))))
+            scale = builder.load(builder.inttoptr(
+                builder.add(sc, builder.mul(g, ir.Constant(sc.type, 4))), _F32.as_pointer()))
+            lanes = builder.insert_element(ir.Constant(_vec(_F32, 16), ir.Undefined), scale,
+                                           ir.Constant(_I32, 0))
+            splat = builder.shuffle_vector(lanes, lanes, ir.Constant(_vec(_I32, 16), [0] * 16))
+            prod = builder.fmul(builder.sitofp(part, _vec(_F32, 16)), splat, flags=("contract",))
+            builder.store(builder.fadd(builder.load(acc), prod, flags=("contract",)), acc)
+        return _reduce(builder, "llvm.vector.reduce.fadd.v16f32", _F32,
+                       [ir.Constant(_F32, 0.0), builder.load(acc)])
+
+    return sig, codegen
+
+
+def _vpdpbusd(builder: ir.IRBuilder, acc: ir.Value, u8: ir.Value, s8: ir.Value) -> ir.Value:
+    """AVX-512 VNNI ``vpdpbusd``: acc + the sums of 4 adjacent u8 x s8 products per lane."""
+    lanes = acc.type.count
+    vt = _vec(_I32, lanes)
+    fn = cgutils.get_or_insert_function(builder.module, ir.FunctionType(vt, [vt, vt, vt]),
+                                        f"llvm.x86.avx512.vpdpbusd.{32 * lanes}")
+    return builder.call(fn, [acc, builder.bitcast(u8, vt), builder.bitcast(s8, vt)])
+
+
+@intrinsic
+def _dot_i8_vnni(typingctx, row, q, steps):
+    """``sum (c + 128) * q`` over ``steps * 64`` int8 codes at ``row``, int8 ``q`` (VNNI)."""
+    sig = types.int32(types.uintp, types.uintp, types.intp)
+
+    def codegen(context, builder, signature, args):
+        row, q, steps = args
+        acc = cgutils.alloca_once_value(builder, ir.Constant(_vec(_I32, 16), None))
+        flip = ir.Constant(_vec(_I8, 64), [0x80] * 64)  # c ^ 0x80 reads as c + 128 unsigned
+        with cgutils.for_range(builder, steps) as loop:
+            codes = builder.xor(_load(builder, row, loop.index, 64, _vec(_I8, 64)), flip)
+            builder.store(_vpdpbusd(builder, builder.load(acc), codes,
+                                    _load(builder, q, loop.index, 64, _vec(_I8, 64))), acc)
+        return _reduce(builder, "llvm.vector.reduce.add.v16i32", _I32, [builder.load(acc)])
+
+    return sig, codegen
+
+
+def _i4_vnni_step(builder: ir.IRBuilder, row: ir.Value, qe: ir.Value, qo: ir.Value,
+                  corr: ir.Value, sc: ir.Value, t: ir.Value, width: int) -> ir.Value:
+    """One step of ``width`` packed bytes (64: two groups, 32: one) as f32 lanes."""
+    lanes, groups = width // 4, width // 32
+    flip = ir.Constant(_vec(_I8, width), [0x88] * width)  # each nibble reads as value + 8
+    nib = ir.Constant(_vec(_I8, width), [15] * width)
+    four = ir.Constant(_vec(_I8, width), [4] * width)
+    y = builder.xor(_load(builder, row, t, width, _vec(_I8, width)), flip)
+    low, high = builder.and_(y, nib), builder.and_(builder.lshr(y, four), nib)
+    acc = _load(builder, corr, t, 4 * lanes, _vec(_I32, lanes))  # -8 x the lanes' query sums
+    acc = _vpdpbusd(builder, acc, low, _load(builder, qe, t, width, _vec(_I8, width)))
+    acc = _vpdpbusd(builder, acc, high, _load(builder, qo, t, width, _vec(_I8, width)))
+    scales = ir.Constant(_vec(_F32, lanes), ir.Undefined)
+    for k in range(groups):
+        at = builder.add(sc, builder.mul(t, ir.Constant(sc.type, 4 * groups)))
+        at = builder.add(at, ir.Constant(sc.type, 4 * k))
+        scales = builder.insert_element(
+            scales, builder.load(builder.inttoptr(at, _F32.as_pointer())), ir.Constant(_I32, k))
+    spread = ir.Constant(_vec(_I32, lanes), [lane // 8 for lane in range(lanes)])
+    scales = builder.shuffle_vector(scales, scales, spread)  # 8 lanes per group
+    return builder.fmul(builder.sitofp(acc, _vec(_F32, lanes)), scales, flags=("contract",))
+
+
+@intrinsic
+def _dot_i4_vnni(typingctx, row, qe, qo, corr, sc, groups):
+    """``sum_g s_g * (nibbles_g . q_g)`` for one packed int4 row, int8 query halves (VNNI)."""
+    sig = types.float32(types.uintp, types.uintp, types.uintp, types.uintp, types.uintp,
+                        types.intp)
+
+    def codegen(context, builder, signature, args):
+        row, qe, qo, corr, sc, groups = args
+        acc = cgutils.alloca_once_value(builder, ir.Constant(_vec(_F32, 16), None))
+        pairs = builder.sdiv(groups, ir.Constant(groups.type, 2))
+        with cgutils.for_range(builder, pairs) as loop:
+            prod = _i4_vnni_step(builder, row, qe, qo, corr, sc, loop.index, 64)
+            builder.store(builder.fadd(builder.load(acc), prod, flags=("contract",)), acc)
+        total = _reduce(builder, "llvm.vector.reduce.fadd.v16f32", _F32,
+                        [ir.Constant(_F32, 0.0), builder.load(acc)])
+        out = cgutils.alloca_once_value(builder, total)
+        last = builder.sub(groups, ir.Constant(groups.type, 1))
+        with builder.if_then(builder.icmp_signed("!=", builder.mul(
+                pairs, ir.Constant(groups.type, 2)), groups)):  # an odd last group: 32 bytes
+            prod = _i4_vnni_step(builder, row, qe, qo, corr, sc, last, 32)
+            tail = _reduce(builder, "llvm.vector.reduce.fadd.v8f32", _F32,
+                           [ir.Constant(_F32, 0.0), prod])
+            builder.store(builder.fadd(builder.load(out), tail), out)
+        return builder.load(out)
+
+    return sig, codegen
+
+
+def _sum4(builder: ir.IRBuilder, accs: list) -> ir.Value:
+    """The horizontal sums of four 16-lane f32 vectors as one 4-lane vector (a shuffle tree)."""
+    def pick(a: ir.Value, b: ir.Value, idx: list) -> ir.Value:
+        return builder.shuffle_vector(a, b, ir.Constant(_vec(_I32, len(idx)), idx))
+
+    def add(a: ir.Value, b: ir.Value) -> ir.Value:
+        return builder.fadd(a, b, flags=("reassoc", "contract"))
+
+    x = [add(pick(a, a, list(range(8))), pick(a, a, list(range(8, 16)))) for a in accs]
+    # y: 4 partial sums of row 0 then row 1 (of rows 2, 3); z: 2 of each row; then 1
+    y01 = add(pick(x[0], x[1], [0, 1, 2, 3, 8, 9, 10, 11]),
+              pick(x[0], x[1], [4, 5, 6, 7, 12, 13, 14, 15]))
+    y23 = add(pick(x[2], x[3], [0, 1, 2, 3, 8, 9, 10, 11]),
+              pick(x[2], x[3], [4, 5, 6, 7, 12, 13, 14, 15]))
+    z = add(pick(y01, y23, [0, 1, 4, 5, 8, 9, 12, 13]),
+            pick(y01, y23, [2, 3, 6, 7, 10, 11, 14, 15]))
+    return add(pick(z, z, [0, 2, 4, 6]), pick(z, z, [1, 3, 5, 7]))
+
+
+@intrinsic
+def _block_i4_vnni(typingctx, row, stride, qe, qo, corr, sc, sc_stride, pairs, out):
+    """Four consecutive packed int4 rows from ``row`` (an even group count) into ``out``'s
+    four f32 (addresses): the rows' steps interleave and share one horizontal sum tree."""
+    sig = types.void(types.uintp, types.intp, types.uintp, types.uintp, types.uintp,
+                     types.uintp, types.intp, types.intp, types.uintp)
+
+    def codegen(context, builder, signature, args):
+        row, stride, qe, qo, corr, sc, sc_stride, pairs, out = args
+        rows = [builder.add(row, builder.mul(ir.Constant(row.type, r), stride)) for r in range(4)]
+        scs = [builder.add(sc, builder.mul(ir.Constant(sc.type, r), sc_stride)) for r in range(4)]
+        accs = [cgutils.alloca_once_value(builder, ir.Constant(_vec(_F32, 16), None))
+                for _ in range(4)]
+        with cgutils.for_range(builder, pairs) as loop:
+            for r in range(4):
+                prod = _i4_vnni_step(builder, rows[r], qe, qo, corr, scs[r], loop.index, 64)
+                builder.store(builder.fadd(builder.load(accs[r]), prod, flags=("contract",)),
+                              accs[r])
+        sums = _sum4(builder, [builder.load(a) for a in accs])
+        builder.store(sums, builder.inttoptr(out, _vec(_F32, 4).as_pointer()), align=1)
+        return context.get_dummy_value()
+
+    return sig, codegen
 
 
 @intrinsic
@@ -38,55 +268,195 @@ def _half_to_f32(typingctx, h):
     return sig, codegen
 
 
+# --- one row ----------------------------------------------------------------------------------
+
+@_row
+def _row_f32(M, q, i):
+    acc = np.float32(0.0)
+    for j in range(M.shape[1]):
+        acc += M[i, j] * q[j]
+    return acc
+
+
+@_row
+def _row_f16(H, q, i):
+    acc = np.float32(0.0)
+    for j in range(H.shape[1]):
+        acc += _half_to_f32(H[i, j]) * q[j]
+    return acc
+
+
+@_row
+def _row_i8(C, scales, qi, qscale, i):
+    d = C.shape[1]
+    steps = d // 32
+    acc = _dot_i8_i16(C.ctypes.data + i * C.strides[0], qi.ctypes.data, steps)
+    for j in range(steps * 32, d):  # the tail of a width that is not a multiple of 32
+        acc += np.int32(C[i, j]) * np.int32(qi[j])
+    return np.float32(acc) * (scales[i] * qscale)  # |acc| < 2^31 by the levels
+
+
+@_row
+def _row_i4(P, scales, qe, qo, corr, qscale, i):
+    got = _dot_i4_i16(P.ctypes.data + i * P.strides[0], qe.ctypes.data, qo.ctypes.data,
+                      corr.ctypes.data, scales.ctypes.data + i * scales.strides[0],
+                      scales.shape[1])
+    return got * qscale
+
+
+@_row
+def _row_i8_vnni(C, scales, q8, qfix, qscale, i):
+    d = C.shape[1]
+    steps = d // 64
+    acc = _dot_i8_vnni(C.ctypes.data + i * C.strides[0], q8.ctypes.data, steps) - qfix
+    for j in range(steps * 64, d):
+        acc += np.int32(C[i, j]) * np.int32(q8[j])
+    return np.float32(acc) * (scales[i] * qscale)  # |acc| <= 255 * 127 * dim < 2^31
+
+
+@_row
+def _row_i4_vnni(P, scales, qe, qo, corr, qscale, i):
+    got = _dot_i4_vnni(P.ctypes.data + i * P.strides[0], qe.ctypes.data, qo.ctypes.data,
+                       corr.ctypes.data, scales.ctypes.data + i * scales.strides[0],
+                       scales.shape[1])
+    return got * qscale
+
+
+# --- loops: a row range, or a list of rows ----------------------------------------------------
+
 @_screen
 def screen_f32(M, q, lo, hi, out):
     """``out[i] ~ M[i] . q`` for rows ``lo..hi`` (float32 rows)."""
     for i in range(lo, hi):
-        acc = np.float32(0.0)
-        for j in range(M.shape[1]):
-            acc += M[i, j] * q[j]
-        out[i] = acc
+        out[i] = _row_f32(M, q, i)
+
+
+@_screen
+def screen_f32_rows(M, q, rows, lo, hi, out):
+    """``out[t] ~ M[rows[t]] . q`` for ``t`` in ``lo..hi``."""
+    for t in range(lo, hi):
+        out[t] = _row_f32(M, q, rows[t])
 
 
 @_screen
 def screen_f16(H, q, lo, hi, out):
     """``out[i] ~ H[i] . q`` for rows ``lo..hi`` (float16 rows as their uint16 bits)."""
     for i in range(lo, hi):
-        acc = np.float32(0.0)
-        for j in range(H.shape[1]):
-            acc += _half_to_f32(H[i, j]) * q[j]
-        out[i] = acc
+        out[i] = _row_f16(H, q, i)
+
+
+@_screen
+def screen_f16_rows(H, q, rows, lo, hi, out):
+    """``out[t] ~ H[rows[t]] . q`` for ``t`` in ``lo..hi``."""
+    for t in range(lo, hi):
+        out[t] = _row_f16(H, q, rows[t])
 
 
 @_screen
 def screen_i8(C, scales, qi, qscale, lo, hi, out):
     """``out[i] ~ scales[i] * qscale * (C[i] . qi)``: exact integer dot, then two f32 products."""
     for i in range(lo, hi):
-        acc = 0  # an int64 accumulator: LLVM matches this pattern to vpmaddwd, int32 not
-        for j in range(C.shape[1]):
-            acc += np.int32(C[i, j]) * np.int32(qi[j])
-        out[i] = np.float32(np.int32(acc)) * (scales[i] * qscale)  # |acc| < 2^31 by the levels
+        out[i] = _row_i8(C, scales, qi, qscale, i)
 
 
 @_screen
-def screen_i4(P, scales, qe, qo, qscale, lo, hi, out):
+def screen_i8_rows(C, scales, qi, qscale, rows, lo, hi, out):
+    """``out[t]`` for row ``rows[t]``, ``t`` in ``lo..hi`` (as :func:`screen_i8`)."""
+    for t in range(lo, hi):
+        out[t] = _row_i8(C, scales, qi, qscale, rows[t])
+
+
+@_screen
+def screen_i4(P, scales, qe, qo, corr, qscale, lo, hi, out):
     """int4 rows (packed nibbles, f32 group scales) against the int16 query halves ``qe``/``qo``.
 
-    ``out[i] ~ qscale * sum_g part_g * s_g``; ``part_g`` an exact integer dot per group.
+    ``out[i] ~ qscale * sum_g s_g * part_g``; ``part_g`` exact integers in 16 lanes per group.
     """
-    groups = scales.shape[1]
     for i in range(lo, hi):
-        acc = np.float32(0.0)
-        for g in range(groups):
-            part = 0  # int64 accumulator and int8 shifts: the pattern LLVM maps to vpdpwssd
-            for b in range(32):
-                c = g * 32 + b
-                x = np.int8(P[i, c])
-                low = np.int8(x << np.int8(4)) >> np.int8(4)  # arithmetic shifts sign-extend
-                high = x >> np.int8(4)
-                part += np.int32(low) * np.int32(qe[c]) + np.int32(high) * np.int32(qo[c])
-            acc += np.float32(np.int32(part)) * scales[i, g]  # |part| <= 2^24 by the levels
-        out[i] = acc * qscale
+        out[i] = _row_i4(P, scales, qe, qo, corr, qscale, i)
+
+
+@_screen
+def screen_i4_rows(P, scales, qe, qo, corr, qscale, rows, lo, hi, out):
+    """``out[t]`` for row ``rows[t]``, ``t`` in ``lo..hi`` (as :func:`screen_i4`)."""
+    for t in range(lo, hi):
+        out[t] = _row_i4(P, scales, qe, qo, corr, qscale, rows[t])
+
+
+@_screen
+def screen_i8_vnni(C, scales, q8, qfix, qscale, lo, hi, out):
+    """As :func:`screen_i8` with an int8 query: ``vpdpbusd`` on the codes read as c + 128."""
+    for i in range(lo, hi):
+        out[i] = _row_i8_vnni(C, scales, q8, qfix, qscale, i)
+
+
+@_screen
+def screen_i8_vnni_rows(C, scales, q8, qfix, qscale, rows, lo, hi, out):
+    """``out[t]`` for row ``rows[t]``, ``t`` in ``lo..hi`` (as :func:`screen_i8_vnni`)."""
+    for t in range(lo, hi):
+        out[t] = _row_i8_vnni(C, scales, q8, qfix, qscale, rows[t])
+
+
+@_screen
+def screen_i4_vnni(P, scales, qe, qo, corr, qscale, lo, hi, out):
+    """As :func:`screen_i4` with int8 query halves: ``vpdpbusd`` on the nibbles read as c + 8."""
+    groups = scales.shape[1]
+    start = lo
+    if groups % 2 == 0:  # blocks of four rows, then the rest one by one
+        pairs = groups // 2
+        for i in range(lo, hi - 3, 4):
+            _block_i4_vnni(P.ctypes.data + i * P.strides[0], P.strides[0], qe.ctypes.data,
+                           qo.ctypes.data, corr.ctypes.data,
+                           scales.ctypes.data + i * scales.strides[0], scales.strides[0],
+                           pairs, out.ctypes.data + i * 4)
+            for r in range(4):
+                out[i + r] *= qscale
+            start = i + 4
+    for i in range(start, hi):
+        out[i] = _row_i4_vnni(P, scales, qe, qo, corr, qscale, i)
+
+
+@_screen
+def screen_i4_vnni_rows(P, scales, qe, qo, corr, qscale, rows, lo, hi, out):
+    """``out[t]`` for row ``rows[t]``, ``t`` in ``lo..hi`` (as :func:`screen_i4_vnni`)."""
+    for t in range(lo, hi):
+        out[t] = _row_i4_vnni(P, scales, qe, qo, corr, qscale, rows[t])
+
+
+@_plain
+def quantise_query(q, levels, head, lane, qi, qe, qo, corr):
+    """The query as integer ``levels`` into ``qi`` (and, for int4, its halves ``qe`` / ``qo``
+    and the ``-8 x`` lane sums ``corr``, ``lane`` bytes a lane); returns ``(qscale,
+    |q - q'|, |q'|, 128 x the sum of qi[:head])`` with the norms in f64, rounded up."""
+    top = 0.0
+    for j in range(q.shape[0]):
+        top = max(top, abs(np.float64(q[j])))
+    qscale = np.float32(top / levels) if top > 0 else np.float32(1.0)
+    if not np.isfinite(qscale) or qscale == 0:
+        qscale = np.float32(1.0)
+    step = np.float64(qscale)
+    err2 = 0.0
+    norm2 = 0.0
+    fix = 0
+    for j in range(q.shape[0]):
+        v = min(max(np.rint(np.float64(q[j]) / step), -levels), levels)
+        if not np.isfinite(v):
+            v = 0.0  # a NaN query: err below is NaN too, and the caller scans every row
+        qi[j] = v
+        part = v * step  # exact: 16 x 24 bits
+        err2 += (np.float64(q[j]) - part) ** 2
+        norm2 += part * part
+        if j < head:
+            fix += 128 * np.int64(v)
+    for c in range(qe.shape[0]):
+        qe[c] = qi[2 * c]
+        qo[c] = qi[2 * c + 1]
+    for t in range(corr.shape[0]):
+        acc = 0
+        for b in range(lane):
+            acc += np.int32(qe[t * lane + b]) + np.int32(qo[t * lane + b])
+        corr[t] = -8 * acc
+    return qscale, np.sqrt(err2) * (1 + 1e-9), np.sqrt(norm2) * (1 + 1e-9), fix
 
 
 @_plain
@@ -124,5 +494,31 @@ def _sift(heap, pos, size):
     heap[pos] = v
 
 
-KERNELS = {"float32": screen_f32, "float16": screen_f16, "int8": screen_i8,
-           "int4": screen_i4}
+def _has_vnni() -> bool:
+    """Whether the compiled code targets this CPU and it has AVX-512 VNNI (``vpdpbusd``)."""
+    import os
+
+    from llvmlite import binding
+
+    if os.environ.get("NUMBA_CPU_NAME") or os.environ.get("NUMBA_CPU_FEATURES"):
+        return False  # a portable (cached for other machines) target: no target intrinsics
+    try:
+        features = binding.get_host_cpu_features()
+    except RuntimeError:
+        return False
+    return all(features.get(f, False) for f in ("avx512f", "avx512bw", "avx512vl",
+                                                  "avx512vnni"))
+
+
+_RANGE = {"float32": screen_f32, "float16": screen_f16, "int8": screen_i8, "int4": screen_i4}
+_ROWS = {"float32": screen_f32_rows, "float16": screen_f16_rows, "int8": screen_i8_rows,
+         "int4": screen_i4_rows}
+PORTABLE: dict = {"bits": 16, "range": _RANGE, "rows": _ROWS}
+"""Generic vector IR on any CPU: the integer screens take the query as int16 levels."""
+WITH_VNNI: dict = {"bits": 8,
+                   "range": _RANGE | {"int8": screen_i8_vnni, "int4": screen_i4_vnni},
+                   "rows": _ROWS | {"int8": screen_i8_vnni_rows, "int4": screen_i4_vnni_rows}}
+"""AVX-512 VNNI: the integer screens take the query as int8 levels (``vpdpbusd``)."""
+VNNI = _has_vnni()
+SCREENS = WITH_VNNI if VNNI else PORTABLE
+"""This machine's screens: ``bits`` (the integer query width), ``range`` and ``rows`` loops."""

@@ -10,6 +10,9 @@ Invariants:
   list (HNSW / hybrid / graph rerank), so scores equal the reference wheel's bit for bit.
 * **Exact top-k.** :func:`top_k` returns exactly the first k of the full sort by
   (score desc, index asc, NaN last); ties at the cut-off go to the lower index.
+* The screened search (:func:`search`, over every row or a row list ``rows=``, split across
+  threads) rescores only the rows within a proven bound of the screened cut-off (the note
+  above :func:`resolve_threads`), so it returns what scoring every candidate returns.
 * The batch path (:func:`search_batch`) screens with one BLAS ``sgemm`` and then rescores the
   screened rows with :func:`score_rows`, widening the screen by a rigorous bound on the f32
   rounding of both computations, so it returns exactly what :func:`search` returns.
@@ -284,19 +287,34 @@ def top_k(scores: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
     return rank(np.arange(len(scores), dtype=np.int64), scores, k)
 
 
-def search(slab: Slab, q: np.ndarray, k: int,
-           threads: int | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """Exact top-k of the slab for one normalised query: (row ids, scores).
+def search(slab: Slab, q: np.ndarray, k: int, threads: int | None = None,
+           rows: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Exact top-k of the slab (or of its ``rows``) for one normalised query: (row ids, scores).
 
-    Slabs past a few rows are screened (:func:`screen`, rows split across ``threads``) and
-    only the rows within the proven screen bound of the cut-off are scored exactly; the
-    result is the same as scoring every row, whatever the thread count.
+    Past a few rows the candidates are screened (:func:`screen`, split across ``threads``)
+    and only those within the proven screen bound of the cut-off are scored exactly; the
+    result is the same as scoring every candidate, whatever the thread count. ``rows`` (the
+    filtered scan: distinct row indices) restricts the candidates; ids are slab rows.
     """
-    if 0 < k < slab.n and slab.n > SCREEN_MIN_ROWS:
-        got = _screened_search(slab, np.ascontiguousarray(q, dtype=F32), k, threads)
+    cand = None if rows is None else _row_list(slab, rows)
+    count = slab.n if cand is None else len(cand)
+    if 0 < k < count and count > SCREEN_MIN_ROWS:
+        got = _screened_search(slab, np.ascontiguousarray(q, dtype=F32), k, threads, cand)
         if got is not None:
             return got
-    return top_k(score_rows(slab, q), k)
+    if cand is None:
+        return top_k(score_rows(slab, q), k)
+    return rank(cand, score_rows(slab, q, cand), k)
+
+
+def _row_list(slab: Slab, rows: np.ndarray) -> np.ndarray:
+    """``rows`` as contiguous int64 slab indices, checked against the slab."""
+    cand = np.ascontiguousarray(rows, dtype=np.int64)
+    if cand.ndim != 1:
+        raise InvalidInput("rows must be a one-dimensional list of row indices")
+    if len(cand) and (cand.min() < 0 or cand.max() >= slab.n):
+        raise IndexError("row index out of range")
+    return cand
 
 
 def rerank(slab: Slab, q: np.ndarray, candidates, k: int) -> tuple[np.ndarray, np.ndarray]:
@@ -314,9 +332,13 @@ def rerank(slab: Slab, q: np.ndarray, candidates, k: int) -> tuple[np.ndarray, n
 # gamma_d * sum|r_j q_j| <= gamma_d * R * |q| of t (Higham, Thm 3.1 for every summation tree);
 # the kernels' lanes, tails, scale products and int4 groups add at most G + 2 roundings
 # (G = groups), so |K - t| <= gamma_m R |q| with m = dim + G + 4. The quantised screens use an
-# integer query q' = qscale * qi (error e = q - q'); their integer dot products are exact, the
-# f32 conversions, scale products and group sums add <= G + 3 roundings, so
-# |s - t| <= R |e| + gamma_m R |q'|. Hence |s - K| <= delta with
+# integer query q' = qscale * qi (int16 levels, or int8 for the VNNI screens; error
+# e = q - q'); their integer dot products are exact (the +128 / +8 offsets come back off in
+# integers). int8 then adds an f32 conversion and two products (3 roundings); int4 sums its
+# exact integer lanes (8 or 16 per group, each |lane| <= the sum of its |c_j q'_j|) times the
+# group scale in f32 in some tree: one rounding per product, at most 16 G - 1 in the tree and
+# one for qscale, 16 G + 1 <= m since 16 G = dim / 4. So |s - t| <= R |e| + gamma_m R |q'|
+# (the sum of |r_j q'_j| is <= R |q'|). Hence |s - K| <= delta with
 #     delta = R (|e| + gamma_m (|q| + |q'|)) + an underflow slack.
 # If s_k is the k-th largest screened score, k rows have K >= s_k - delta, so the k-th exact
 # score is >= s_k - delta and every row of the exact top k (ties included) has
@@ -361,7 +383,8 @@ def _scan_kernels() -> dict | None:
         if not _SCAN:
             try:
                 from . import _scan_kernels
-                _SCAN.append(_scan_kernels.KERNELS | {"kth": _scan_kernels.kth_largest})
+                _SCAN.append(_scan_kernels.SCREENS | {"kth": _scan_kernels.kth_largest,
+                                                      "quantise": _scan_kernels.quantise_query})
             except Exception:  # an optional extra that fails to compile means numpy screens
                 _SCAN.append(None)
     return _SCAN[0]
@@ -406,25 +429,59 @@ class _Probe:
     norm: float  # |q'|
 
 
-def _probe(slab: Slab, q: np.ndarray) -> _Probe:
-    qn = float(np.sqrt(np.dot(q.astype(np.float64), q.astype(np.float64))))
+def _probe(slab: Slab, q: np.ndarray, bits: int = 16, quantise=None) -> _Probe:
+    """The query for ``slab``'s screen; integer screens take it as ``bits``-bit levels
+    (computed by the compiled ``quantise`` when given: one call instead of ~20 numpy ops)."""
     if slab.dtype in ("float32", "float16"):
-        return _Probe((q,), 0.0, qn)
-    # int16 query levels, as many as keep every int32 partial sum exact
-    width = 128 * slab.dim if slab.dtype == "int8" else 8 * 64
-    levels = max(1, min(32767, _INT_DOT // width))
+        return _Probe((q,), 0.0, float(np.sqrt(np.dot(q.astype(np.float64),
+                                                       q.astype(np.float64)))))
+    if bits == 8:  # vpdpbusd: int8 levels; sums of (c + 128) * q or (nibble + 8) * q stay exact
+        levels = 127
+    else:  # int16 levels, as many as keep every int32 partial sum exact
+        width = 128 * slab.dim if slab.dtype == "int8" else 8 * 64
+        levels = max(1, min(32767, _INT_DOT // width))
+    if quantise is not None:
+        return _probe_compiled(slab, q, bits, levels, quantise)
     top = float(np.abs(q).max()) if q.size else 0.0
     qscale = F32(top / levels) if top > 0 else F32(1.0)
     if not np.isfinite(qscale) or qscale == 0:
         qscale = F32(1.0)
-    qi = np.clip(np.rint(q.astype(np.float64) / float(qscale)), -levels, levels).astype(np.int16)
+    qi = np.clip(np.rint(q.astype(np.float64) / float(qscale)), -levels, levels)
+    qi = qi.astype(np.int8 if bits == 8 else np.int16)
     qp = qi.astype(np.float64) * float(qscale)  # exact: 16 x 24 bits
     err = float(np.sqrt(((q.astype(np.float64) - qp) ** 2).sum())) * (1 + 1e-9)
     norm = float(np.sqrt((qp ** 2).sum())) * (1 + 1e-9)
     if slab.dtype == "int8":
-        return _Probe((qi, qscale), err, norm)
+        if bits != 8:
+            return _Probe((qi, qscale), err, norm)
+        # the codes read as c + 128: 128 x the query sum over the vector part comes back off
+        head = (slab.dim // 64) * 64
+        return _Probe((qi, 128 * int(qi[:head].astype(np.int64).sum()), qscale), err, norm)
     qe, qo = np.ascontiguousarray(qi[0::2]), np.ascontiguousarray(qi[1::2])
-    return _Probe((qe, qo, qscale), err, norm)
+    # the nibbles read as value + 8: -8 x each int32 lane's query sum corrects it (a lane
+    # covers 2 bytes with pmaddwd, 4 with vpdpbusd)
+    pairs = (qe.astype(np.int32) + qo).reshape(-1, 4 if bits == 8 else 2).sum(axis=1)
+    corr = np.ascontiguousarray(-8 * pairs, dtype=np.int32)
+    return _Probe((qe, qo, corr, qscale), err, norm)
+
+
+def _probe_compiled(slab: Slab, q: np.ndarray, bits: int, levels: int, quantise) -> _Probe:
+    """:func:`_probe` by the compiled ``quantise_query`` (the same levels and norms)."""
+    dim = slab.dim
+    qi = np.empty(dim, np.int8 if bits == 8 else np.int16)
+    int4 = slab.dtype == "int4"
+    half = dim // 2 if int4 else 0
+    lane = 4 if bits == 8 else 2
+    qe, qo = np.empty(half, qi.dtype), np.empty(half, qi.dtype)
+    corr = np.empty(half // lane, np.int32)
+    head = (dim // 64) * 64 if bits == 8 else 0
+    scale, err, norm, fix = quantise(q, levels, head, lane, qi, qe, qo, corr)
+    qscale = F32(scale)  # the screens take it as f32
+    if int4:
+        return _Probe((qe, qo, corr, qscale), err, norm)
+    if bits == 8:
+        return _Probe((qi, fix, qscale), err, norm)
+    return _Probe((qi, qscale), err, norm)
 
 
 def screen_bound(slab: Slab, qnorm: float, probe_err: float = 0.0,
@@ -433,44 +490,87 @@ def screen_bound(slab: Slab, qnorm: float, probe_err: float = 0.0,
     groups = slab.dim // 64 if slab.dtype == "int4" else 1
     g = _gamma(slab.dim + groups + 4)
     qp = qnorm if probe_norm is None else probe_norm
-    with np.errstate(over="ignore", invalid="ignore"):
-        return (slab.max_row_norm() * (probe_err + g * (qnorm + qp))
-                + 4 * (slab.dim + groups + 4) * _UNDERFLOW)
+    # Python floats: an infinite row norm gives inf (or nan), never an exception
+    return (slab.max_row_norm() * (probe_err + g * (qnorm + qp))
+            + 4 * (slab.dim + groups + 4) * _UNDERFLOW)
 
 
 def _slab_args(slab: Slab) -> tuple:
+    # the integer screens read each row's bytes through its address: rows must be contiguous
+    a = slab._get("rows", lambda: slab.a if slab.a.flags.c_contiguous
+                  else np.ascontiguousarray(slab.a))
     if slab.dtype == "float32":
-        return (slab.a,)
+        return (a,)
     if slab.dtype == "float16":
-        return (slab._get("u16", lambda: slab.a.view(np.uint16)),)
+        return (slab._get("u16", lambda: a.view(np.uint16)),)
     if slab.dtype == "int8":
-        return (slab.a, slab.scales)
-    return (slab.a, slab._get("sc32", lambda: np.ascontiguousarray(slab.scales, dtype=F32)))
+        return (a, slab.scales)
+    return (a, slab._get("sc32", lambda: np.ascontiguousarray(slab.scales, dtype=F32)))
 
 
-def screen(slab: Slab, q: np.ndarray, threads: int | None = None) -> tuple[np.ndarray, float]:
-    """Approximate scores of every row and their bound ``delta`` (|screen - exact| <= delta)."""
-    q = np.ascontiguousarray(q, dtype=F32)
-    nthreads = resolve_threads(threads)
-    out = np.empty(slab.n, dtype=F32)
+def screen(slab: Slab, q: np.ndarray, threads: int | None = None,
+           rows: np.ndarray | None = None) -> tuple[np.ndarray, float]:
+    """Approximate scores of every row (or of ``rows``, in their order) and their bound
+    ``delta`` (|screen - exact| <= delta); the rows are split across ``threads``."""
+    got = _screen(slab, np.ascontiguousarray(q, dtype=F32), resolve_threads(threads),
+                  None if rows is None else _row_list(slab, rows))
+    return got.scores, got.delta
+
+
+@dataclass
+class _Screened:
+    """A screen's scores and their bound."""
+
+    scores: np.ndarray
+    delta: float
+
+
+# A row list keeping at least this share of the rows is screened by scanning every row in
+# order and picking its scores: the hardware streams sequential rows, and a list of every
+# other row cost 1.4x (float32) the whole scan here (bench_exact.py's "rows= half" line).
+DENSE_ROWS = 0.25
+
+
+def _screen(slab: Slab, q: np.ndarray, nthreads: int, cand: np.ndarray | None) -> _Screened:
+    if cand is not None and len(cand) >= DENSE_ROWS * slab.n:
+        every = _screen(slab, q, nthreads, None)
+        return _Screened(every.scores[cand], every.delta)
+    count = slab.n if cand is None else len(cand)
+    out = np.empty(count, dtype=F32)
     qnorm = float(np.sqrt(np.dot(q.astype(np.float64), q.astype(np.float64))))
     kern = _scan_kernels()
-    if kern is None:
+    if kern is None or (slab.dtype == "int8" and kern["bits"] == 8
+                        and 255 * 127 * slab.dim > _INT_DOT):  # too wide for exact int32 sums
         t0 = time.perf_counter()
 
         def blas(lo: int, hi: int) -> None:
             for b in range(lo, hi, _BLOCK):
+                e = min(hi, b + _BLOCK)
+                block = (slab.dequantize(b, e) if cand is None
+                         else _gathered(slab, cand[b:e]).dequantize(0, e - b))
                 with np.errstate(all="ignore"):
-                    out[b:min(hi, b + _BLOCK)] = slab.dequantize(b, min(hi, b + _BLOCK)) @ q
+                    out[b:e] = block @ q
 
-        _run_tasks(blas, _ranges(slab.n, nthreads), nthreads)
+        _run_tasks(blas, _ranges(count, nthreads), nthreads)
         _RENT.charge(t0)
-        return out, screen_bound(slab, qnorm)
-    probe = _probe(slab, q)
-    fn, head = kern[slab.dtype], _slab_args(slab)
-    _run_tasks(lambda lo, hi: fn(*head, *probe.args, lo, hi, out),
-               _ranges(slab.n, nthreads), nthreads)
-    return out, screen_bound(slab, qnorm, probe.err, probe.norm)
+        return _Screened(out, screen_bound(slab, qnorm))
+    probe = _probe(slab, q, kern["bits"], kern.get("quantise"))
+    head = _slab_args(slab)
+    if cand is None:
+        fn = kern["range"][slab.dtype]
+        _run_tasks(lambda lo, hi: fn(*head, *probe.args, lo, hi, out),
+                   _ranges(count, nthreads), nthreads)
+    else:
+        fn_rows = kern["rows"][slab.dtype]
+        _run_tasks(lambda lo, hi: fn_rows(*head, *probe.args, cand, lo, hi, out),
+                   _ranges(count, nthreads), nthreads)
+    return _Screened(out, screen_bound(slab, qnorm, probe.err, probe.norm))
+
+
+def _gathered(slab: Slab, rows: np.ndarray) -> Slab:
+    """A slab of copies of ``rows`` (the numpy screen of a row list dequantises these)."""
+    sc = None if slab.scales is None else slab.scales[rows]
+    return Slab(slab.dtype, len(rows), slab.dim, slab.a[rows], sc)
 
 
 def _kth(s: np.ndarray, k: int) -> float:
@@ -486,19 +586,22 @@ def _cut(kth: float, delta: float) -> F32:
     return np.nextafter(c, F32(-np.inf)) if float(c) > kth - 2.0 * delta else c
 
 
-def _finish(slab: Slab, q: np.ndarray, s: np.ndarray, delta: float,
-            k: int) -> tuple[np.ndarray, np.ndarray] | None:
-    """Exact top-k from screened scores ``s`` within ``delta``; None when they are unusable."""
+def _finish(slab: Slab, q: np.ndarray, s: np.ndarray, delta: float, k: int,
+            rows: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray] | None:
+    """Exact top-k from screened scores ``s`` (of ``rows``, or of every row) within ``delta``;
+    None when they are unusable."""
     if not (math.isfinite(delta) and np.isfinite(s).all()):
         return None
     cand = np.flatnonzero(s >= _cut(_kth(s, k), delta))
+    if rows is not None:
+        cand = rows[cand]
     return rank(cand, score_rows(slab, q, cand), k)
 
 
-def _screened_search(slab: Slab, q: np.ndarray, k: int,
-                     threads: int | None) -> tuple[np.ndarray, np.ndarray] | None:
-    s, delta = screen(slab, q, threads)
-    return _finish(slab, q, s, delta, k)
+def _screened_search(slab: Slab, q: np.ndarray, k: int, threads: int | None,
+                     rows: np.ndarray | None) -> tuple[np.ndarray, np.ndarray] | None:
+    got = _screen(slab, q, resolve_threads(threads), rows)
+    return _finish(slab, q, got.scores, got.delta, k, rows)
 
 
 def search_batch(slab: Slab, Q: np.ndarray, k: int,

@@ -254,9 +254,11 @@ class UrnaFile:
     # envelope (index_type, recall, truncated, timing, explain). ``where=`` (a filter mapping,
     # ``urna.index.filter``) restricts every path to the matching chunks; None = no filter.
 
-    def search(self, query, k: int, *, where: Where = None) -> SearchResult[SearchHit]:
-        """Exact top-k by cosine; recall 1.0."""
-        return _s.exact_search(self._state, as_f32(query), as_i32(k), where=where)
+    def search(self, query, k: int, *, where: Where = None,
+               threads: int | None = None) -> SearchResult[SearchHit]:
+        """Exact top-k by cosine; recall 1.0 (rows split across ``threads``: same answer)."""
+        return _s.exact_search(self._state, as_f32(query), as_i32(k), where=where,
+                               threads=threads)
 
     def search_ann(self, query, k: int, ef: int, *,
                    where: Where = None) -> SearchResult[SearchHit]:

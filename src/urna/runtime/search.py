@@ -126,10 +126,10 @@ def exact_result(st: OpenedFile, ids: np.ndarray, sc: np.ndarray, k: int,
                         explain)
 
 
-def filtered_exact(st: OpenedFile, q: np.ndarray, k: int,
-                   fm: RowMask) -> tuple[np.ndarray, np.ndarray]:
-    """Exact top-k over the matching rows only (the filtered scan)."""
-    return _rerank(st, q, fm.rows, k)
+def filtered_exact(st: OpenedFile, q: np.ndarray, k: int, fm: RowMask,
+                   threads: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Exact top-k over the matching rows only (the filtered scan, split across threads)."""
+    return exact.search(st.scoring, q, k, threads, rows=fm.rows)
 
 
 def exact_search(st: OpenedFile, x: np.ndarray, k: int, t0: float | None = None,
@@ -142,7 +142,7 @@ def exact_search(st: OpenedFile, x: np.ndarray, k: int, t0: float | None = None,
     q = validate(x, k, st.dim)
     fm = row_mask(st, where)
     if fm is not None:  # the matching rows are the candidates
-        ids, sc = filtered_exact(st, q, k, fm)
+        ids, sc = filtered_exact(st, q, k, fm, threads)
         return exact_result(st, ids, sc, k, _ms(t0), fm)
     # every row is a candidate: exact.search screens them and rescores those near the cut-off
     # with the kernel in the cosine order
