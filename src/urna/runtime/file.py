@@ -31,7 +31,7 @@ from . import filtering as _f
 from . import search as _s
 from . import verdicts
 from .hits import RetrieveHit, SearchHit, SearchResult
-from .lazy_tables import LazyTexts, TextsById, lazy_texts
+from .lazy_tables import TextsById
 from .opening import OpenedFile, open_state
 from .query import as_f32, as_i32, check_size, prepare_batch
 from .ranks import check_rank
@@ -124,7 +124,6 @@ class UrnaFile:
                 verdicts.remember(self.path, stat_now,
                                   verdicts.Verdict(digest, self._st.content_hash))
         self._texts: list[str] | None = None
-        self._lazy_texts: LazyTexts | None = None
         self._by_id: TextsById | None = None
         self._inspect: dict | None = None
 
@@ -139,7 +138,7 @@ class UrnaFile:
         self = cls.__new__(cls)
         self.path, self._mm = "<bytes>", None
         self._st = open_state(bytes(data))
-        self._texts, self._lazy_texts, self._by_id, self._inspect = None, None, None, None
+        self._texts, self._by_id, self._inspect = None, None, None
         return self
 
     # -- lifetime ------------------------------------------------------------------------
@@ -159,7 +158,7 @@ class UrnaFile:
     def close(self) -> None:
         """Release the map (idempotent)."""
         st, self._st = self._st, None
-        self._texts = self._lazy_texts = self._by_id = None
+        self._texts = self._by_id = None
         if st is not None:
             st.view.release()
             del st
@@ -446,17 +445,11 @@ class UrnaFile:
         return self._texts
 
     def _text_table(self) -> Sequence[str]:
-        """The stored texts as a sequence: each decoded when read when the payload is proven
-        well formed (``lazy_tables.lazy_texts``), else the eager list (and its error)."""
+        """The stored texts as a sequence: the eager list once built, else the open file's
+        (``OpenedFile.texts``: each decoded when read)."""
         if self._texts is not None:
             return self._texts
-        if self._lazy_texts is None:
-            st = self._state
-            lazy = lazy_texts(st.view.decoded(SECTION_CHUNKS_CANONICAL), st.view.header.n_chunks)
-            if lazy is None:
-                return self.texts()
-            self._lazy_texts = lazy
-        return self._lazy_texts
+        return self._state.texts
 
     def blob_refs(self) -> list[dict[str, Any]]:
         """The 0x14 records as dicts (empty when the file has no blobs)."""

@@ -12,16 +12,10 @@ the cosine order and says so (:data:`NO_BM25`). ``rank="cosine"`` is the referen
 
 from __future__ import annotations
 
-import threading
-import weakref
-from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
-from ..format.layout import SECTION_CHUNKS_CANONICAL
-from ..format.reader import UrnaView
-from ..format.sections.canonical import decode_texts
 from ..index import exact
 from ..index.fusion import fuse, lexical_evidence
 from ..index.proximity import PROXIMITY_DEPTH, proximity_scores
@@ -43,20 +37,6 @@ class FusedOrder:
     fused: np.ndarray    # float64 fused score (what ordered the list)
 
 
-_texts: weakref.WeakKeyDictionary[UrnaView, list[str]] = weakref.WeakKeyDictionary()
-_texts_lock = threading.Lock()
-
-
-def stored_texts(st: OpenedFile) -> Sequence[str]:
-    """The file's canonical texts (0x02), decoded on first use and kept while it is open."""
-    with _texts_lock:
-        texts = _texts.get(st.view)
-        if texts is None:
-            texts = _texts[st.view] = decode_texts(st.view.decoded(SECTION_CHUNKS_CANONICAL),
-                                                   st.n)
-        return texts
-
-
 def pool_proximity(st: OpenedFile, text: str, pool: np.ndarray,
                    lexical: np.ndarray) -> np.ndarray:
     """Proximity evidence of the PROXIMITY_DEPTH best rows of ``lexical`` (0 elsewhere)."""
@@ -65,7 +45,7 @@ def pool_proximity(st: OpenedFile, text: str, pool: np.ndarray,
     top = top[lexical[top] > 0.0]
     if top.size < 1 or st.bm25 is None:
         return out
-    texts = stored_texts(st)
+    texts = st.texts  # the pooled rows' texts alone are decoded
     out[top] = proximity_scores(st.bm25, text, pool[top], [texts[int(r)] for r in pool[top]])
     return out
 

@@ -29,6 +29,7 @@ from ..format.layout import (
     SECTION_BLOB_SPAN_OVERLAY,
     SECTION_BM25_INDEX,
     SECTION_CHUNK_IDS,
+    SECTION_CHUNKS_CANONICAL,
     SECTION_CHUNKS_ORIGINAL_SPANS,
     SECTION_DEDUP_MAP,
     SECTION_EMBEDDINGS,
@@ -42,7 +43,7 @@ from ..format.layout import (
 from ..format.reader import SPACE_DTYPES, UrnaView
 from ..format.sections.canonical import decode_chunk_ids
 from ..index.exact import Slab
-from .lazy_tables import WalkedSpans, lazy_chunk_ids, lazy_spans
+from .lazy_tables import WalkedSpans, lazy_chunk_ids, lazy_spans, lazy_texts
 from .verdicts import Verdict
 
 DTYPES = ("float32", "float16", "int8", "int4")
@@ -120,6 +121,19 @@ class OpenedFile:
         from ..format.sections.metadata import read_metadata
 
         return read_metadata(self.view)
+
+    @cached_property
+    def texts(self) -> Sequence[str]:
+        """The canonical texts (0x02), each decoded when read when the payload is proven well
+        formed (``lazy_tables.lazy_texts``), else decoded whole (raising the decoder's error)."""
+        raw = self.view.decoded(SECTION_CHUNKS_CANONICAL)
+        n = self.view.header.n_chunks
+        lazy = lazy_texts(raw, n)
+        if lazy is not None:
+            return lazy
+        from ..format.sections.canonical import decode_texts
+
+        return decode_texts(raw, n)
 
 
 class Deferred:
