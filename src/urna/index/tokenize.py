@@ -112,39 +112,26 @@ def tokenize(text: str) -> list[str]:
     joined = _SEP.join(runs)
     if "\u03a3" in joined:  # str.lower would apply the final-sigma rule; Rust never does
         joined = joined.replace("\u03a3", "\u03c3")
-    # str.lower agrees with the table except on the characters _python_differs() finds, and is
-    # much faster than translate; either way every run is lowercased in one pass.
-    bmp, high = _python_differs()
-    if bmp.search(joined) is None and not (astral and high.search(joined) is not None):
+    # str.lower agrees with the table except on the few characters this interpreter's Unicode
+    # tables get wrong, and is much faster than translate; either way one pass lowercases all.
+    if not _lower_differs(joined):
         return joined.lower().split(_SEP)
     return joined.translate(_LOWER).split(_SEP)
 
 
-_DIFFERS: tuple[re.Pattern, re.Pattern] | None = None
+# character -> whether ``str.lower`` here differs from the reference's lowercase, filled as
+# characters are met: checking all ~140,000 word characters up front cost a CLI question
+# ~0.15 s on its first non-ASCII text.
+_DIFFERS: dict[str, bool] = {}
 
 
-def _python_differs() -> tuple[re.Pattern, re.Pattern]:
-    """Word characters whose ``str.lower`` here is not the reference's lowercase (BMP, astral).
-
-    That is whatever this interpreter's Unicode tables get wrong (characters newer than its
-    ``unicodedata``; capital sigma, str.lower's other difference, is replaced before).
-    Computed once, on the first non-ASCII text; two classes because astral members slow a
-    class down for every character (see ``_bmp_patterns``).
-    """
-    global _DIFFERS
-    if _DIFFERS is None:
-        odd = set()
-        for lo, hi in WORD_RANGES:
-            for cp in range(lo, hi + 1):
-                ch = chr(cp)
-                if cp != 0x3A3 and ch.lower() != LOWER.get(cp, ch):
-                    odd.add(cp)
-
-        def cls(cps: list[int]) -> re.Pattern:
-            # an empty class would match nothing anyway; keep the pattern valid
-            return re.compile("[" + "".join(re.escape(chr(c)) for c in cps) + "]" if cps
-                              else "(?!)")
-
-        _DIFFERS = (cls(sorted(c for c in odd if c <= 0xFFFF)),
-                    cls(sorted(c for c in odd if c > 0xFFFF)))
-    return _DIFFERS
+def _lower_differs(joined: str) -> bool:
+    """Whether some character of ``joined`` (word runs and separators) lowercases differently
+    with ``str.lower`` than with the reference's table (capital sigma is replaced before)."""
+    for ch in set(joined):
+        odd = _DIFFERS.get(ch)
+        if odd is None:
+            odd = _DIFFERS[ch] = ch.lower() != LOWER.get(ord(ch), ch)
+        if odd:
+            return True
+    return False
