@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..errors import InvalidInput
+from .arrays import sorted_distinct
 from .kernel_rent import KernelRent
 from .row_scores import score_block, unpack_int4
 
@@ -319,7 +320,7 @@ def _row_list(slab: Slab, rows: np.ndarray) -> np.ndarray:
 
 def rerank(slab: Slab, q: np.ndarray, candidates, k: int) -> tuple[np.ndarray, np.ndarray]:
     """Score a candidate set with the exact kernel and keep the best ``k`` (§7.6 step 4)."""
-    cand = np.unique(np.asarray(list(candidates) if not isinstance(candidates, np.ndarray)
+    cand = sorted_distinct(np.asarray(list(candidates) if not isinstance(candidates, np.ndarray)
                                 else candidates, dtype=np.int64))
     return rank(cand, score_rows(slab, q, cand), k)
 

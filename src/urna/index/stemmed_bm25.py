@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .arrays import sorted_distinct
 from .bm25 import Bm25Index
 from .fusion import bm25_idf
 from .stemming import porter_stem
@@ -100,7 +101,7 @@ def group_df(bm25: Bm25Index, members: np.ndarray) -> int:
     """The number of rows holding any of the member terms (the stem group's df)."""
     if not members.size:
         return 0
-    return int(np.unique(_group_postings(bm25, members)[0]).size)
+    return int(sorted_distinct(_group_postings(bm25, members)[0]).size)
 
 
 def stemmed_evidence(bm25: Bm25Index, text: str, rows: np.ndarray) -> StemmedEvidence:
@@ -126,7 +127,7 @@ def stemmed_evidence(bm25: Bm25Index, text: str, rows: np.ndarray) -> StemmedEvi
             members = stem_group(bm25, stem)
             docs, tfs = (_group_postings(bm25, members) if members.size
                          else (np.zeros(0, np.int64), np.zeros(0)))
-            df = int(np.unique(docs).size) if docs.size else 0
+            df = int(sorted_distinct(docs).size) if docs.size else 0
             if df == 0:  # in no document: no evidence, but the part of the query nobody holds
                 parts[stem] = None
                 total_weight += bm25_idf(0, bm25.n_docs)

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..index import exact
+from ..index.arrays import sorted_distinct
 from ..index.fusion import fuse, lexical_evidence
 from ..index.proximity import PROXIMITY_DEPTH, proximity_scores
 from ..index.stemmed_bm25 import stemmed_evidence
@@ -56,7 +57,7 @@ def fused_order(st: OpenedFile, q: np.ndarray, text: str, pool: np.ndarray,
     bm25 = st.bm25
     if bm25 is None:
         return None
-    pool = np.unique(np.asarray(pool, dtype=np.int64))
+    pool = sorted_distinct(np.asarray(pool, dtype=np.int64))
     cosine = exact.score_rows(st.scoring, q, pool)
     evidence = stemmed_evidence(bm25, text, pool)
     # the gate: how much of the query the best lexical row holds (argmax: lowest row of ties)
