@@ -152,18 +152,39 @@ class StringRecords:
 
     def index(self, wanted: str) -> int:
         """The first record equal to ``wanted``; ValueError when none is (as ``list.index``)."""
+        i = self.find(wanted)
+        if i < 0:
+            raise ValueError(wanted)
+        return i
+
+    def find(self, wanted: str, stop: int | None = None, *, last: bool = False) -> int:
+        """The first (or ``last``) record below ``stop`` equal to ``wanted``; -1 when none is.
+
+        Record i holds ``wanted`` exactly when ``lp(wanted)`` starts 4 bytes before its body;
+        a match elsewhere (inside another record) is skipped. One search of the bytes.
+        """
         try:
             needle = lp(wanted.encode("utf-8"))
         except UnicodeEncodeError:  # a lone surrogate: no decoded record can equal it
-            raise ValueError(wanted) from None
+            return -1
+        n = len(self)
+        stop = n if stop is None else max(0, min(stop, n))
+        if stop == 0:
+            return -1
         starts, data = self.starts, self.data
-        pos = data.find(needle, PREFIX.size)
-        while pos != -1:
-            i = _position(starts, pos + 4)
-            if i is not None:
+        lo, hi = starts[0] - 4, starts[stop] - 4  # record `stop`'s length field ends the range
+        while lo < hi:
+            at = data.rfind(needle, lo, hi) if last else data.find(needle, lo, hi)
+            if at < 0:
+                return -1
+            i = _position(starts, at + 4)
+            if i is not None and i < stop:
                 return i
-            pos = data.find(needle, pos + 1)
-        raise ValueError(wanted)
+            if last:
+                hi = at + len(needle) - 1  # a match starting before this one
+            else:
+                lo = at + 1
+        return -1
 
 
 def _position(starts: Sequence[int], start: int) -> int | None:
