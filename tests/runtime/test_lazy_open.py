@@ -17,10 +17,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import urna
+from helpers.payloads import damaged, eager_result
 from helpers.vectors import REF
-from urna.errors import UrnaError
 from urna.format import ahead
-from urna.format.layout import PREFIX
 from urna.format.sections.canonical import (
     decode_chunk_ids,
     decode_spans,
@@ -33,33 +32,12 @@ texts = st.text(alphabet=st.characters(codec="utf-8", max_codepoint=0x2FF), max_
 spans = st.tuples(texts, st.integers(0, 2**64 - 1), st.integers(0, 2**64 - 1))
 
 
-def _eager(decode, raw: bytes, n: int):
-    try:
-        return decode(raw, n)
-    except UrnaError as exc:
-        return type(exc)
-
-
-def _damaged(raw: bytes, data: st.DataObject) -> bytes:
-    kind = data.draw(st.sampled_from(["keep", "cut", "extend", "poke", "count"]))
-    if kind == "cut":
-        return raw[:data.draw(st.integers(0, len(raw)))]
-    if kind == "extend":
-        return raw + data.draw(st.binary(min_size=1, max_size=8))
-    if kind == "poke" and len(raw) > 0:
-        pos = data.draw(st.integers(0, len(raw) - 1))
-        return raw[:pos] + bytes([data.draw(st.integers(0, 255))]) + raw[pos + 1:]
-    if kind == "count" and len(raw) >= PREFIX.size:
-        return PREFIX.pack(1, data.draw(st.integers(0, 40))) + raw[PREFIX.size:]
-    return raw
-
-
 @settings(max_examples=300, deadline=None)
 @given(ids=st.lists(texts, max_size=30), data=st.data())
 def test_lazy_ids_match_eager(ids: list[str], data: st.DataObject) -> None:
-    raw = _damaged(encode_chunk_ids(ids), data)
+    raw = damaged(encode_chunk_ids(ids), data)
     lazy = lazy_chunk_ids(raw, len(ids))
-    eager = _eager(decode_chunk_ids, raw, len(ids))
+    eager = eager_result(decode_chunk_ids, raw, len(ids))
     if lazy is not None:
         assert list(lazy) == eager
         assert [lazy[i] for i in range(-len(lazy), len(lazy))] == eager + eager
@@ -70,9 +48,9 @@ def test_lazy_ids_match_eager(ids: list[str], data: st.DataObject) -> None:
 @settings(max_examples=300, deadline=None)
 @given(rows=st.lists(spans, max_size=30), data=st.data())
 def test_lazy_spans_match_eager(rows: list[tuple[str, int, int]], data: st.DataObject) -> None:
-    raw = _damaged(encode_spans(rows), data)
+    raw = damaged(encode_spans(rows), data)
     lazy = lazy_spans(raw, len(rows))
-    eager = _eager(decode_spans, raw, len(rows))
+    eager = eager_result(decode_spans, raw, len(rows))
     if lazy is not None:
         assert list(lazy) == eager
         assert lazy[:] == eager

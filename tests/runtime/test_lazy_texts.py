@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 
 import urna
 from helpers.mutate import find_entry, payload_range, reseal
+from helpers.payloads import damaged, eager_result
 from helpers.vectors import REF
 from urna.errors import UrnaError
 from urna.format.layout import PREFIX, SECTION_CHUNKS_CANONICAL
@@ -38,34 +39,13 @@ texts = st.text(alphabet=st.sampled_from("ab \n\u00e9\u2010\U0001f600"), max_siz
 ids = st.text(alphabet=st.sampled_from("ab\x00\x01\x02\x03"), max_size=4)
 
 
-def _eager(raw: bytes, n: int) -> list[str] | type:
-    try:
-        return decode_texts(raw, n)
-    except UrnaError as exc:
-        return type(exc)
-
-
-def _damaged(raw: bytes, data: st.DataObject) -> bytes:
-    kind = data.draw(st.sampled_from(["keep", "cut", "extend", "poke", "count"]))
-    if kind == "cut":
-        return raw[:data.draw(st.integers(0, len(raw)))]
-    if kind == "extend":
-        return raw + data.draw(st.binary(min_size=1, max_size=8))
-    if kind == "poke" and len(raw) > 0:
-        pos = data.draw(st.integers(0, len(raw) - 1))
-        return raw[:pos] + bytes([data.draw(st.integers(0, 255))]) + raw[pos + 1:]
-    if kind == "count" and len(raw) >= PREFIX.size:
-        return PREFIX.pack(1, data.draw(st.integers(0, 40))) + raw[PREFIX.size:]
-    return raw
-
-
 @settings(max_examples=400, deadline=None)
 @given(rows=st.lists(texts, max_size=30), data=st.data())
 def test_lazy_texts_taken_exactly_when_eager_decodes(rows: list[str],
                                                      data: st.DataObject) -> None:
-    raw = _damaged(encode_texts(rows), data)
+    raw = damaged(encode_texts(rows), data)
     lazy = lazy_texts(raw, len(rows))
-    eager = _eager(raw, len(rows))
+    eager = eager_result(decode_texts, raw, len(rows))
     assert (lazy is None) == isinstance(eager, type)
     if lazy is not None:
         assert list(lazy) == eager
@@ -80,7 +60,7 @@ def test_lazy_texts_decline_a_body_cut_inside_a_character() -> None:
     cut = PREFIX.pack(1, 2) + b"\x02\x00\x00\x00a\xc3" + b"\x02\x00\x00\x00\xa9b"
     assert len(cut) == len(raw)
     assert lazy_texts(cut, 2) is None
-    assert isinstance(_eager(cut, 2), type)
+    assert isinstance(eager_result(decode_texts, cut, 2), type)
 
 
 def _reference_map(chunk_ids: list[str], stored: list[str]) -> dict[str, str]:
