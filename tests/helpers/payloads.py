@@ -5,10 +5,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
 from hypothesis import strategies as st
 
 from urna.errors import UrnaError
 from urna.format.layout import PREFIX
+from urna.format.sections.bm25 import Bm25Payload
 
 
 def eager_result(decode: Callable[[bytes, int], Any], raw: bytes, n: int) -> Any:
@@ -32,3 +34,15 @@ def damaged(raw: bytes, data: st.DataObject) -> bytes:
     if kind == "count" and len(raw) >= PREFIX.size:
         return PREFIX.pack(1, data.draw(st.integers(0, 40))) + raw[PREFIX.size:]
     return raw
+
+
+def bm25_payload(n_docs: int, k1: float, b: float, avgdl: float,
+                 posts: list[list[tuple[int, int]]]) -> Bm25Payload:
+    """A 0x08 payload of terms "aa", "bb", "cc" (one per posting list of ``(doc, tf)``), with
+    doc lengths ``7d mod 5`` and whatever parameters (hostile ones too) are given."""
+    terms = ["aa", "bb", "cc"][:len(posts)]
+    offsets = np.cumsum([0] + [len(pl) for pl in posts]).astype(np.int64)
+    return Bm25Payload(2, k1, b, avgdl, n_docs, len(terms),
+                       np.asarray([(7 * d) % 5 for d in range(n_docs)], np.uint32), terms,
+                       offsets, np.asarray([d for pl in posts for d, _ in pl], np.uint32),
+                       np.asarray([tf for pl in posts for _, tf in pl], np.uint32))

@@ -27,6 +27,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import urna.index.tokenize_corpus as tc
+from helpers.payloads import bm25_payload
 from urna.format.encodings.intpack import pack_u64s
 from urna.format.sections.bm25 import Bm25Payload, decode_bm25, encode_bm25
 from urna.index.bm25 import Bm25Index
@@ -200,11 +201,7 @@ def test_search_equals_the_plain_scorer_on_hostile_payloads(n_docs, k1, b, avgdl
                                                            query, k) -> None:
     terms = ["aa", "bb", "cc"][:len(lists)]
     posts = [sorted({d % n_docs: tf for d, tf in pl}.items()) for pl in lists]
-    offsets = np.cumsum([0] + [len(pl) for pl in posts]).astype(np.int64)
-    p = Bm25Payload(2, k1, b, avgdl, n_docs, len(terms),
-                    np.asarray([(7 * d) % 5 for d in range(n_docs)], np.uint32), terms, offsets,
-                    np.asarray([d for pl in posts for d, _ in pl], np.uint32),
-                    np.asarray([tf for pl in posts for _, tf in pl], np.uint32))
+    p = bm25_payload(n_docs, k1, b, avgdl, posts)
     idx = Bm25Index.from_bytes(encode_bm25(p))
     text = " ".join(terms[q % len(terms)] for q in query)
     assert _bits(idx.search(text, k)) == _bits(plain_search(idx, text, k))

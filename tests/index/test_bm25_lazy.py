@@ -22,6 +22,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import urna
+from helpers.payloads import bm25_payload
 from helpers.vectors import REF
 from urna.errors import UrnaError
 from urna.format.sections.bm25 import Bm25Payload, decode_bm25, encode_bm25
@@ -124,11 +125,7 @@ def test_per_term_index_on_hostile_payloads(n_docs, k1, b, avgdl, lists, repeat,
         posts = [sorted((d % n_docs, tf) for d, tf in pl) for pl in lists]
     else:
         posts = [sorted({d % n_docs: tf for d, tf in pl}.items()) for pl in lists]
-    offsets = np.cumsum([0] + [len(pl) for pl in posts]).astype(np.int64)
-    p = Bm25Payload(2, k1, b, avgdl, n_docs, len(terms),
-                    np.asarray([(7 * d) % 5 for d in range(n_docs)], np.uint32), terms, offsets,
-                    np.asarray([d for pl in posts for d, _ in pl], np.uint32),
-                    np.asarray([tf for pl in posts for _, tf in pl], np.uint32))
+    p = bm25_payload(n_docs, k1, b, avgdl, posts)
     data = encode_bm25(p)
     lazy = lazy_index(data)
     assert lazy is not None
