@@ -321,6 +321,11 @@ def _semantic_steps(view: UrnaView) -> Iterator[CheckStep]:
         if check is None:
             yield CheckStep(number, name, note="no space table")
             continue
+        if number == "19" and view.trusted:
+            # These very bytes passed it in a full open: decoding the (zstd) contract again
+            # would only import zstandard (~9 ms of a CLI call) to learn the same answer.
+            yield CheckStep(number, name, note="settled by the kept verdict")
+            continue
         try:
             check()
         except UrnaError as exc:
