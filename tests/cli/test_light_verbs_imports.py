@@ -57,3 +57,4 @@ def test_inspect_json_still_names_the_kernels(tmp_path: Path) -> None:
     proc = run_cli("inspect", str(REF / FILES[0]), "--json", cache=tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert '"simd_backend": ' in proc.stdout
+    assert proc.stderr.splitlines()[-1] == "numpy imported: False", proc.stderr

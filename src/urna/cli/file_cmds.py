@@ -40,8 +40,8 @@ def read_file(path: Path) -> bytes | memoryview:
 
 
 def simd_backend() -> str:
-    """The exact-search backend name reported by inspect."""
-    from ..index.exact import simd_backend as backend
+    """The exact-search backend name reported by inspect (a CPU probe: no numpy import)."""
+    from ..index.cpu import simd_backend as backend
 
     return backend()
 

@@ -26,7 +26,6 @@ decoded :class:`~urna.format.sections.bm25.Bm25Payload` and produces one.
 from __future__ import annotations
 
 import math
-import os
 import sys
 import threading
 import types
@@ -41,6 +40,7 @@ from ..format.sections.bm25 import (
     decode_bm25,
     encode_bm25,
 )
+from .cpu import force_scalar
 
 DEFAULT_K1 = 1.5
 DEFAULT_B = 0.75
@@ -107,11 +107,6 @@ def tokenize(text: str) -> list[str]:
     return reference_tokenize(text)
 
 
-def _force_scalar() -> bool:
-    v = os.environ.get("URNA_FORCE_SCALAR")
-    return v is not None and v != "0"
-
-
 _KERNEL = None
 _KERNEL_LOADED = False
 _KERNEL_LOCK = threading.Lock()
@@ -123,7 +118,7 @@ def _numba_kernel():
     if _KERNEL_LOADED:
         return _KERNEL
     with _KERNEL_LOCK:  # one compile even when the first searches run concurrently
-        if not _KERNEL_LOADED and not _force_scalar():
+        if not _KERNEL_LOADED and not force_scalar():
             try:
                 import numba
             except ImportError:  # numba is the optional "fast" extra

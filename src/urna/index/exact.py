@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import math
 import os
-import platform
 import threading
 import time
 from dataclasses import dataclass, field
@@ -37,6 +36,7 @@ import numpy as np
 
 from ..errors import InvalidInput
 from .arrays import sorted_distinct
+from .cpu import simd_backend
 from .kernel_rent import KernelRent
 from .row_scores import score_block, unpack_int4
 
@@ -51,11 +51,6 @@ SCREEN_MIN_ROWS = 64
 
 
 # --- backend --------------------------------------------------------------------------------
-
-def _force_scalar() -> bool:
-    v = os.environ.get("URNA_FORCE_SCALAR")
-    return v is not None and v != "0"
-
 
 def _load_numba():
     if _order() != "lanes":  # the compiled kernels implement the lane order only
@@ -96,39 +91,9 @@ def backend() -> str:
     return "numba" if _kernels() is not None else "numpy"
 
 
-_SIMD: list[str] = []
-
-
-def simd_backend() -> str:
-    """The reference's label for this machine's kernels: ``scalar``, ``avx2`` or ``neon``.
-
-    Detected once per process like the reference: ``URNA_FORCE_SCALAR``, then the CPU.
-    """
-    if not _SIMD:
-        _SIMD.append(_detect_simd())
-    return _SIMD[0]
-
-
 def _order() -> str:
     """The reduction order of the scores: the reference's on this machine's label."""
     return "sequential" if simd_backend() == "scalar" else "lanes"
-
-
-def _detect_simd() -> str:
-    if _force_scalar():
-        return "scalar"
-    machine = platform.machine().lower()
-    if machine in ("arm64", "aarch64"):
-        return "neon"
-    if machine in ("x86_64", "amd64"):
-        try:
-            with open("/proc/cpuinfo", encoding="ascii", errors="replace") as fh:
-                flags = fh.read()
-            if " avx2" in flags and " fma" in flags:
-                return "avx2"
-        except OSError:
-            return "scalar"
-    return "scalar"
 
 
 # --- slabs ----------------------------------------------------------------------------------

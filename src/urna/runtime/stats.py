@@ -39,7 +39,7 @@ def metadata_schema(view: UrnaView) -> dict[str, str] | None:
 
 def stats_document(path: str | os.PathLike) -> dict[str, Any]:
     """Size, counts, dims, contract, sections, spaces and hashes of the file at ``path``."""
-    from ..index.exact import simd_backend
+    from ..index.cpu import simd_backend
 
     with open(path, "rb") as fh:
         view = UrnaView.from_bytes(fh.read())
