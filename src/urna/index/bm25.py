@@ -249,6 +249,23 @@ def _postings(term_ids: np.ndarray, doc_lens: np.ndarray,
     return docs[heads], tfs, offsets
 
 
+def doc_knorms(k1: np.float32, b: np.float32, avgdl: np.float32,
+               doc_lens: np.ndarray) -> np.ndarray:
+    """``k1 * ((1 - b) + b * dl / max(avgdl, 1))`` of every doc, in the reference's f32 order."""
+    dl = np.asarray(doc_lens, dtype=np.uint32).astype(_F32)
+    with np.errstate(all="ignore"):  # hostile payloads may overflow; the scores say so
+        return k1 * ((_F32(1.0) - b) + (b * dl) / max(avgdl, _F32(1.0)))
+
+
+def posting_contributions(idf: np.ndarray | np.float32, tfs: np.ndarray, docs: np.ndarray,
+                          knorms: np.ndarray, k1: np.float32) -> np.ndarray:
+    """The query-independent score of each posting, the same f32 operations and order as the
+    reference's per-query loop: ``(idf * (tf * (k1 + 1))) / (tf + knorm[doc])``."""
+    with np.errstate(all="ignore"):
+        tf = np.asarray(tfs, dtype=np.uint32).astype(_F32)
+        return (idf * (tf * (k1 + _F32(1.0)))) / (tf + knorms[docs])
+
+
 class Bm25Index:
     """A BM25 index: parameters, doc lengths and postings as flat arrays in term order."""
 
@@ -285,20 +302,14 @@ class Bm25Index:
         self.docs: np.ndarray[Any, np.dtype[np.signedinteger]] = np.asarray(
             payload.post_docs, dtype=np.uint32).astype(np.intp)
         self.term_index = {t: i for i, t in enumerate(payload.terms)}
-        dl = np.asarray(payload.doc_lens, dtype=np.uint32).astype(_F32)
         dfs = np.diff(self.offsets)
         term_of = np.repeat(np.arange(len(self.terms), dtype=np.intp), dfs)
         # idf depends only on (N, df): one logf call per distinct df
         uniq, inv = np.unique(dfs, return_inverse=True)
         idf = np.array([self.idf(int(d)) for d in uniq], dtype=_F32)[inv.reshape(-1)]
-        with np.errstate(all="ignore"):  # hostile payloads may overflow; the scores say so
-            norm = (_F32(1.0) - self.b) + (self.b * dl) / max(self.avgdl, _F32(1.0))
-            knorm = self.k1 * norm
-            tf = np.asarray(payload.post_tfs, dtype=np.uint32).astype(_F32)
-            denom = tf + knorm[self.docs]
-            # the query-independent term score of every posting, same f32 operations and order
-            # as the reference's per-query loop: (idf * (tf * (k1 + 1))) / denom
-            self._contrib = (idf[term_of] * (tf * (self.k1 + _F32(1.0)))) / denom
+        self._contrib = posting_contributions(
+            idf[term_of], payload.post_tfs, self.docs,
+            doc_knorms(self.k1, self.b, self.avgdl, payload.doc_lens), self.k1)
         # A term whose every contribution is > 0 marks its docs through the sum alone.
         self._positive = np.ones(len(self.terms), dtype=bool)
         self._positive[term_of[~(self._contrib > 0)]] = False

@@ -24,8 +24,8 @@ import numpy as np
 from ..errors import MalformedSectionPayload
 from ..format.encodings.intpack import INTPACK_BLOCK, IntpackReader
 from ..format.layout import SECTION_BM25_INDEX
-from ..format.sections.bm25 import decode_bm25
-from .bm25 import Bm25Index
+from ..format.sections.bm25 import decode_bm25, scan_terms
+from .bm25 import Bm25Index, doc_knorms, posting_contributions
 
 _F32 = np.float32
 _HEAD = struct.Struct("<IfffII")  # version, k1, b, avgdl, n_docs, n_terms
@@ -45,47 +45,6 @@ def _column(data: bytes, pos: int) -> tuple[IntpackReader, int] | None:
         return IntpackReader(data[pos + 4:end]), end
     except MalformedSectionPayload:  # a malformed directory: the eager decoder names it
         return None
-
-
-def _term_table(data: bytes, pos: int, n_terms: int) -> tuple[list[str], np.ndarray, int] | None:
-    """The v2 term table at ``pos``: (names, dfs, end), or None when any of it is malformed.
-
-    Records are ``u32 len | UTF-8 name | u32 df``; one walk finds where each starts (every
-    record takes >= 8 bytes, which bounds it), then the names are decoded as one string:
-    joined by line feeds, they split back into ``n_terms`` names exactly when no name holds
-    a line feed, and the join is valid UTF-8 with no name opening on a continuation byte
-    exactly when every name is valid on its own.
-    """
-    if 8 * n_terms > len(data) - pos:
-        return None
-    starts = [0] * n_terms
-    unpack = _U32.unpack_from
-    try:
-        for i in range(n_terms):
-            starts[i] = pos
-            pos += unpack(data, pos)[0] + 8
-    except struct.error:
-        return None
-    if pos > len(data):  # the last df runs past the end
-        return None
-    if n_terms == 0:
-        return [], np.zeros(0, np.int64), pos
-    raw = np.frombuffer(data, np.uint8)
-    at = np.asarray(starts, dtype=np.int64)
-    lens = raw[at[:, None] + np.arange(4)].copy().view("<u4").ravel().astype(np.int64)
-    dfs = raw[(at + 4 + lens)[:, None] + np.arange(4)].copy().view("<u4").ravel()
-    ends = np.cumsum(lens)
-    body = raw[np.arange(int(ends[-1]), dtype=np.int64) + np.repeat(at + 4 - (ends - lens), lens)]
-    firsts = (ends - lens)[lens > 0]
-    if bool(((body[firsts] & 0xC0) == 0x80).any()):
-        return None
-    try:
-        names = np.insert(body, ends[:-1], 0x0A).tobytes().decode("utf-8").split("\n")
-    except UnicodeDecodeError:
-        return None
-    if len(names) != n_terms:
-        return None
-    return names, dfs.astype(np.int64), pos
 
 
 def _values(reader: IntpackReader, lo: int, hi: int) -> np.ndarray:
@@ -133,10 +92,7 @@ class LazyBm25Index(Bm25Index):
         self.offsets = offsets
         self.doc_lens = doc_lens
         self.term_index = {t: i for i, t in enumerate(terms)}
-        dl = doc_lens.astype(_F32)
-        with np.errstate(all="ignore"):  # as _prepare: hostile parameters overflow
-            norm = (_F32(1.0) - self.b) + (self.b * dl) / max(self.avgdl, _F32(1.0))
-            self._knorm = self.k1 * norm
+        self._knorm = doc_knorms(self.k1, self.b, self.avgdl, doc_lens)
         self._terms: dict[int, tuple[np.ndarray, np.ndarray, bool, bool, np.ndarray]] = {}
 
     def __getattr__(self, name: str) -> Any:
@@ -160,11 +116,7 @@ class LazyBm25Index(Bm25Index):
             if docs.size and int(docs.max()) >= self.n_docs:  # never in a verified payload
                 raise MalformedSectionPayload(SECTION_BM25_INDEX, "bm25: posting doc id >= n_docs")
             tf_u32 = (_values(self._tfs, lo, hi) & _U32_MASK).astype(np.uint32)
-            idf = self.idf(hi - lo)
-            with np.errstate(all="ignore"):
-                tf = tf_u32.astype(_F32)
-                denom = tf + self._knorm[docs]
-                contrib = (idf * (tf * (self.k1 + _F32(1.0)))) / denom
+            contrib = posting_contributions(self.idf(hi - lo), tf_u32, docs, self._knorm, self.k1)
             simple = bool((np.diff(docs) > 0).all())
             positive = bool((contrib > 0).all())
             got = self._terms[t] = (docs, contrib, simple, positive, tf_u32)
@@ -192,7 +144,7 @@ def lazy_index(raw: bytes | memoryview) -> LazyBm25Index | None:
     lens = _column(data, _HEAD.size)
     if lens is None or len(lens[0]) != n_docs:
         return None
-    scanned = _term_table(data, lens[1], n_terms)
+    scanned = scan_terms(data, lens[1], n_terms)
     if scanned is None:
         return None
     terms, counts, pos = scanned
