@@ -28,8 +28,7 @@ import numpy as np
 from ..errors import InvalidInput
 from .bm25 import Bm25Index
 from .fusion import bm25_idf
-from .stemmed_bm25 import group_df, stem_group
-from .stemming import porter_stem
+from .stemmed_bm25 import QueryStems, query_stems
 from .tokenize import tokenize
 
 WINDOW = 5
@@ -38,25 +37,18 @@ WINDOW = 5
 PROXIMITY_DEPTH = 30
 
 
-def query_words(bm25: Bm25Index, text: str) -> tuple[dict[str, int], list[float]]:
+def query_words(bm25: Bm25Index, stems: QueryStems) -> tuple[dict[str, int], list[float]]:
     """Every vocabulary word of the query's stem groups -> its stem's number, and each
     stem's idf (stems that no document holds are left out)."""
     words: dict[str, int] = {}
     idf: list[float] = []
-    seen: set[str] = set()
     terms = bm25.terms
-    for token in tokenize(text):
-        stem = porter_stem(token)
-        if stem in seen:
+    for qs in stems.stems:
+        if qs.df == 0:
             continue
-        seen.add(stem)
-        members = stem_group(bm25, stem)
-        df = group_df(bm25, members)
-        if df == 0:
-            continue
-        for t in members.tolist():
+        for t in qs.members.tolist():
             words[terms[t]] = len(idf)
-        idf.append(bm25_idf(df, bm25.n_docs))
+        idf.append(bm25_idf(qs.df, bm25.n_docs))
     return words, idf
 
 
@@ -77,14 +69,16 @@ def pair_accumulators(words: dict[str, int], text: str) -> dict[tuple[int, int],
     return acc
 
 
-def proximity_scores(bm25: Bm25Index, text: str, rows: np.ndarray,
-                     texts: Sequence[str]) -> np.ndarray:
-    """The BM25TP proximity score (float64, >= 0) of each row; ``texts[j]`` is ``rows[j]``'s."""
+def proximity_scores(bm25: Bm25Index, text: str, rows: np.ndarray, texts: Sequence[str], *,
+                     stems: QueryStems | None = None) -> np.ndarray:
+    """The BM25TP proximity score (float64, >= 0) of each row; ``texts[j]`` is ``rows[j]``'s
+    (``stems``: ``stemmed_bm25.query_stems`` of ``text``, when the caller has it already)."""
     rows = np.asarray(rows, dtype=np.int64)
     out = np.zeros(rows.shape, dtype=np.float64)
     if len(texts) != rows.size:
         raise InvalidInput(f"proximity: {len(texts)} texts for {rows.size} rows")
-    words, idf = query_words(bm25, text) if rows.size and bm25.n_docs else ({}, [])
+    words, idf = ({}, []) if not (rows.size and bm25.n_docs) else query_words(
+        bm25, stems if stems is not None else query_stems(bm25, text))
     if len(idf) < 2:
         return out
     k1, b = float(bm25.k1), float(bm25.b)

@@ -97,15 +97,48 @@ def _group_postings(bm25: Bm25Index, members: np.ndarray) -> tuple[np.ndarray, n
             np.concatenate([f for _, f in postings]).astype(np.float64))
 
 
-def group_df(bm25: Bm25Index, members: np.ndarray) -> int:
-    """The number of rows holding any of the member terms (the stem group's df)."""
-    if not members.size:
-        return 0
-    return int(sorted_distinct(_group_postings(bm25, members)[0]).size)
+@dataclass(frozen=True)
+class QueryStem:
+    """One distinct Porter stem of a query: its vocabulary group and the group's postings."""
+
+    stem: str
+    members: np.ndarray  # int64 vocabulary term ids (may be empty)
+    docs: np.ndarray     # int64 doc id of each member posting
+    tfs: np.ndarray      # float64 tf of each member posting
+    df: int              # rows holding any member
 
 
-def stemmed_evidence(bm25: Bm25Index, text: str, rows: np.ndarray) -> StemmedEvidence:
-    """Stem-widened BM25 scores and IDF-weighted query coverage of ``rows`` for ``text``."""
+@dataclass(frozen=True)
+class QueryStems:
+    """A query's distinct stems (first occurrence first) and, per token, its stem's index."""
+
+    stems: list[QueryStem]
+    tokens: list[int]
+
+
+def query_stems(bm25: Bm25Index, text: str) -> QueryStems:
+    """The query's stems with their groups' postings: what the fused rank's lexical evidence
+    (:func:`stemmed_evidence`, ``proximity.proximity_scores``) reads, computed once a query."""
+    stems: list[QueryStem] = []
+    at: dict[str, int] = {}
+    tokens: list[int] = []
+    for term in tokenize(text):
+        stem = porter_stem(term)
+        if stem not in at:
+            members = stem_group(bm25, stem)
+            docs, tfs = (_group_postings(bm25, members) if members.size
+                         else (np.zeros(0, np.int64), np.zeros(0)))
+            df = int(sorted_distinct(docs).size) if docs.size else 0
+            at[stem] = len(stems)
+            stems.append(QueryStem(stem, members, docs, tfs, df))
+        tokens.append(at[stem])
+    return QueryStems(stems, tokens)
+
+
+def stemmed_evidence(bm25: Bm25Index, text: str, rows: np.ndarray, *,
+                     stems: QueryStems | None = None) -> StemmedEvidence:
+    """Stem-widened BM25 scores and IDF-weighted query coverage of ``rows`` for ``text``
+    (``stems``: :func:`query_stems` of ``text``, when the caller has it already)."""
     rows = np.asarray(rows, dtype=np.int64)
     scores = np.zeros(rows.shape, dtype=np.float64)
     held = np.zeros(rows.shape, dtype=np.float64)
@@ -120,31 +153,27 @@ def stemmed_evidence(bm25: Bm25Index, text: str, rows: np.ndarray) -> StemmedEvi
     with np.errstate(all="ignore"):  # hostile parameters: non-finite scores are dropped below
         knorm = k1 * ((1.0 - b) + b * dl / max(float(bm25.avgdl), 1.0))
     total_weight = 0.0
-    parts: dict[str, np.ndarray | None] = {}  # stem -> its score of each row (None: no match)
-    for term in tokenize(text):
-        stem = porter_stem(term)
-        if stem not in parts:
-            members = stem_group(bm25, stem)
-            docs, tfs = (_group_postings(bm25, members) if members.size
-                         else (np.zeros(0, np.int64), np.zeros(0)))
-            df = int(sorted_distinct(docs).size) if docs.size else 0
-            if df == 0:  # in no document: no evidence, but the part of the query nobody holds
-                parts[stem] = None
-                total_weight += bm25_idf(0, bm25.n_docs)
-                continue
-            idf = bm25_idf(df, bm25.n_docs)
-            # the tf of each asked row: postings matched to rows by binary search
-            j = np.searchsorted(sorted_rows, docs)
-            j[j >= rows.size] = 0
-            hit = sorted_rows[j] == docs
-            tf = np.zeros(rows.shape, dtype=np.float64)
-            np.add.at(tf, by_row[j[hit]], tfs[hit])
-            with np.errstate(all="ignore"):
-                part = idf * tf * (k1 + 1.0) / (tf + knorm)
-            parts[stem] = part
-            total_weight += idf
-            held += idf * (tf > 0)
-        got = parts[stem]
+    query = stems if stems is not None else query_stems(bm25, text)
+    parts: list[np.ndarray | None] = []  # each stem's score of each row (None: no match)
+    for qs in query.stems:
+        if qs.df == 0:  # in no document: no evidence, but the part of the query nobody holds
+            parts.append(None)
+            total_weight += bm25_idf(0, bm25.n_docs)
+            continue
+        idf = bm25_idf(qs.df, bm25.n_docs)
+        # the tf of each asked row: postings matched to rows by binary search
+        j = np.searchsorted(sorted_rows, qs.docs)
+        j[j >= rows.size] = 0
+        hit = sorted_rows[j] == qs.docs
+        tf = np.zeros(rows.shape, dtype=np.float64)
+        np.add.at(tf, by_row[j[hit]], qs.tfs[hit])
+        with np.errstate(all="ignore"):
+            part = idf * tf * (k1 + 1.0) / (tf + knorm)
+        parts.append(part)
+        total_weight += idf
+        held += idf * (tf > 0)
+    for i in query.tokens:  # once per query token, in query order
+        got = parts[i]
         if got is not None:
             scores += got
     scores[~(np.isfinite(scores) & (scores > 0.0))] = 0.0

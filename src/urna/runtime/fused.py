@@ -20,7 +20,7 @@ from ..index import exact
 from ..index.arrays import sorted_distinct
 from ..index.fusion import fuse, lexical_evidence
 from ..index.proximity import PROXIMITY_DEPTH, proximity_scores
-from ..index.stemmed_bm25 import stemmed_evidence
+from ..index.stemmed_bm25 import QueryStems, query_stems, stemmed_evidence
 from .opening import OpenedFile
 
 FUSION_MODE = "gated-z"             # explain.fusion_mode of a fused list
@@ -38,8 +38,8 @@ class FusedOrder:
     fused: np.ndarray    # float64 fused score (what ordered the list)
 
 
-def pool_proximity(st: OpenedFile, text: str, pool: np.ndarray,
-                   lexical: np.ndarray) -> np.ndarray:
+def pool_proximity(st: OpenedFile, text: str, pool: np.ndarray, lexical: np.ndarray,
+                   stems: QueryStems | None = None) -> np.ndarray:
     """Proximity evidence of the PROXIMITY_DEPTH best rows of ``lexical`` (0 elsewhere)."""
     out = np.zeros(pool.shape, dtype=np.float64)
     top = np.argsort(-lexical, kind="stable")[:PROXIMITY_DEPTH]
@@ -47,7 +47,8 @@ def pool_proximity(st: OpenedFile, text: str, pool: np.ndarray,
     if top.size < 1 or st.bm25 is None:
         return out
     texts = st.texts  # the pooled rows' texts alone are decoded
-    out[top] = proximity_scores(st.bm25, text, pool[top], [texts[int(r)] for r in pool[top]])
+    out[top] = proximity_scores(st.bm25, text, pool[top], [texts[int(r)] for r in pool[top]],
+                                stems=stems)
     return out
 
 
@@ -59,12 +60,13 @@ def fused_order(st: OpenedFile, q: np.ndarray, text: str, pool: np.ndarray,
         return None
     pool = sorted_distinct(np.asarray(pool, dtype=np.int64))
     cosine = exact.score_rows(st.scoring, q, pool)
-    evidence = stemmed_evidence(bm25, text, pool)
+    stems = query_stems(bm25, text)  # read by both kinds of lexical evidence
+    evidence = stemmed_evidence(bm25, text, pool, stems=stems)
     # the gate: how much of the query the best lexical row holds (argmax: lowest row of ties)
     coverage = (float(evidence.coverage[int(np.argmax(evidence.scores))])
                 if evidence.scores.size and evidence.scores.max() > 0.0 else 0.0)
     proximity = pool_proximity(st, text, pool,
-                               lexical_evidence(evidence.scores, evidence.coverage))
+                               lexical_evidence(evidence.scores, evidence.coverage), stems)
     ranking = fuse(pool, np.asarray(cosine, dtype=np.float64), evidence.scores,
                    coverage=coverage, row_coverage=evidence.coverage, proximity=proximity, k=k)
     reported = bm25.scores_of(text, pool).astype(np.float64)
