@@ -73,18 +73,10 @@ def _open(raw: bytes | memoryview, section_id: int, expected: int | None) -> tup
 
 def _scan_strings(raw: bytes, count: int) -> list[bytes] | None:
     """Fast path: split ``count`` length-prefixed records; None if anything does not fit."""
-    out = []
-    pos, end_all = PREFIX.size, len(raw)
-    unpack = _U32.unpack_from
-    for _ in range(count):
-        if pos + 4 > end_all:
-            return None
-        end = pos + 4 + unpack(raw, pos)[0]
-        if end > end_all:
-            return None
-        out.append(raw[pos + 4:end])
-        pos = end
-    return out if pos == end_all else None
+    starts = _walked_starts(raw, count)
+    if starts is None:
+        return None
+    return [raw[lo:hi - 4] for lo, hi in zip(starts, starts[1:], strict=False)]
 
 
 def decode_string_bodies(raw: bytes | memoryview, expected: int | None,
@@ -280,18 +272,13 @@ def decode_spans(raw: bytes | memoryview, expected: int | None) -> list[tuple[st
     """Decode raw 0x03 to ``(source_uri, byte_start, byte_end)`` tuples."""
     cur, count = _open(raw, SECTION_CHUNKS_ORIGINAL_SPANS, expected)
     data = bytes(raw)
-    out, pos, end_all = [], PREFIX.size, len(data)
-    try:  # fast path for well-formed payloads; the cursor below explains any failure
-        for _ in range(count):
-            end = pos + 4 + _U32.unpack_from(data, pos)[0]
-            if end + 16 > end_all:
-                raise ValueError
-            out.append((data[pos + 4:end].decode("utf-8"), *_SPAN_TAIL.unpack_from(data, end)))
-            pos = end + 16
-        if pos == end_all:
-            return out
-    except (ValueError, struct.error):  # UnicodeDecodeError is a ValueError
-        pass
+    starts = _span_starts(data, count)
+    if starts is not None:  # fast path; the cursor below explains any failure
+        records = SpanRecords(data, starts)
+        try:
+            return [records.span(i) for i in range(count)]
+        except UnicodeDecodeError:
+            pass
     out = []
     for _ in range(count):
         uri = cur.lp_str()
@@ -319,6 +306,25 @@ class SpanRecords:
         return (self.data[start:end].decode("utf-8"), *_SPAN_TAIL.unpack_from(self.data, end))
 
 
+def _span_starts(data: bytes, count: int) -> list[int] | None:
+    """Where each of ``count`` ``lp(uri) + u64 + u64`` records' URI begins, or None if they
+    do not fill ``data`` exactly."""
+    end_all = len(data)
+    if count > (end_all - PREFIX.size) // 20:  # each record takes at least 4 + 16 bytes
+        return None
+    starts: list[int] = []
+    append = starts.append
+    unpack = _U32.unpack_from
+    pos = PREFIX.size
+    for _ in range(count):
+        if pos + 4 > end_all:
+            return None
+        pos += 4
+        append(pos)
+        pos += unpack(data, pos - 4)[0] + 16
+    return starts if pos == end_all else None
+
+
 def span_records(raw: bytes | memoryview, expected: int | None, *,
                  utf8_checked: bool = False) -> SpanRecords:
     """``decode_spans``'s checks and outcome, as ``SpanRecords`` (no tuple built).
@@ -327,21 +333,7 @@ def span_records(raw: bytes | memoryview, expected: int | None, *,
     """
     _, count = _open(raw, SECTION_CHUNKS_ORIGINAL_SPANS, expected)
     data = raw if isinstance(raw, bytes) else bytes(raw)
-    end_all = len(data)
-    starts: list[int] | None = [] if count <= (end_all - PREFIX.size) // 20 else None
-    if starts is not None:  # each record takes at least 4 + 16 bytes
-        append = starts.append
-        unpack = _U32.unpack_from
-        pos = PREFIX.size
-        for _ in range(count):
-            if pos + 4 > end_all:
-                starts = None
-                break
-            pos += 4
-            append(pos)
-            pos += unpack(data, pos - 4)[0] + 16
-        if starts is not None and pos != end_all:
-            starts = None
+    starts = _span_starts(data, count)
     if starts is not None and (utf8_checked or data.isascii() or _uris_utf8(data, starts)):
         return SpanRecords(data, starts)
     decode_spans(raw, expected)  # raises the first failure, in its words
