@@ -2,7 +2,10 @@
 
 ``invoke`` swaps in an empty stdin and capturing stdout / stderr (never terminals), runs
 ``main``, catches its ``SystemExit`` and puts every stream and variable back, whatever
-happened, so no later test (or pytest itself) writes into a dead buffer.
+happened. A module first imported during a call may keep the capture it saw as a default
+(the MCP SDK's ``stdio_client(errlog=sys.stderr)``); a capture therefore stays writable
+after the call and hands a child process the descriptor of the stream it stood in for, so
+that later use (``tests/test_readme.py``'s MCP example) still works.
 """
 
 from __future__ import annotations
@@ -31,13 +34,20 @@ class CliResult:
 class _Capture(io.StringIO):
     """A text stream that also copies what it is given into the interleaved transcript."""
 
-    def __init__(self, transcript: io.StringIO) -> None:
+    def __init__(self, transcript: io.StringIO, replaced: object, fallback_fd: int) -> None:
         super().__init__()
-        self._transcript = transcript
+        self._transcript, self._replaced, self._fallback_fd = transcript, replaced, fallback_fd
 
     def write(self, s: str) -> int:
         self._transcript.write(s)
         return super().write(s)
+
+    def fileno(self) -> int:
+        """The replaced stream's descriptor (for a child process), as a real stream has."""
+        try:
+            return int(self._replaced.fileno())  # type: ignore[attr-defined]
+        except (AttributeError, OSError, ValueError):
+            return self._fallback_fd
 
 
 @contextmanager
@@ -64,8 +74,8 @@ def invoke(args: Sequence[object], *, env: Mapping[str, str | None] | None = Non
     """Run ``urna ARGS...`` in this process; an exception ``main`` lets through (``--debug``,
     a bug) is exit status 1 with ``exception`` set, or raised with ``catch_exceptions=False``."""
     transcript = io.StringIO()
-    out, err = _Capture(transcript), _Capture(transcript)
     saved = sys.stdin, sys.stdout, sys.stderr
+    out, err = _Capture(transcript, sys.stdout, 1), _Capture(transcript, sys.stderr, 2)
     exception: BaseException | None = None
     code = 0
     try:
