@@ -129,7 +129,10 @@ def _split(options: list[Option], args: list[str],
         def error(self, message: str) -> Any:  # never print and exit: one usage line
             raise UsageError(message[:1].upper() + message[1:] + ".", path)
 
-    parser = Parser(prog=path, add_help=False, allow_abbrev=False, exit_on_error=False)
+    # a fixed width: argparse's default formatter, which add_argument builds for every
+    # argument, would import shutil (and bz2, lzma) to ask the terminal's; our help is _help's
+    parser = Parser(prog=path, add_help=False, allow_abbrev=False, exit_on_error=False,
+                    formatter_class=lambda prog: argparse.HelpFormatter(prog, width=80))
     for option in options:
         parser.add_argument(*option.opts, dest=option.name, action=Given,
                             nargs=0 if option.is_flag else None,
