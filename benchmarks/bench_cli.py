@@ -18,6 +18,10 @@ an earlier full open (``runtime.verdicts``); the ``(first open)`` rows run with
 ``--baseline SRC`` adds every ``urna`` command run from another source tree (e.g. ``git
 archive`` of an earlier commit), labelled ``(baseline)``, taking turns with the rest, and
 prints each command's median CPU ratio to its baseline twin: a before/after under one load.
+``--layer`` times the command line alone instead: a fresh process imports every urna module
+the verb uses outside ``urna.cli`` (recorded from one real call), then the CPU time of
+importing ``urna.cli`` and parsing the verb's arguments is the figure (this tree and, with
+``--baseline``, the other one, alternating; a baseline from before #20 parses with click).
 
 The default file: 20,000 Zipf-text documents embedded with potion-base-8M (256-d) and built
 by the reference wheel with preset ``hybrid`` (HNSW + BM25), cached in ``--dir``. ``ask`` and
@@ -133,6 +137,64 @@ def commands(path: str, baseline: str | None = None) -> dict[str, tuple[list[str
     return timed
 
 
+_LAYER = """
+import importlib, json, sys, time
+verb, args, preload = sys.argv[1], sys.argv[2:], json.loads(sys.stdin.read())
+if preload is None:  # record: the urna modules a real call uses outside the CLI
+    from urna.cli import main
+    try:
+        main([verb, *args])
+    except SystemExit:
+        pass
+    print(json.dumps(sorted(m for m in sys.modules if m.startswith("urna")
+                            and not m.startswith("urna.cli"))))
+    raise SystemExit(0)
+for name in preload:
+    importlib.import_module(name)
+t0 = time.process_time()
+import urna.cli
+if hasattr(urna.cli, "load_command"):
+    urna.cli.load_command(verb).parse(args, "urna " + verb, [])
+else:  # a tree from before #20: click
+    urna.cli.cli.commands[verb].make_context(verb, list(args))
+print((time.process_time() - t0) * 1e3)
+"""
+
+
+def layer(path: str, verbs: list[str], trees: dict[str, str], runs: int) -> None:
+    """Print the median CPU ms of the command line alone (import + parse) per verb and tree."""
+    cite = None
+    for verb in verbs:
+        args = [path]
+        if verb == "cite":
+            if cite is None:
+                sys.path.insert(0, SRC)
+                import urna
+
+                with urna.open(path) as f:
+                    cite = f.search(_vector(path, f.embedding_dim), 1)[0].citation_id
+            args.append(cite)
+        elif verb.startswith("search"):
+            args.append(json.dumps([0.0] * 4))  # parsed, never searched
+        preload = {}
+        for name, src in trees.items():
+            env = dict(os.environ, PYTHONPATH=src)
+            out = subprocess.run([sys.executable, "-c", _LAYER, verb, *args], input="null",
+                                 env=env, capture_output=True, text=True, check=True).stdout
+            preload[name] = out.strip().splitlines()[-1]
+        got: dict[str, list[float]] = {name: [] for name in trees}
+        for _ in range(runs):
+            for name, src in trees.items():
+                env = dict(os.environ, PYTHONPATH=src)
+                out = subprocess.run([sys.executable, "-c", _LAYER, verb, *args],
+                                     input=preload[name], env=env, capture_output=True,
+                                     text=True, check=True).stdout
+                got[name].append(float(out.strip().splitlines()[-1]))
+        print(f"urna {verb}: the command line alone (import urna.cli + parse), CPU ms, "
+              f"{runs} runs: " + ", ".join(f"{name} {statistics.median(ms):.1f} "
+                                             f"(min {min(ms):.1f})" for name, ms in got.items()))
+
+
 def _vector(path: str, dim: int):
     import numpy as np
 
@@ -150,9 +212,17 @@ def main() -> None:
     ap.add_argument("--only", default=None, help="comma-separated verbs (e.g. search,cite)")
     ap.add_argument("--baseline", default=None,
                     help="another tree's src folder: its commands alternate with this one's")
+    ap.add_argument("--layer", action="store_true",
+                    help="time the command line alone (import + parse) per verb of --only")
     args = ap.parse_args()
     os.makedirs(args.dir, exist_ok=True)
     path = args.file or build_file(args.dir, args.docs)
+    if args.layer:
+        trees = {"this tree": SRC} | ({"baseline": args.baseline} if args.baseline else {})
+        for src in trees.values():
+            compileall.compile_dir(src, quiet=1)
+        layer(path, (args.only or "inspect").split(","), trees, args.runs)
+        return
     cmds = commands(path, args.baseline)
     if args.only:
         keep = {"reference search"} | {f"urna {v}" for v in args.only.split(",")}
