@@ -13,6 +13,15 @@ an earlier full open (``runtime.verdicts``); the ``(first open)`` rows run with
 
     .venv/bin/python benchmarks/bench_cli.py                    # builds the 20,000-doc file
     .venv/bin/python benchmarks/bench_cli.py --file F.urna --runs 5
+    .venv/bin/python benchmarks/bench_cli.py --file F.urna --baseline /tmp/old/src
+
+``--baseline SRC`` adds every ``urna`` command run from another source tree (e.g. ``git
+archive`` of an earlier commit), labelled ``(baseline)``, taking turns with the rest, and
+prints each command's median CPU ratio to its baseline twin: a before/after under one load.
+``--layer`` times the command line alone instead: a fresh process imports every urna module
+the verb uses outside ``urna.cli`` (recorded from one real call), then the CPU time of
+importing ``urna.cli`` and parsing the verb's arguments is the figure (this tree and, with
+``--baseline``, the other one, alternating; a baseline from before #20 parses with click).
 
 The default file: 20,000 Zipf-text documents embedded with potion-base-8M (256-d) and built
 by the reference wheel with preset ``hybrid`` (HNSW + BM25), cached in ``--dir``. ``ask`` and
@@ -87,8 +96,9 @@ def run_once(argv: list[str], env: dict) -> tuple[float, float]:
     return time.perf_counter() - t0, _children_cpu() - c0
 
 
-def commands(path: str) -> dict[str, tuple[list[str], dict]]:
-    """Every timed command: name -> (argv, environment)."""
+def commands(path: str, baseline: str | None = None) -> dict[str, tuple[list[str], dict]]:
+    """Every timed command: name -> (argv, environment); ``baseline`` adds each ``urna`` one
+    run from that source tree, named ``<name> (baseline)``."""
     sys.path.insert(0, SRC)
     import urna
 
@@ -100,7 +110,7 @@ def commands(path: str) -> dict[str, tuple[list[str], dict]]:
                     URNA_CACHE_DIR=tempfile.mkdtemp(prefix="urna-bench-cache-"))
     ref_env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     ours = [sys.executable, "-c", "import sys; from urna.cli import main; sys.exit(main())"]
-    return {
+    timed = {
         "reference search": ([os.path.join(REF_BIN, "urna"), "search", path, vector, "-k", "3"],
                              ref_env),
         "urna search": (ours + ["search", path, vector, "-k", "3"], ours_env),
@@ -116,6 +126,73 @@ def commands(path: str) -> dict[str, tuple[list[str], dict]]:
                                       {**ours_env, "URNA_OPEN_CACHE": "0"}),
         "urna validate": (ours + ["validate", path], ours_env),
     }
+    if baseline is None:
+        return timed
+    compileall.compile_dir(baseline, quiet=1)
+    base_cache = tempfile.mkdtemp(prefix="urna-bench-cache-baseline-")
+    for name, (argv, env) in list(timed.items()):
+        if name.startswith("urna "):
+            timed[f"{name} (baseline)"] = (argv, {**env, "PYTHONPATH": baseline,
+                                                  "URNA_CACHE_DIR": base_cache})
+    return timed
+
+
+_LAYER = """
+import importlib, json, sys, time
+verb, args, preload = sys.argv[1], sys.argv[2:], json.loads(sys.stdin.read())
+if preload is None:  # record: the urna modules a real call uses outside the CLI
+    from urna.cli import main
+    try:
+        main([verb, *args])
+    except SystemExit:
+        pass
+    print(json.dumps(sorted(m for m in sys.modules if m.startswith("urna")
+                            and not m.startswith("urna.cli"))))
+    raise SystemExit(0)
+for name in preload:
+    importlib.import_module(name)
+t0 = time.process_time()
+import urna.cli
+if hasattr(urna.cli, "load_command"):
+    urna.cli.load_command(verb).parse(args, "urna " + verb, [])
+else:  # a tree from before #20: click
+    urna.cli.cli.commands[verb].make_context(verb, list(args))
+print((time.process_time() - t0) * 1e3)
+"""
+
+
+def layer(path: str, verbs: list[str], trees: dict[str, str], runs: int) -> None:
+    """Print the median CPU ms of the command line alone (import + parse) per verb and tree."""
+    cite = None
+    for verb in verbs:
+        args = [path]
+        if verb == "cite":
+            if cite is None:
+                sys.path.insert(0, SRC)
+                import urna
+
+                with urna.open(path) as f:
+                    cite = f.search(_vector(path, f.embedding_dim), 1)[0].citation_id
+            args.append(cite)
+        elif verb.startswith("search"):
+            args.append(json.dumps([0.0] * 4))  # parsed, never searched
+        preload = {}
+        for name, src in trees.items():
+            env = dict(os.environ, PYTHONPATH=src)
+            out = subprocess.run([sys.executable, "-c", _LAYER, verb, *args], input="null",
+                                 env=env, capture_output=True, text=True, check=True).stdout
+            preload[name] = out.strip().splitlines()[-1]
+        got: dict[str, list[float]] = {name: [] for name in trees}
+        for _ in range(runs):
+            for name, src in trees.items():
+                env = dict(os.environ, PYTHONPATH=src)
+                out = subprocess.run([sys.executable, "-c", _LAYER, verb, *args],
+                                     input=preload[name], env=env, capture_output=True,
+                                     text=True, check=True).stdout
+                got[name].append(float(out.strip().splitlines()[-1]))
+        print(f"urna {verb}: the command line alone (import urna.cli + parse), CPU ms, "
+              f"{runs} runs: " + ", ".join(f"{name} {statistics.median(ms):.1f} "
+                                             f"(min {min(ms):.1f})" for name, ms in got.items()))
 
 
 def _vector(path: str, dim: int):
@@ -133,10 +210,20 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--dir", default=os.path.join(tempfile.gettempdir(), "urna-bench"))
     ap.add_argument("--only", default=None, help="comma-separated verbs (e.g. search,cite)")
+    ap.add_argument("--baseline", default=None,
+                    help="another tree's src folder: its commands alternate with this one's")
+    ap.add_argument("--layer", action="store_true",
+                    help="time the command line alone (import + parse) per verb of --only")
     args = ap.parse_args()
     os.makedirs(args.dir, exist_ok=True)
     path = args.file or build_file(args.dir, args.docs)
-    cmds = commands(path)
+    if args.layer:
+        trees = {"this tree": SRC} | ({"baseline": args.baseline} if args.baseline else {})
+        for src in trees.values():
+            compileall.compile_dir(src, quiet=1)
+        layer(path, (args.only or "inspect").split(","), trees, args.runs)
+        return
+    cmds = commands(path, args.baseline)
     if args.only:
         keep = {"reference search"} | {f"urna {v}" for v in args.only.split(",")}
         cmds = {k: v for k, v in cmds.items() if k.split(" (")[0] in keep}
@@ -151,7 +238,7 @@ def main() -> None:
     ref_cpu = statistics.median(t[1] for t in times["reference search"])
     ref_rounds = times["reference search"]
     print(f"{path}: process start to answer, {args.runs} runs each (commands alternating)")
-    print(f"  {'command':26s} {'median ms':>10s} {'min ms':>8s} {'CPU ms':>8s}"
+    print(f"  {'command':38s} {'median ms':>10s} {'min ms':>8s} {'CPU ms':>8s}"
           "   vs reference search (wall, CPU; median of the rounds' CPU ratios)")
     for name, ts in times.items():
         wall = statistics.median(t[0] for t in ts)
@@ -159,8 +246,17 @@ def main() -> None:
         # Each round's ratio to the reference's call of the same round: a load that comes and
         # goes during the run slows both sides of one ratio alike.
         rounds = statistics.median(t[1] / r[1] for t, r in zip(ts, ref_rounds, strict=True))
-        print(f"  {name:26s} {wall * 1e3:10.0f} {min(t[0] for t in ts) * 1e3:8.0f} "
+        print(f"  {name:38s} {wall * 1e3:10.0f} {min(t[0] for t in ts) * 1e3:8.0f} "
               f"{cpu * 1e3:8.0f}   {wall / ref_wall:5.2f}x {cpu / ref_cpu:5.2f}x {rounds:5.2f}x")
+    twins = [(name, f"{name} (baseline)") for name in times if f"{name} (baseline)" in times]
+    if twins:
+        print("  this tree / baseline (median of the rounds' CPU ratios; wall medians):")
+    for name, twin in twins:
+        cpu_ratio = statistics.median(
+            t[1] / b[1] for t, b in zip(times[name], times[twin], strict=True))
+        wall_ratio = (statistics.median(t[0] for t in times[name])
+                      / statistics.median(t[0] for t in times[twin]))
+        print(f"  {name:38s} {cpu_ratio:5.2f}x CPU {wall_ratio:5.2f}x wall")
 
 
 if __name__ == "__main__":

@@ -509,5 +509,28 @@ class RegistryError(UrnaError):
         ValueError.__init__(self, detail)
 
 
+# command line
+
+
+class CommandLineError(UrnaError):
+    """A command-line failure shown as one line, ``<prefix>: <message>``, exiting ``exit_code``."""
+
+    def __init__(self, message: str, exit_code: int = 1, prefix: str = "Error") -> None:
+        self.message, self.exit_code, self.prefix = message, exit_code, prefix
+        ValueError.__init__(self, message)
+
+
+class UsageError(CommandLineError):
+    """Bad usage of a verb (exit 2); ``command`` is the command whose help to see, if any."""
+
+    def __init__(self, message: str, command: str | None = None) -> None:
+        super().__init__(message, 2)
+        self.command = command
+
+
+class BadParameter(UsageError):
+    """A value its parameter's type refuses; the parser names the parameter."""
+
+
 __all__ = [name for name, obj in list(globals().items())
            if isinstance(obj, type) and issubclass(obj, UrnaError) and not name.startswith("_")]

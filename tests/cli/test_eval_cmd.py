@@ -6,10 +6,9 @@ import json
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
+from helpers.cli_runner import invoke
 from helpers.tiny_corpus import DOCS, build_tiny
-from urna.cli import cli
 
 
 @pytest.fixture(scope="module")
@@ -26,7 +25,7 @@ def queries(tmp_path: Path) -> Path:
 
 
 def run(*args: object):
-    return CliRunner().invoke(cli, [str(a) for a in args])
+    return invoke([str(a) for a in args])
 
 
 def test_table(tiny: Path, queries: Path) -> None:

@@ -5,17 +5,16 @@ from __future__ import annotations
 import json
 
 import pytest
-from click.testing import CliRunner
 
+from helpers.cli_runner import invoke
 from helpers.mutate import find_entry
 from helpers.vectors import DATA, REF, expected
-from urna.cli import cli
 
 GOLDEN = DATA / "golden_v1_minimal.urna"
 
 
 def run(*args):
-    return CliRunner().invoke(cli, [str(a) for a in args])
+    return invoke([str(a) for a in args])
 
 
 @pytest.mark.parametrize("name", sorted(expected()))

@@ -5,12 +5,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import click
 import pytest
-from click.testing import CliRunner
 
 import urna
-from urna.cli import UrnaGroup
+from helpers.cli_runner import invoke
 from urna.cli.forge_cmds import COMMANDS
 from urna.forge.embed import FloorEmbedder, PotionEmbedder
 
@@ -22,17 +20,8 @@ RETRIEVE_KEYS = {"chunk_id", "score", "score_type", "source_uri", "offset_start"
                  "citation_id", "text", "file_hash", "content_hash", "rerank_source"}
 
 
-@click.group(cls=UrnaGroup)  # the real CLI's error boundary
-def cli() -> None:
-    """Test group holding the forge verbs."""
-
-
-for _c in COMMANDS:
-    cli.add_command(_c)
-
-
 def run(*args: str):
-    return CliRunner().invoke(cli, [str(a) for a in args], catch_exceptions=False)
+    return invoke([str(a) for a in args], catch_exceptions=False)
 
 
 def test_commands_have_help_and_examples() -> None:
@@ -194,13 +183,13 @@ def test_build_dry_run_loads_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyP
 
 
 def test_doctor_passes_on_this_install() -> None:
-    res = CliRunner().invoke(cli, ["doctor"])
+    res = invoke(["doctor"])
     assert res.exit_code == 0, res.output
     lines = res.stdout.splitlines()
     assert lines[0] == "urna doctor" and lines[-1] == "urna doctor: ok"
     assert any(line.startswith("  ok       potion table:") and PotionEmbedder().model_hash()
                in line for line in lines)
-    data = json.loads(CliRunner().invoke(cli, ["doctor", "--json"]).stdout)
+    data = json.loads(invoke(["doctor", "--json"]).stdout)
     assert data["ok"] is True and data["exit_code"] == 0
 
 

@@ -3,7 +3,8 @@
 "One line" counts error lines: a ``[urna] ...`` notice printed before the work started (the
 model being loaded, a kernel compile) is not one.
 
-The verbs and their parameters come from click's own command objects, so a verb added later
+The verbs and their parameters come from the CLI's own command objects (``urna.cli.command``),
+so a verb added later
 is covered without touching this file. Each case starts from arguments that are valid (or,
 for ``build``, ``serve`` and ``mcp``, that stop before any build or server starts) and
 replaces one parameter with a bad value.
@@ -14,13 +15,14 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import click
 import pytest
-from click.testing import CliRunner
 
+from helpers.cli_runner import invoke
 from helpers.vectors import REF
-from urna.cli import cli
-from urna.errors import MagicMismatch
+from urna.cli import all_commands
+from urna.cli.command import Argument, Option, Parameter
+from urna.cli.options import Choice, FloatRange, IntRange, PathType
+from urna.errors import BadParameter, MagicMismatch
 from urna.runtime import open_file
 
 GOOD = REF / "quickstart-graph.urna"  # exact, HNSW and graph paths, potion model, dim 256
@@ -50,32 +52,32 @@ STOPPERS = {"serve": ["--host", "0.0.0.0"], "mcp": ["--http", "--host", "0.0.0.0
 INTERACTIVE = {"tui"}
 
 
-def _bad_values(param: click.Parameter) -> list[str]:
+def _bad_values(param: Parameter) -> list[str]:
     t = param.type
     if param.name == "query":
         return BAD_QUERIES
-    if isinstance(t, click.Path):
+    if isinstance(t, PathType):
         return BAD_FILES
-    if isinstance(t, (click.IntRange, type(click.INT))):
+    if isinstance(t, IntRange):
         return INTS
-    if isinstance(t, (click.FloatRange, type(click.FLOAT))):
+    if isinstance(t, FloatRange):
         return FLOATS
-    if isinstance(t, click.Choice):
+    if isinstance(t, Choice):
         return ["bogus", ""]
     if param.name == "citation":
         return ["", "urna://x", "not a citation"]
-    if isinstance(param, click.Option):
+    if isinstance(param, Option):
         return ["", "x"]
     return []
 
 
 def _cases() -> list[tuple[str, str, str]]:
     cases = []
-    for verb, command in sorted(cli.commands.items()):
+    for verb, command in sorted(all_commands().items()):
         if verb in INTERACTIVE:
             continue
         for param in command.params:
-            if isinstance(param, click.Option) and (param.is_flag or param.name == "help"):
+            if isinstance(param, Option) and param.is_flag:
                 continue
             for value in _bad_values(param):
                 cases.append((verb, param.name or "", value))
@@ -83,14 +85,14 @@ def _cases() -> list[tuple[str, str, str]]:
 
 
 def _argv(verb: str, name: str, value: str) -> list[str]:
-    command = cli.commands[verb]
+    command = all_commands()[verb]
     base = _base(verb)
     argv = [verb]
     for param in command.params:
-        if isinstance(param, click.Argument):
+        if isinstance(param, Argument):
             argv += [value] if param.name == name else base.get(param.name or "", [])
     for param in command.params:
-        if isinstance(param, click.Option) and not param.is_flag:
+        if isinstance(param, Option) and not param.is_flag:
             flag = param.opts[0]
             if param.name == name:
                 argv += [flag, value]
@@ -104,10 +106,10 @@ def _argv(verb: str, name: str, value: str) -> list[str]:
 
 def _accepts(verb: str, name: str, value: str) -> bool:
     """Whether the parameter's own type takes ``value`` (then the verb may succeed)."""
-    param = next(p for p in cli.commands[verb].params if p.name == name)
+    param = next(p for p in all_commands()[verb].params if p.name == name)
     try:
-        param.type.convert(value, param, None)
-    except click.BadParameter:
+        param.type.convert(value)
+    except BadParameter:
         return False
     return True
 
@@ -122,19 +124,19 @@ def places(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
 
 def test_the_cases_cover_every_verb_with_parameters() -> None:
     verbs = {verb for verb, _, _ in _cases()}
-    for verb, command in cli.commands.items():
+    for verb, command in all_commands().items():
         if verb not in INTERACTIVE and any(
-                not (isinstance(p, click.Option) and p.is_flag) and p.name != "help"
-               for p in command.params):
+                not (isinstance(p, Option) and p.is_flag) for p in command.params):
             assert verb in verbs
     assert {"ask", "retrieve", "search", "search-ann", "search-graph", "search-text"} <= verbs
 
 
 def test_every_integer_option_is_bounded() -> None:
-    for verb, command in cli.commands.items():
+    # IntRange is the CLI's only integer type (cli.options): every integer is one of them
+    for verb, command in all_commands().items():
         for p in command.params:
-            if isinstance(p.type, (type(click.INT), click.IntRange)):
-                assert isinstance(p.type, click.IntRange) and p.type.max is not None, (verb, p.name)
+            if isinstance(p.type, IntRange):
+                assert p.type.max is not None, (verb, p.name)
                 assert p.type.max < 2**64, (verb, p.name)
 
 
@@ -142,7 +144,7 @@ def test_every_integer_option_is_bounded() -> None:
 def test_bad_values_give_one_line_and_no_traceback(verb: str, name: str, value: str,
                                                    places: dict[str, str]) -> None:
     argv = [places.get(a, a) for a in _argv(verb, name, value)]
-    res = CliRunner().invoke(cli, argv)
+    res = invoke(argv)
     shown = res.output + res.stderr
     assert "Traceback" not in shown, argv
     assert res.exception is None or isinstance(res.exception, SystemExit), (argv, res.exception)
@@ -157,8 +159,7 @@ def test_bad_values_give_one_line_and_no_traceback(verb: str, name: str, value: 
 
 def test_big_k_is_a_usage_error_not_an_overflow() -> None:
     for verb, query in (("search", GOOD_QUERY), ("ask", "offline")):
-        res = CliRunner().invoke(cli, [verb, str(GOOD), query, "-k", str(2**31)],
-                                 prog_name="urna")
+        res = invoke([verb, str(GOOD), query, "-k", str(2**31)])
         assert res.exit_code == 2
         assert res.stderr == (f"Error: Invalid value for '-k': 2147483648 is not in the range "
                               f"{'-2147483648' if verb == 'search' else '1'}<=x<=2147483647. "
@@ -166,7 +167,7 @@ def test_big_k_is_a_usage_error_not_an_overflow() -> None:
 
 
 def test_k_zero_keeps_the_reference_error() -> None:
-    res = CliRunner().invoke(cli, ["search", str(GOOD), GOOD_QUERY, "-k", "0"])
+    res = invoke(["search", str(GOOD), GOOD_QUERY, "-k", "0"])
     assert (res.exit_code, res.stderr) == (1, "Error: InvalidK: invalid k: 0\n")
 
 
@@ -177,13 +178,13 @@ def test_a_non_urna_file_is_named(places: dict[str, str]) -> None:
     library = str(raised.value)
     assert library == "magic mismatch: expected [85, 82, 78, 65], got [91, 99, 111, 114]"
     for argv in (["ask", str(notes), "x"], ["inspect", str(notes)], ["search", str(notes), "[1]"]):
-        res = CliRunner().invoke(cli, argv)
+        res = invoke(argv)
         assert res.exit_code == 1
         assert res.stderr == f"Error: MagicMismatch: {library} (notes.toml is not a .urna file)\n"
 
 
 def test_debug_still_shows_the_traceback() -> None:
-    res = CliRunner().invoke(cli, ["--debug", "search", str(GOOD), "[1, 2]"])
+    res = invoke(["--debug", "search", str(GOOD), "[1, 2]"])
     assert res.exit_code == 1 and res.exception is not None
 
 
@@ -193,5 +194,5 @@ def test_debug_still_shows_the_traceback() -> None:
     (["search"], "Error: Missing argument 'FILE'. (see 'urna search --help')"),
 ])
 def test_usage_errors_are_one_line(argv: list[str], line: str) -> None:
-    res = CliRunner().invoke(cli, argv, prog_name="urna")
+    res = invoke(argv)
     assert (res.exit_code, res.stderr) == (2, line + "\n")

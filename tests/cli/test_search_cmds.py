@@ -1,4 +1,5 @@
-"""CLI engine verbs (04-surface §2.2-2.3) through CliRunner against exact text.
+"""CLI engine verbs (04-surface §2.2-2.3), run in-process (``helpers.cli_runner``), against
+exact text.
 
 stats prints the reference's aligned labels (incl. the ``supports_bm25:`` quirk, spaces and
 mrl lines); the search family prints the shared block with the reference's hit line and a
@@ -11,14 +12,13 @@ from __future__ import annotations
 import json
 
 import pytest
-from click.testing import CliRunner
 
+from helpers.cli_runner import invoke
 from helpers.vectors import REF, expected
-from urna.cli import cli
 
 
 def run(*args: str):
-    return CliRunner().invoke(cli, [str(a) for a in args])
+    return invoke([str(a) for a in args])
 
 
 def _query(name: str) -> str:

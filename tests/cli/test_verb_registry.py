@@ -15,9 +15,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
-from urna.cli import VERB_MODULES, cli
+from helpers.cli_runner import invoke
+from urna.cli import VERB_MODULES, all_commands
 
 ROOT = Path(__file__).resolve().parents[2]
 FILE = ROOT / "tests/data/ref-0.5.1/quickstart-hybrid.urna"
@@ -32,11 +32,11 @@ def test_table_matches_the_modules() -> None:
 
 
 def test_help_lists_every_verb() -> None:
-    out = CliRunner().invoke(cli, ["--help"]).output
+    out = invoke(["--help"]).output
     for verbs in VERB_MODULES.values():
         for verb in verbs:
             assert f"  {verb} " in out or f"  {verb}\n" in out, verb
-    assert sorted(cli.commands) == sorted(v for vs in VERB_MODULES.values() for v in vs)
+    assert sorted(all_commands()) == sorted(v for vs in VERB_MODULES.values() for v in vs)
 
 
 _PROBE = """

@@ -6,10 +6,9 @@ import json
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
+from helpers.cli_runner import invoke
 from helpers.vectors import REF, expected
-from urna.cli import cli
 from urna.format.append import with_section
 from urna.format.layout import SECTION_METADATA
 from urna.format.sections.metadata import encode_metadata
@@ -18,7 +17,7 @@ NAME = "quickstart-hybrid.urna"
 
 
 def run(*args: object):
-    return CliRunner().invoke(cli, [str(a) for a in args])
+    return invoke([str(a) for a in args])
 
 
 @pytest.fixture(scope="module")

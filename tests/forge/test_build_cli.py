@@ -13,12 +13,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-import click
-from click.testing import CliRunner
-
+from helpers.cli_runner import invoke
 from helpers.specs import write_jsonl_spec
-from urna.cli import UrnaGroup
-from urna.cli.forge_cmds import COMMANDS
 from urna.forge import pipeline
 from urna.forge.kernels import MESSAGE
 from urna.forge.shard import build_sharded
@@ -28,17 +24,8 @@ ROOT = Path(__file__).resolve().parents[2]
 URNA = [sys.executable, "-c", "from urna.cli import main; main()"]
 
 
-@click.group(cls=UrnaGroup)
-def cli() -> None:
-    """Test group holding the forge verbs."""
-
-
-for _c in COMMANDS:
-    cli.add_command(_c)
-
-
 def _run(*args: object):
-    return CliRunner().invoke(cli, [str(a) for a in args])
+    return invoke([str(a) for a in args])
 
 
 def _rows(n: int) -> list[dict[str, str]]:

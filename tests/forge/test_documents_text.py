@@ -217,9 +217,7 @@ def test_suffixless_text_is_read_and_every_skip_is_counted(tmp_path: Path) -> No
 def test_built_file_cites_html_bytes_and_pdf_pages(tmp_path: Path, pdf_maker) -> None:
     import json
 
-    from click.testing import CliRunner
-
-    from urna.cli import cli
+    from helpers.cli_runner import invoke
 
     docs = tmp_path / "docs"
     docs.mkdir()
@@ -242,18 +240,17 @@ text = "default"
 dir = "{tmp_path / 'out'}"
 cache_dir = "{tmp_path / 'cache'}"
 """)
-    built = CliRunner().invoke(cli, ["build", "--spec", str(spec), "--json"])
+    built = invoke(["build", "--spec", str(spec), "--json"])
     assert built.exit_code == 0, built.output
     assert json.loads(built.stdout)["documents"]["skipped_files"] == [
         {"path": "blob", "reason": "no suffix and not text (a NUL byte)"}]
     out = tmp_path / "out" / "docs.urna"
-    hits = [json.loads(line) for line in CliRunner().invoke(
-        cli, ["retrieve", str(out), "offline answers", "-k", "20"]).stdout.splitlines()]
+    hits = [json.loads(line) for line in invoke(
+        ["retrieve", str(out), "offline answers", "-k", "20"]).stdout.splitlines()]
     raw = PAGE.encode()
     seen = set()
     for h in hits:
-        cited = json.loads(CliRunner().invoke(cli, ["cite", str(out), h["citation_id"],
-                                                    "--json"]).stdout)
+        cited = json.loads(invoke(["cite", str(out), h["citation_id"], "--json"]).stdout)
         seen.add(cited["source_uri"])
         if cited["source_uri"] == "page.html":
             visible = _visible(raw[cited["byte_start"]:cited["byte_end"]])

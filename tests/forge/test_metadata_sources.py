@@ -8,10 +8,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
 import urna
-from urna.cli import cli
+from helpers.cli_runner import invoke
 from urna.errors import IngestError, SpecError
 from urna.forge.sources import load_rows
 from urna.forge.sources.documents import load_document_rows
@@ -105,7 +104,7 @@ def test_a_built_corpus_answers_where(tmp_path: Path, docs_dir: Path) -> None:
         "[[models]]", 'preset = "potion"', 'text = "default"',
         "[build]", 'preset = "exact"', "with_graph = false",
         "[output]", f'dir = "{(tmp_path / "out").as_posix()}"']) + "\n")
-    res = CliRunner().invoke(cli, ["build", "--spec", str(spec), "--json"])
+    res = invoke(["build", "--spec", str(spec), "--json"])
     assert res.exit_code == 0, res.output
     with urna.open(tmp_path / "out" / "meta.urna") as f:
         assert f.metadata_schema == {"author": "string", "date": "timestamp", "year": "int"}

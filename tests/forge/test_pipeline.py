@@ -10,14 +10,11 @@ import sys
 import time
 from pathlib import Path
 
-import click
 import numpy as np
 import pytest
-from click.testing import CliRunner
 
+from helpers.cli_runner import invoke
 from helpers.specs import write_jsonl_spec
-from urna.cli import UrnaGroup
-from urna.cli.forge_cmds import COMMANDS
 from urna.forge.embedders import PotionEmbedder
 from urna.format.reader import UrnaView
 from urna.format.sections import canonical
@@ -28,17 +25,8 @@ REF_META = json.loads((ROOT / "tests/data/ref-0.5.1/quickstart.chunks.json").rea
 ROW7_ID = "sha256:b5dfeb09a643f6f0afde3f361316dde3ea503ff86c525d297e6ba79b5781a4be"
 
 
-@click.group(cls=UrnaGroup)  # the real CLI's error boundary
-def cli() -> None:
-    """Test group holding the forge verbs."""
-
-
-for _c in COMMANDS:
-    cli.add_command(_c)
-
-
 def _run(args: list[str]):
-    return CliRunner().invoke(cli, args, catch_exceptions=False)
+    return invoke(args, catch_exceptions=False)
 
 
 @pytest.fixture()

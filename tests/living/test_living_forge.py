@@ -6,11 +6,10 @@ import json
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
 import urna
+from helpers.cli_runner import invoke
 from helpers.specs import write_jsonl_spec
-from urna.cli import cli
 from urna.errors import CatalogError
 from urna.forge import pipeline
 from urna.forge.spec import load_spec
@@ -27,7 +26,7 @@ def _rows(n: int, changed: dict[int, str] | None = None) -> list[dict]:
 
 
 def _run(*args: object) -> dict:
-    res = CliRunner().invoke(cli, [str(a) for a in args])
+    res = invoke([str(a) for a in args])
     assert res.exit_code == 0, res.output
     return json.loads(res.output)
 
@@ -80,7 +79,7 @@ def test_cli_add_remove_compact_log(tmp_path: Path) -> None:
     log = _run("log", catalog, "--json")
     assert [v["op"] for v in log] == ["create", "add", "remove", "remove", "compact"]
     assert all(b["parent"] == a["version_hash"] for a, b in zip(log, log[1:], strict=False))
-    res = CliRunner().invoke(cli, ["log", str(catalog)])
+    res = invoke(["log", str(catalog)])
     assert res.exit_code == 0 and "compact" in res.output
     for v in range(1, 6):  # every version reopens and verifies
         with urna.open_catalog(catalog, version=v) as cat:
@@ -102,7 +101,7 @@ def test_a_tampered_log_is_refused(tmp_path: Path) -> None:
     doc["living"]["versions"][1]["tombstones"] = []
     doc["catalog_hash"] = catalog_hash(doc)  # a consistent outer hash: the chain still catches it
     catalog.write_text(json.dumps(doc))
-    res = CliRunner().invoke(cli, ["log", str(catalog)])
+    res = invoke(["log", str(catalog)])
     assert res.exit_code == 1 and "version_hash mismatch" in res.output
     with pytest.raises(CatalogError, match="version 2: version_hash mismatch"):
         urna.open_catalog(catalog)
@@ -123,7 +122,7 @@ def test_cli_cite_says_removed_and_compacted(tmp_path: Path) -> None:
     assert (moved["status"], moved["compacted_from"], moved["compacted_in"]) == \
         ("compacted", cits[1], 3)
     assert moved["citation_id"] != cits[1] and moved["chunk_id"] == cits[1].rsplit("/", 1)[1]
-    res = CliRunner().invoke(cli, ["cite", str(catalog), "urna://sha256:" + "0" * 64 +
+    res = invoke(["cite", str(catalog), "urna://sha256:" + "0" * 64 +
                                    "/sha256:" + "1" * 64])
     assert res.exit_code == 1 and "CitationError" in res.output and "unknown" in res.output
 

@@ -5,21 +5,19 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from click.testing import CliRunner
-
-from urna.cli import cli
+from helpers.cli_runner import invoke
 
 FILE = Path(__file__).resolve().parents[1] / "data" / "ref-0.5.1" / "quickstart-exact.urna"
 
 
 def _invoke(*args: str):
-    return CliRunner().invoke(cli, ["mcp", *args], env={"URNA_TOKEN": None})
+    return invoke(["mcp", *args], env={"URNA_TOKEN": None})
 
 
 def test_mcp_is_registered_with_help_and_example() -> None:
-    res = CliRunner().invoke(cli, ["mcp", "--help"])
+    res = invoke(["mcp", "--help"])
     assert res.exit_code == 0 and "Example: urna mcp" in res.output
-    assert "mcp" in CliRunner().invoke(cli, ["--help"]).output
+    assert "mcp" in invoke(["--help"]).output
 
 
 def test_http_on_another_interface_needs_expose_and_a_token() -> None:

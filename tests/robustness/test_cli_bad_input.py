@@ -1,7 +1,7 @@
 """The ``urna`` command on bad input: one line on stderr naming the problem, exit 1 for a bad
 file or input, exit 2 for bad usage, never a traceback (00-design "Command line").
 
-Most cases run the click group in-process (``CliRunner``, fast); a few run the installed
+Most cases run ``urna.cli.main`` in-process (``helpers.cli_runner``, fast); a few run the installed
 console script in a subprocess, as a user would, to cover the real entry point.
 """
 
@@ -27,10 +27,9 @@ def _script(*args: str) -> subprocess.CompletedProcess:
 
 
 def _urna(*args: str) -> subprocess.CompletedProcess:
-    from click.testing import CliRunner
+    from helpers.cli_runner import invoke
 
-    from urna.cli import cli
-    r = CliRunner().invoke(cli, list(args), prog_name="urna")
+    r = invoke(list(args))
     return subprocess.CompletedProcess(args, r.exit_code, r.stdout, r.stderr)
 
 

@@ -6,10 +6,9 @@ import hashlib
 import os
 
 import pytest
-from click.testing import CliRunner
 
 import urna
-from urna.cli import cli
+from helpers.cli_runner import invoke
 from urna.runtime.media import MAX_NAME_BYTES, safe_blob_name
 
 ZERO = "sha256:" + "0" * 64
@@ -35,7 +34,7 @@ def test_hostile_uris_are_written_inside_dir_only(tmp_path):
     path = build_media_file(tmp_path, HOSTILE)
     out = tmp_path / "deep" / "out"
     before = set(p for p in tmp_path.rglob("*"))
-    result = CliRunner().invoke(cli, ["media", path, "--export", str(out)])
+    result = invoke(["media", path, "--export", str(out)])
     assert result.exit_code == 0, result.output
     created = set(tmp_path.rglob("*")) - before
     assert created and all(p == out or out in p.parents or p in out.parents for p in created)
@@ -51,7 +50,7 @@ def test_planted_symlink_is_not_followed(tmp_path):
     victim = tmp_path / "victim.txt"
     victim.write_text("keep")
     os.symlink(victim, out / "plain.bin")
-    result = CliRunner().invoke(cli, ["media", path, "--export", str(out)])
+    result = invoke(["media", path, "--export", str(out)])
     assert result.exit_code == 1
     assert victim.read_text() == "keep"
 

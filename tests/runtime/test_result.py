@@ -15,9 +15,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from click.testing import CliRunner
 
 import urna
+from helpers.cli_runner import invoke
 from helpers.mutate import apply_case, load_cases
 from urna.errors import SectionCountMismatch
 from urna.runtime import SearchResult
@@ -118,7 +118,6 @@ def test_a_file_is_a_searcher() -> None:
 
 
 def test_full_validate_is_the_cli_check(tmp_path: Path) -> None:
-    from urna.cli import cli
 
     case = load_cases()["quickstart-blobs__s02_count_huge_fixed"]
     data = apply_case(case)
@@ -128,6 +127,6 @@ def test_full_validate_is_the_cli_check(tmp_path: Path) -> None:
         f.validate(full=True)
     bad = tmp_path / "bad.urna"
     bad.write_bytes(data)
-    res = CliRunner().invoke(cli, ["validate", str(bad)])
+    res = invoke(["validate", str(bad)])
     assert res.exit_code == 1
     assert res.output.strip() == f"Error: SectionCountMismatch: {err.value}"

@@ -12,15 +12,15 @@ from pathlib import Path
 
 import httpx
 import pytest
-from click.testing import CliRunner
 from serve_support import EXPECTED, REF, free_port
 
 import urna.serve.app
-from urna.cli import cli
+from helpers.cli_runner import invoke as run_cli
 from urna.cli.serve_cmds import COMMANDS
 
 FILE = REF / "quickstart-exact.urna"
 URNA = [sys.executable, "-c", "from urna.cli import main; main()"]
+TESTS = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture
@@ -38,14 +38,14 @@ def calls(monkeypatch: pytest.MonkeyPatch) -> list[dict]:
 
 
 def invoke(*args: str):
-    return CliRunner().invoke(cli, ["serve", *map(str, args)])
+    return run_cli(["serve", *map(str, args)])
 
 
 def test_serve_is_registered_with_help_and_example() -> None:
     assert [c.name for c in COMMANDS] == ["serve"]
-    res = CliRunner().invoke(cli, ["serve", "--help"])
+    res = run_cli(["serve", "--help"])
     assert res.exit_code == 0 and "Example: urna serve" in res.output
-    assert "serve" in CliRunner().invoke(cli, ["--help"]).output
+    assert "serve" in run_cli(["--help"]).output
 
 
 def test_loopback_by_default_without_warning(calls: list[dict]) -> None:
@@ -121,15 +121,14 @@ import sys
 sys.modules["starlette"] = None  # import starlette -> ImportError, as when not installed
 sys.modules["uvicorn"] = None
 import json
-from click.testing import CliRunner
+sys.path.insert(0, {str(TESTS)!r})
+from helpers.cli_runner import invoke
 import urna
-from urna.cli import cli
 print(urna.open({str(FILE)!r}).n_embeddings)
-r = CliRunner()
-served = r.invoke(cli, ["serve", {str(FILE)!r}])
+served = invoke(["serve", {str(FILE)!r}])
 print(served.exit_code, served.stderr.strip())
-print("serve" in r.invoke(cli, ["--help"]).output)
-print(json.loads(r.invoke(cli, ["inspect", {str(FILE)!r}, "--json"]).stdout)["content_hash"])
+print("serve" in invoke(["--help"]).output)
+print(json.loads(invoke(["inspect", {str(FILE)!r}, "--json"]).stdout)["content_hash"])
 """
     res = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
                          check=False, timeout=60)

@@ -8,27 +8,15 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import click
 import pytest
-from click.testing import CliRunner
 
-from urna.cli import UrnaGroup
-from urna.cli.forge_cmds import COMMANDS
+from helpers.cli_runner import invoke
 
 from .conftest import QUICKSTART
 
 
-@click.group(cls=UrnaGroup)  # the real CLI's error boundary
-def cli() -> None:
-    """Test group holding the forge verbs."""
-
-
-for _c in COMMANDS:
-    cli.add_command(_c)
-
-
 def run(*args: object):
-    return CliRunner().invoke(cli, [str(a) for a in args])
+    return invoke([str(a) for a in args])
 
 
 @pytest.fixture(scope="module")
@@ -106,19 +94,17 @@ def test_engine_verbs_take_a_catalog_where_they_take_a_file(catalog: Path) -> No
     """search / search-ann / search-graph on the catalog equal the single file's hits, and
     cite resolves a catalog hit on its shard."""
     import urna
-    from urna.cli import cli as urna_cli
 
     with urna.open_catalog(catalog) as cat:
         q = [1.0] + [0.0] * (cat.embedding_dim - 1)
         want = [h.chunk_id for h in cat.search(q, 4)]
-    runner = CliRunner()
     for verb in ("search", "search-ann", "search-graph"):
-        res = runner.invoke(urna_cli, [verb, str(catalog), json.dumps(q), "-k", "4", "--json"])
+        res = invoke([verb, str(catalog), json.dumps(q), "-k", "4", "--json"])
         assert res.exit_code == 0, res.output
         got = [h["chunk_id"] for h in json.loads(res.stdout)["hits"]]
         assert got == want
-    citation = json.loads(runner.invoke(urna_cli, ["search", str(catalog), json.dumps(q), "-k", "1",
-                                                   "--json"]).stdout)["hits"][0]["citation_id"]
-    res = runner.invoke(urna_cli, ["cite", str(catalog), citation])
+    citation = json.loads(invoke(["search", str(catalog), json.dumps(q), "-k", "1",
+                                "--json"]).stdout)["hits"][0]["citation_id"]
+    res = invoke(["cite", str(catalog), citation])
     assert res.exit_code == 0, res.output
     assert res.stdout.splitlines()[0] == f"citation_id:  {citation}"

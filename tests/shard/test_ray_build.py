@@ -104,13 +104,10 @@ def test_catalog_on_ray_actors_answers_as_threads(tmp_path: Path) -> None:
 def test_cli_build_shards_on_ray(tmp_path: Path) -> None:
     import json
 
-    from click.testing import CliRunner
-
-    from urna.cli.forge_cmds import build_cmd
+    from helpers.cli_runner import invoke
 
     spec_path = write_synthetic(tmp_path, n=200)
-    res = CliRunner().invoke(build_cmd, ["--spec", str(spec_path), "--shards", "2",
-                                         "--engine", "ray"])
+    res = invoke(["build", "--spec", str(spec_path), "--shards", "2", "--engine", "ray"])
     assert res.exit_code == 0, res.output
     doc = json.loads(res.stdout)
     assert (doc["engine"], doc["built"]) == ("ray", [0, 1])

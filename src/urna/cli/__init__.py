@@ -2,25 +2,26 @@
 
 Exit status: 0 success, 1 the file or input failed a check (the message names the error
 class), 2 usage. Errors are one line on stderr; ``--debug`` shows the traceback.
+
+The parser is the standard library's argparse, built for the called verb only
+(``command.Command.parse``): click's import alone cost more than a light verb's work (#20).
 """
 
 from __future__ import annotations
 
 import importlib
-import importlib.util
 import sys
-from collections.abc import Iterator, Mapping
-from typing import Any
 
-import click
+from ..errors import CommandLineError, UrnaError, UsageError
+from ._output import echo, error_line, usage_line
 
-from ..errors import UrnaError
-from ._output import error_line, usage_line
-from .options import recorded_files
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from .command import Command
 
 # Verb modules, each exposing COMMANDS, with the verbs each defines: a call imports only its
 # verb's module (numpy, the forge, the server stay unloaded for the verbs that never use them);
-# listing the verbs (`urna --help`, ``cli.commands`` iterated) imports them all.
+# listing the verbs (`urna --help`, ``all_commands``) imports them all.
 VERB_MODULES: dict[str, tuple[str, ...]] = {
     "file_cmds": ("inspect", "validate", "cite"),
     "search_cmds": ("stats", "media", "search", "search-ann", "search-graph", "search-space",
@@ -33,122 +34,141 @@ VERB_MODULES: dict[str, tuple[str, ...]] = {
     "living_cmds": ("add", "remove", "log", "compact"),
 }
 
+GROUP_HELP = """urna: a vector database in one file (.urna v1).
 
-_HELP_ERRORS = tuple(getattr(click.exceptions, n) for n in ("NoArgsIsHelpError",)
-                     if hasattr(click.exceptions, n))
-
-
-class _UsageLine(click.ClickException):
-    """A group-level usage error, shown as one line (exit 2)."""
-
-    exit_code = 2
-
-    def show(self, file: Any = None) -> None:
-        click.echo(self.message, err=True)
+Start here: urna build --spec corpus.toml, urna ask FILE "question",
+urna retrieve FILE "question", urna cite FILE CITATION, urna validate FILE.
+"""
 
 
-class UrnaGroup(click.Group):
-    """A click group that turns urna errors into one stderr line and exit status 1, and a
-    verb's usage errors into one line and exit status 2."""
-
-    def make_context(self, info_name: str | None, args: list[str],
-                     parent: click.Context | None = None, **extra: Any) -> click.Context:
-        try:
-            return super().make_context(info_name, args, parent=parent, **extra)
-        except _HELP_ERRORS:
-            raise  # `urna` alone prints the help
-        except click.UsageError as exc:  # e.g. `urna --bogus`
-            raise _UsageLine(usage_line(exc)) from None
-
-    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
-        # Bare `urna` on a terminal opens the TUI; elsewhere it prints the help (exit 2).
-        if not args and sys.stdin.isatty() and sys.stdout.isatty() and "tui" in self.commands:
-            args = ["tui"]
-        return super().parse_args(ctx, args)
-
-    def invoke(self, ctx: click.Context):
-        try:
-            return super().invoke(ctx)
-        except click.UsageError as exc:
-            if (ctx.obj or {}).get("debug"):
-                raise
-            click.echo(usage_line(exc), err=True)
-            ctx.exit(2)
-        except (UrnaError, OSError) as exc:
-            if (ctx.obj or {}).get("debug"):
-                raise
-            click.echo(error_line(exc, recorded_files(ctx)), err=True)
-            ctx.exit(1)
-        except (click.ClickException, click.exceptions.Exit, click.exceptions.Abort):
+def _module_commands(module_name: str) -> list[Command]:
+    """The commands of one verb module ([] for a verb group not present in this tree)."""
+    full = f"{__name__}.{module_name}"
+    try:
+        module = importlib.import_module(full)
+    except ModuleNotFoundError as exc:
+        if exc.name != full:
             raise
-        except Exception as exc:  # a bug, not bad input: still one line unless --debug
-            if (ctx.obj or {}).get("debug"):
-                raise
-            click.echo(f"Error: internal error: {type(exc).__name__}: {exc} (run with --debug "
-                       "for the traceback)", err=True)
-            ctx.exit(1)
+        return []
+    commands: list[Command] = module.COMMANDS
+    return commands
 
 
-@click.group(cls=UrnaGroup, context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(package_name="urna", prog_name="urna")
-@click.option("--debug", is_flag=True, help="Show tracebacks on errors.")
-@click.pass_context
-def cli(ctx: click.Context, debug: bool) -> None:
-    """urna: a vector database in one file (.urna v1).
-
-    Start here: urna build --spec corpus.toml, urna ask FILE "question",
-    urna retrieve FILE "question", urna cite FILE CITATION, urna validate FILE.
-    """
-    ctx.obj = {"debug": debug}
+def load_command(verb: str) -> Command | None:
+    """The command of ``verb``, importing only its module; None for no such verb."""
+    for module_name, verbs in VERB_MODULES.items():
+        if verb in verbs:
+            return next((c for c in _module_commands(module_name) if c.name == verb), None)
+    return None
 
 
-class LazyCommands(Mapping[str, click.Command]):
-    """``cli.commands``: verb name -> command, importing a verb's module on first lookup.
-
-    click reads a group's commands through ``get``/``in``/iteration only, so a mapping that
-    loads on demand keeps every click path (help, completion, ``add_command``) working.
-    """
-
-    def __init__(self, package: str, modules: Mapping[str, tuple[str, ...]]) -> None:
-        self._package = package
-        self._module_of = {verb: module for module, verbs in modules.items() for verb in verbs}
-        self._pending = list(modules)  # modules not imported yet, in listing order
-        self._loaded: dict[str, click.Command] = {}
-
-    def _load(self, module_name: str) -> None:
-        if module_name not in self._pending:
-            return  # imported already
-        self._pending.remove(module_name)
-        if importlib.util.find_spec(f"{self._package}.{module_name}") is None:
-            return  # a verb group not present in this tree
-        module = importlib.import_module(f"{self._package}.{module_name}")
-        for command in module.COMMANDS:
-            self._loaded.setdefault(command.name or "", command)
-
-    def _load_all(self) -> None:
-        for module_name in list(self._pending):
-            self._load(module_name)
-
-    def __getitem__(self, verb: str) -> click.Command:
-        if verb not in self._loaded and verb in self._module_of:
-            self._load(self._module_of[verb])
-        return self._loaded[verb]
-
-    def __setitem__(self, verb: str, command: click.Command) -> None:
-        self._loaded[verb] = command  # click.Group.add_command
-
-    def __iter__(self) -> Iterator[str]:
-        self._load_all()
-        return iter(list(self._loaded))
-
-    def __len__(self) -> int:
-        self._load_all()
-        return len(self._loaded)
+def all_commands() -> dict[str, Command]:
+    """Every verb's command, by name (imports every verb module)."""
+    return {c.name: c for module_name in VERB_MODULES for c in _module_commands(module_name)}
 
 
-cli.commands = LazyCommands(__name__, VERB_MODULES)  # type: ignore[assignment]
+def _verbs() -> list[str]:
+    return [verb for verbs in VERB_MODULES.values() for verb in verbs]
+
+
+def _version() -> str:
+    from importlib.metadata import version
+
+    return f"urna, version {version('urna')}"
+
+
+def _group_usage(word: str) -> UsageError:
+    """An unknown group option or verb, with the close spellings."""
+    from difflib import get_close_matches
+
+    from .command import did_you_mean
+
+    if word.startswith("-"):
+        name = word.split("=", 1)[0]
+        near = get_close_matches(name, ["--version", "--debug", "--help"])
+        return UsageError(f"No such option {name!r}.{did_you_mean(near)}", "urna")
+    return UsageError(f"No such command {word!r}.{did_you_mean(get_close_matches(word, _verbs()))}",
+                      "urna")
+
+
+def _run(args: list[str], state: dict[str, bool], files: list[str]) -> int:
+    """Parse the group's options, then run the verb; errors propagate to ``main``."""
+    if not args and sys.stdin.isatty() and sys.stdout.isatty() and "tui" in _verbs():
+        args = ["tui"]  # bare `urna` on a terminal opens the TUI
+    if not args:  # elsewhere it prints the help, as a usage error
+        from ._help import group_help
+
+        echo(group_help(GROUP_HELP, all_commands()), err=True)
+        return 2
+    at = 0
+    while at < len(args) and args[at].startswith("-"):
+        word = args[at]
+        if word in ("-h", "--help"):
+            from ._help import group_help
+
+            echo(group_help(GROUP_HELP, all_commands()))
+            return 0
+        if word == "--version":
+            echo(_version())
+            return 0
+        if word == "--debug":
+            state["debug"] = True
+        elif word.startswith("--debug=") or word.startswith("--version="):
+            raise UsageError(f"Option {word.split('=', 1)[0]!r} does not take a value.")
+        else:
+            raise _group_usage(word)
+        at += 1
+    if at == len(args):
+        raise UsageError("Missing command.", "urna")
+    verb, rest = args[at], args[at + 1:]
+    command = load_command(verb)
+    if command is None:
+        raise _group_usage(verb)
+    path = f"urna {verb}"
+    state["in_verb"] = True
+    values = command.parse(rest, path, files)
+    if values is None:
+        from ._help import command_help
+
+        echo(command_help(command, path))
+        return 0
+    try:
+        command.callback(**values)
+    except UsageError as exc:  # a verb's own check of its options
+        if exc.command is None:
+            exc.command = path
+        raise
+    return 0
 
 
 def main(argv: list[str] | None = None) -> None:
     """Console entry point: exits 0 on success, 1 on a failed check, 2 on usage errors."""
-    cli.main(args=argv, prog_name="urna")
+    args = sys.argv[1:] if argv is None else list(argv)
+    state = {"debug": False, "in_verb": False}
+    files: list[str] = []  # every input file of this call, so an error can name the bad one
+    try:
+        code = _run(args, state, files)
+    except UsageError as exc:
+        if state["debug"] and state["in_verb"]:
+            raise
+        echo(usage_line(exc), err=True)
+        code = 2
+    except CommandLineError as exc:
+        echo(f"{exc.prefix}: {exc.message}", err=True)
+        code = exc.exit_code
+    except (UrnaError, OSError) as exc:
+        if state["debug"]:
+            raise
+        echo(error_line(exc, files), err=True)
+        code = 1
+    except (KeyboardInterrupt, EOFError):
+        echo(err=True)
+        echo("Aborted!", err=True)
+        code = 1
+    except Exception as exc:  # a bug, not bad input: still one line unless --debug
+        if state["debug"]:
+            raise
+        echo(f"Error: internal error: {type(exc).__name__}: {exc} (run with --debug "
+             "for the traceback)", err=True)
+        code = 1
+    sys.exit(code)

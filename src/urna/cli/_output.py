@@ -1,22 +1,32 @@
-"""Shared output helpers of the CLI: JSON documents, labelled lines, errors."""
+"""Shared output helpers of the CLI: lines, JSON documents, errors."""
 
 from __future__ import annotations
 
 import json
+import os
 import sys
-from collections.abc import Sequence
-from pathlib import Path
-from typing import Any
-
-import click
 
 from ..errors import FileTruncated, MagicMismatch
 from ..format.layout import LEGACY_MAGIC, URNA_MAGIC
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from typing import Any
+
+    from ..errors import UsageError
+
+
+def echo(message: str = "", err: bool = False) -> None:
+    """Print one line on stdout (or stderr) and flush it, so lines keep their order."""
+    stream = sys.stderr if err else sys.stdout
+    stream.write(message + "\n")
+    stream.flush()
+
 
 def emit_json(document: Any) -> None:
     """Print one pretty JSON document on stdout (nothing else goes there under --json)."""
-    click.echo(json.dumps(document, indent=2, ensure_ascii=False))
+    echo(json.dumps(document, indent=2, ensure_ascii=False))
 
 
 def labelled(label: str, value: Any, width: int) -> str:
@@ -24,11 +34,11 @@ def labelled(label: str, value: Any, width: int) -> str:
     return f"{label:<{width}}{value}"
 
 
-def _not_urna(files: Sequence[Path]) -> list[str]:
+def _not_urna(files: Sequence[str]) -> list[str]:
     """The names of the input files that do not start with a .urna magic (catalogs aside)."""
     out = []
     for path in files:
-        if path.name.endswith(".catalog.json"):
+        if path.endswith(".catalog.json"):
             continue
         try:
             with open(path, "rb") as fh:
@@ -36,11 +46,11 @@ def _not_urna(files: Sequence[Path]) -> list[str]:
         except OSError:
             continue
         if head not in (URNA_MAGIC, LEGACY_MAGIC):
-            out.append(path.name)
+            out.append(os.path.basename(path))
     return out
 
 
-def error_line(exc: BaseException, files: Sequence[Path] = ()) -> str:
+def error_line(exc: BaseException, files: Sequence[str] = ()) -> str:
     """The one-line error a user sees: the error class, then the reference's text.
 
     A magic mismatch (or a file too short to hold a header) also names the input file that
@@ -54,14 +64,14 @@ def error_line(exc: BaseException, files: Sequence[Path] = ()) -> str:
     return line
 
 
-def usage_line(exc: click.UsageError) -> str:
-    """A usage error on one line: click's message, then where the help is."""
-    message = " ".join(exc.format_message().split())
-    where = f" (see '{exc.ctx.command_path} --help')" if exc.ctx is not None else ""
+def usage_line(exc: UsageError) -> str:
+    """A usage error on one line: the message, then where the help is."""
+    message = " ".join(exc.message.split())
+    where = f" (see '{exc.command} --help')" if exc.command else ""
     return f"Error: {message}{where}"
 
 
 def fail(exc: BaseException, code: int = 1) -> None:
     """Print ``error_line`` on stderr and exit with ``code``."""
-    click.echo(error_line(exc), err=True)
+    echo(error_line(exc), err=True)
     sys.exit(code)

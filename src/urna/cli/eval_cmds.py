@@ -5,12 +5,11 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-import click
-
-from urna.cli.options import COUNT, input_file
+from urna.cli.options import COUNT, Choice, PathType, input_file
 
 from ..forge.evaluate import MODES, RECALL_DEPTH, EvalReport, evaluate_path
-from ._output import emit_json
+from ._output import echo, emit_json
+from .command import argument, command, option
 
 
 def _cell(x: float) -> str:
@@ -30,21 +29,21 @@ def report_lines(report: EvalReport) -> list[str]:
     return lines
 
 
-@click.command("eval")
-@click.argument("file", type=input_file(exists=True, dir_okay=False))
-@click.option("--queries", "queries", required=True,
-              type=click.Path(exists=True, dir_okay=False, path_type=Path),
+@command("eval")
+@argument("file", type=input_file(exists=True, dir_okay=False))
+@option("--queries", "queries", required=True,
+              type=PathType(exists=True, dir_okay=False, as_path=True),
               help='JSONL: {"id","text","relevant":[...]} lines, or BEIR queries.jsonl.')
-@click.option("--qrels", type=click.Path(exists=True, path_type=Path), default=None,
+@option("--qrels", type=PathType(exists=True, as_path=True), default=None,
               help="BEIR qrels TSV (or a directory of them); corpus-id = chunk id or source_uri.")
-@click.option("-k", "k", type=COUNT, default=10, show_default=True,
+@option("-k", "k", type=COUNT, default=10, show_default=True,
               help="Cut-off of nDCG, MRR and the second recall column.")
-@click.option("--mode", "--rank", "modes", type=click.Choice(MODES), multiple=True,
+@option("--mode", "--rank", "modes", type=Choice(MODES), multiple=True,
               help="Ranking to measure (repeatable; default: every one the file supports).")
-@click.option("--candidates", type=COUNT, default=None,
+@option("--candidates", type=COUNT, default=None,
               help="Candidates per list for hybrid and fused (default max(4k, 64)).")
-@click.option("--model-path", default=None, help="Local directory of the file's embedder.")
-@click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
+@option("--model-path", default=None, help="Local directory of the file's embedder.")
+@option("--json", "as_json", is_flag=True, help="Print one JSON document.")
 def eval_cmd(file: Path, queries: Path, qrels: Path | None, k: int, modes: tuple[str, ...],
              candidates: int | None, model_path: str | None, as_json: bool) -> None:
     """Measure nDCG@k, MRR@k, Recall@1/k/100 and latency of each ranking on labelled queries."""
@@ -53,7 +52,7 @@ def eval_cmd(file: Path, queries: Path, qrels: Path | None, k: int, modes: tuple
     if as_json:
         emit_json(report.to_dict())
     else:
-        click.echo("\n".join(report_lines(report)))
+        echo("\n".join(report_lines(report)))
 
 
 COMMANDS = [eval_cmd]

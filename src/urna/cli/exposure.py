@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import click
+from urna.errors import UsageError
 
 
 def check_bind(host: str, expose: bool, token: str | None) -> None:
@@ -12,8 +12,8 @@ def check_bind(host: str, expose: bool, token: str | None) -> None:
     if is_loopback(host):
         return
     if not expose:
-        raise click.UsageError(
+        raise UsageError(
             f"--host {host} is not loopback; pass --expose to serve on another interface")
     if not token:
-        raise click.UsageError(f"--host {host} is exposed: give a bearer token with "
+        raise UsageError(f"--host {host} is exposed: give a bearer token with "
                                "--token or URNA_TOKEN")

@@ -9,9 +9,6 @@ from __future__ import annotations
 
 import json
 import mmap
-from pathlib import Path
-
-import click
 
 from ..format.citation import resolve_citation
 from ..format.inspect import inspect_view
@@ -20,13 +17,15 @@ from ..format.verify import verify
 from ..runtime import verdicts
 from ..runtime.catalog_paths import is_catalog_path
 from ..runtime.stats import SECTION_ENCODING_LABELS, display_section_name, metadata_schema
-from ._output import emit_json, labelled
+from ._output import echo, emit_json, labelled
+from .command import argument, command, option
 from .options import input_file
 
-FILE = input_file()  # a directory is bad input (exit 1), not usage
+# a directory is bad input (exit 1), not usage; text paths: pathlib stays unimported
+FILE = input_file(as_path=False, shown=True)
 
 
-def read_file(path: Path) -> bytes | memoryview:
+def read_file(path: str) -> bytes | memoryview:
     """The whole file's bytes, mapped read-only (inspect, cite and validate hash all of them).
 
     A map costs a third of a read here: the page cache is not copied into a fresh buffer
@@ -46,10 +45,10 @@ def simd_backend() -> str:
     return backend()
 
 
-@click.command("inspect")
-@click.argument("file", type=FILE)
-@click.option("--json", "as_json", is_flag=True, help="Print the inspect document as JSON.")
-def inspect_cmd(file: Path, as_json: bool) -> None:
+@command("inspect")
+@argument("file", type=FILE)
+@option("--json", "as_json", is_flag=True, help="Print the inspect document as JSON.")
+def inspect_cmd(file: str, as_json: bool) -> None:
     """Show the header, section table and manifest of FILE.
 
     Example: urna inspect corpus.urna --json
@@ -66,30 +65,30 @@ def inspect_cmd(file: Path, as_json: bool) -> None:
     if as_json:
         emit_json(doc)
         return
-    click.echo(f'Magic: "{doc["magic"]}"')
-    click.echo(f"Version: {doc['version_major']}.{doc['version_minor']}")
-    click.echo(f"File size: {doc['file_size']} bytes")
-    click.echo(f"Sections: {len(doc['sections'])}")
+    echo(f'Magic: "{doc["magic"]}"')
+    echo(f"Version: {doc['version_major']}.{doc['version_minor']}")
+    echo(f"File size: {doc['file_size']} bytes")
+    echo(f"Sections: {len(doc['sections'])}")
     for s in doc["sections"]:
         enc = SECTION_ENCODING_LABELS.get(s["encoding"],
                                           ENCODING_NAMES.get(s["encoding"], "unknown"))
         name = display_section_name(s["section_id"])
-        click.echo(f"0x{s['section_id']:02x} {name:<24} encoding={enc} offset={s['offset']} "
+        echo(f"0x{s['section_id']:02x} {name:<24} encoding={enc} offset={s['offset']} "
                    f"size={s['size']} checksum={s['checksum']}")
-    click.echo("Manifest:")
-    click.echo(json.dumps(doc["manifest"], indent=2, ensure_ascii=False))
+    echo("Manifest:")
+    echo(json.dumps(doc["manifest"], indent=2, ensure_ascii=False))
     if "metadata" in doc:
         schema = doc["metadata"]
-        click.echo("Metadata: " + ("unreadable" if schema is None else
+        echo("Metadata: " + ("unreadable" if schema is None else
                                    ", ".join(f"{k} ({t})" for k, t in schema.items())))
-    click.echo(f"File hash: {doc['file_hash']}")
-    click.echo(f"Content hash: {doc['content_hash']}")
+    echo(f"File hash: {doc['file_hash']}")
+    echo(f"Content hash: {doc['content_hash']}")
 
 
-@click.command("validate")
-@click.argument("file", type=FILE)
-@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
-def validate_cmd(file: Path, as_json: bool) -> None:
+@command("validate")
+@argument("file", type=FILE)
+@option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+def validate_cmd(file: str, as_json: bool) -> None:
     """Check every checksum, the manifest, the contract, the values and inlined blobs of FILE.
 
     Example: urna validate corpus.urna
@@ -101,22 +100,24 @@ def validate_cmd(file: Path, as_json: bool) -> None:
                    "content_hash": result.content_hash})
         return
     w = 20
-    click.echo(f"OK: {file} is a valid .urna v1 file")
-    click.echo("  " + labelled("Header checksum:", "valid", w))
-    click.echo("  " + labelled("Section checksums:", f"{result.n_sections} sections OK", w))
-    click.echo("  " + labelled("Footer hash:", "valid", w))
-    click.echo("  " + labelled("Manifest:", "valid (contract enforced)", w))
-    click.echo("  " + labelled("Required sections:", "all present", w))
-    click.echo("  " + labelled("Embedding values:", "no NaN/Inf", w))
+    echo(f"OK: {file} is a valid .urna v1 file")
+    echo("  " + labelled("Header checksum:", "valid", w))
+    echo("  " + labelled("Section checksums:", f"{result.n_sections} sections OK", w))
+    echo("  " + labelled("Footer hash:", "valid", w))
+    echo("  " + labelled("Manifest:", "valid (contract enforced)", w))
+    echo("  " + labelled("Required sections:", "all present", w))
+    echo("  " + labelled("Embedding values:", "no NaN/Inf", w))
     if result.blobs_verified is not None:
         blobs = f"{result.blobs_verified} verified against blob_refs"
-        click.echo("  " + labelled("Inlined blobs:", blobs, w))
-    click.echo("  " + labelled("File hash:", result.file_hash, w))
-    click.echo("  " + labelled("Content hash:", result.content_hash, w))
+        echo("  " + labelled("Inlined blobs:", blobs, w))
+    echo("  " + labelled("File hash:", result.file_hash, w))
+    echo("  " + labelled("Content hash:", result.content_hash, w))
 
 
-def shard_for_citation(catalog: Path, citation: str) -> Path:
+def shard_for_citation(catalog: str, citation: str) -> str:
     """The shard of ``catalog`` (checked against it) whose content_hash the citation names."""
+    from pathlib import Path  # the shard's path as cite has always printed it
+
     from ..errors import CitationError
     from ..format.identity import parse_citation
     from ..runtime.catalog import open_catalog
@@ -125,15 +126,15 @@ def shard_for_citation(catalog: Path, citation: str) -> Path:
     with open_catalog(catalog) as cat:
         for shard in cat.shard_info:
             if shard.content_hash == expected:
-                return Path(shard.file)
+                return str(Path(shard.file))
     raise CitationError(f"content_hash {expected} is not a shard of this catalog")
 
 
-@click.command("cite")
-@click.argument("file", type=FILE)
-@click.argument("citation")
-@click.option("--json", "as_json", is_flag=True, help="Print the resolved citation as JSON.")
-def cite_cmd(file: Path, citation: str, as_json: bool) -> None:
+@command("cite")
+@argument("file", type=FILE)
+@argument("citation")
+@option("--json", "as_json", is_flag=True, help="Print the resolved citation as JSON.")
+def cite_cmd(file: str, citation: str, as_json: bool) -> None:
     """Resolve CITATION (urna://<content_hash>/<chunk_id>) to its stored text and span.
 
     Example: urna cite corpus.urna 'urna://sha256:.../sha256:...'
@@ -162,9 +163,9 @@ def cite_cmd(file: Path, citation: str, as_json: bool) -> None:
         emit_json({**fields, "text": hit.text})
         return
     for key, value in fields.items():
-        click.echo(labelled(f"{key}:", value, 14))
-    click.echo("text:")
-    click.echo(hit.text)
+        echo(labelled(f"{key}:", value, 14))
+    echo("text:")
+    echo(hit.text)
 
 
 COMMANDS = [inspect_cmd, validate_cmd, cite_cmd]

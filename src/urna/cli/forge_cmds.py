@@ -1,8 +1,8 @@
 """The agent verbs: ``build``, ``ask``, ``retrieve``, ``search-text`` and ``doctor``.
 
-Thin click commands over ``urna.forge``; the main group imports ``COMMANDS``. Exit status:
+Thin commands over ``urna.forge``; the main group imports ``COMMANDS``. Exit status:
 0 success; 1 the file or input failed a check (``Error: <Class>: <text>`` on stderr, from the
-one boundary in ``urna.cli.UrnaGroup``; a source that cannot be read is ``Error: <text>``,
+one boundary in ``urna.cli.main``; a source that cannot be read is ``Error: <text>``,
 the text naming the file); 2 usage, and for ``build`` a spec error (``spec error: <text>``);
 4 a ``[[models]]`` preset this build cannot provide (``registry error: <text>``). ``doctor``
 exits with its first failure code.
@@ -18,31 +18,20 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any, NoReturn
 
-import click
+from urna.errors import CommandLineError, IngestError, RegistryError, SpecError, UsageError
 
-from urna.errors import IngestError, RegistryError, SpecError
-
-from .options import COUNT, input_file
-
-
-class _Exit(click.ClickException):
-    """A one-line error with its own prefix and exit code."""
-
-    def __init__(self, prefix: str, message: str, code: int) -> None:
-        super().__init__(message)
-        self.prefix, self.exit_code = prefix, code  # type: ignore[misc]  # click's class default
-
-    def show(self, file: Any = None) -> None:
-        click.echo(f"{self.prefix}: {self.message}", err=True)
+from ._output import echo
+from .command import Command, argument, command, option
+from .options import COUNT, Choice, PathType, input_file
 
 
 def _fail(e: BaseException, code: int, prefix: str) -> NoReturn:
-    raise _Exit(prefix, str(e), code) from None
+    raise CommandLineError(str(e), code, prefix) from None
 
 
 @contextmanager
 def _build_errors() -> Iterator[None]:
-    """The build verb's pinned exits; every other error goes to ``UrnaGroup``'s boundary."""
+    """The build verb's pinned exits; every other error goes to ``urna.cli.main``'s boundary."""
     try:
         yield
     except RegistryError as e:
@@ -67,33 +56,33 @@ def _open(path: str) -> Any:
 # ------------------------------------------------------------------------------ build
 
 
-@click.command("build")
-@click.option("--spec", "spec_path", required=True, type=click.Path(dir_okay=False),
+@command("build")
+@option("--spec", "spec_path", required=True, type=PathType(dir_okay=False),
               help="corpus.toml (or .json / .yaml) build spec.")
-@click.option("--sample", type=COUNT, default=None,
+@option("--sample", type=COUNT, default=None,
               help="Keep N evenly spaced rows (a quick trial build).")
-@click.option("--out-dir", default=None, help="Override [output] dir.")
-@click.option("--cache-dir", default=None, help="Embed-cache root (else URNA_CACHE_DIR, XDG).")
-@click.option("--dry-run", is_flag=True,
+@option("--out-dir", default=None, help="Override [output] dir.")
+@option("--cache-dir", default=None, help="Embed-cache root (else URNA_CACHE_DIR, XDG).")
+@option("--dry-run", is_flag=True,
               help="Validate, check every source is readable and print the plan; load nothing.")
-@click.option("--json", "as_json", is_flag=True,
+@option("--json", "as_json", is_flag=True,
               help="The result (or the --dry-run plan) as JSON; the default for the result "
                    "when stdout is not a terminal.")
-@click.option("--models", "models", default=None,
+@option("--models", "models", default=None,
               help="Comma list of [[models]] presets to build (a subset; keeps the lock).")
-@click.option("--rebuild-only", is_flag=True,
+@option("--rebuild-only", is_flag=True,
               help="Re-emit from the embed cache only and compare the build lock.")
-@click.option("--strict-env", is_flag=True, help="With --rebuild-only: a lock divergence fails.")
-@click.option("--stop-on-error", is_flag=True,
+@option("--strict-env", is_flag=True, help="With --rebuild-only: a lock divergence fails.")
+@option("--stop-on-error", is_flag=True,
               help="documents source: stop at the first unusable file instead of skipping it.")
-@click.option("--shards", type=COUNT, default=None,
+@option("--shards", type=COUNT, default=None,
               help="Build N standalone shard files plus <name>.catalog.json (rows assigned "
                    "by a hash of their key; a rerun skips finished shards).")
-@click.option("--engine", type=click.Choice(["local", "ray"]), default=None,
+@option("--engine", type=Choice(["local", "ray"]), default=None,
               help="With --shards: run in process (the default), or on Ray.")
-@click.option("--address", default=None,
+@option("--address", default=None,
               help="With --shards: the Ray cluster to join (implies --engine ray).")
-@click.option("--update", is_flag=True,
+@option("--update", is_flag=True,
               help="Keep <out>/<name>.catalog.json living: write only the new and changed "
                    "rows as a segment, tombstone the changed and deleted ones.")
 def build_cmd(spec_path: str, sample: int | None, out_dir: str | None, cache_dir: str | None,
@@ -106,31 +95,31 @@ def build_cmd(spec_path: str, sample: int | None, out_dir: str | None, cache_dir
     or when stdout is a pipe. Example: urna build --spec examples/quickstart/corpus.toml
     """
     if shards is None and (engine or address):
-        raise click.UsageError("--engine and --address need --shards")
+        raise UsageError("--engine and --address need --shards")
     if shards is not None and (rebuild_only or models):
-        raise click.UsageError("--shards cannot be combined with --rebuild-only or --models")
+        raise UsageError("--shards cannot be combined with --rebuild-only or --models")
     if address and engine == "local":
-        raise click.UsageError("--address joins a Ray cluster: it needs --engine ray")
+        raise UsageError("--address joins a Ray cluster: it needs --engine ray")
     from urna.forge.plan import format_plan, plan
     from urna.forge.spec import load_spec
 
-    report = lambda m: click.echo(m, err=True)  # noqa: E731
+    report = lambda m: echo(m, err=True)  # noqa: E731
     with _build_errors():
         spec = load_spec(spec_path)
         if stop_on_error:
             spec.source.on_error = "stop"
         if dry_run:
             p = plan(spec, out_dir=out_dir, cache_dir=cache_dir)
-            click.echo(json.dumps(p, indent=1, sort_keys=True) if as_json else format_plan(p))
+            echo(json.dumps(p, indent=1, sort_keys=True) if as_json else format_plan(p))
             return
         if update:
             if shards is not None or rebuild_only or models or sample:
-                raise click.UsageError("--update cannot be combined with --shards, --sample, "
+                raise UsageError("--update cannot be combined with --shards, --sample, "
                                        "--rebuild-only or --models")
             from urna.forge.update import update as update_living
 
             result = update_living(spec, out_dir=out_dir)
-            click.echo(json.dumps(result, indent=1, sort_keys=True))
+            echo(json.dumps(result, indent=1, sort_keys=True))
             return
         if shards is not None:
             from urna.forge.shard import build_sharded
@@ -147,11 +136,11 @@ def build_cmd(spec_path: str, sample: int | None, out_dir: str | None, cache_dir
                            models=[m for m in models.split(",") if m] if models else None,
                            report=report)
     if as_json or not sys.stdout.isatty():
-        click.echo(json.dumps(result, indent=1, sort_keys=True))
+        echo(json.dumps(result, indent=1, sort_keys=True))
     else:
         from urna.forge.summary import format_result
 
-        click.echo(format_result(result))
+        echo(format_result(result))
 
 
 # ------------------------------------------------------------------- ask / retrieve
@@ -161,20 +150,20 @@ def _query_options(fn: Any) -> Any:
     from .search_cmds import where_option
 
     fn = where_option(fn)
-    fn = click.option("--model-path", default=None,
+    fn = option("--model-path", default=None,
                       help="Local model dir (a sentence-transformers snapshot).")(fn)
-    fn = click.option("--candidates", type=COUNT, default=None,
+    fn = option("--candidates", type=COUNT, default=None,
                       help="Candidates per path (default max(4k, 64)).")(fn)
-    fn = click.option("-k", "k", type=COUNT, default=10, show_default=True)(fn)
-    fn = click.argument("text")(fn)
-    return click.argument("file", type=input_file(exists=True, dir_okay=False, as_path=False))(fn)
+    fn = option("-k", "k", type=COUNT, default=10, show_default=True)(fn)
+    fn = argument("text")(fn)
+    return argument("file", type=input_file(exists=True, dir_okay=False, as_path=False))(fn)
 
 
 def _rank_option(fn: Any) -> Any:
     from urna.runtime.ranks import RANKS
 
     # default None: forge.query.DEFAULT_RANK decides, without importing forge at start-up
-    return click.option("--rank", type=click.Choice(RANKS), default=None,
+    return option("--rank", type=Choice(RANKS), default=None,
                         help="fused (the default, the best measured): cosine + BM25; "
                              "cosine: the reference's order exactly.")(fn)
 
@@ -200,12 +189,12 @@ def _where(text: str | None) -> dict[str, Any] | None:
     return parse_where(text)
 
 
-@click.command("ask")
+@command("ask")
 @_query_options
 @_rank_option
-@click.option("--disclose", type=click.Choice(["answer", "explain"]), default="answer",
+@option("--disclose", type=Choice(["answer", "explain"]), default="answer",
               show_default=True, help="explain: also print route, candidates, rerank.")
-@click.option("--json", "as_json", is_flag=True, help="One JSON document on stdout.")
+@option("--json", "as_json", is_flag=True, help="One JSON document on stdout.")
 def ask_cmd(file: str, text: str, k: int, candidates: int | None, model_path: str | None,
             where: str | None, rank: str | None, disclose: str, as_json: bool) -> None:
     """[agent] Ask a question in plain text; prints cited passages.
@@ -226,7 +215,7 @@ def ask_cmd(file: str, text: str, k: int, candidates: int | None, model_path: st
         if res.explain.filter is not None:
             doc["filter"] = res.explain.filter
         doc["hits"] = [_hit_dict(h) for h in res.hits]
-        click.echo(json.dumps(doc, indent=1))
+        echo(json.dumps(doc, indent=1))
         return
     out: list[str] = []
     if disclose == "explain":
@@ -245,13 +234,13 @@ def ask_cmd(file: str, text: str, k: int, candidates: int | None, model_path: st
         out.append("no hits.")
     for h in res.hits:
         out += [h.text, f"  -- {h.citation_id} ({h.source_uri})", ""]
-    click.echo("\n".join(out))
+    echo("\n".join(out))
 
 
-@click.command("retrieve")
+@command("retrieve")
 @_query_options
 @_rank_option
-@click.option("--format", "fmt", type=click.Choice(["jsonl", "json"]), default="jsonl",
+@option("--format", "fmt", type=Choice(["jsonl", "json"]), default="jsonl",
               show_default=True)
 def retrieve_cmd(file: str, text: str, k: int, candidates: int | None, model_path: str | None,
                  where: str | None, rank: str | None, fmt: str) -> None:
@@ -267,17 +256,17 @@ def retrieve_cmd(file: str, text: str, k: int, candidates: int | None, model_pat
                   rank=rank or DEFAULT_RANK)
     hits = [_hit_dict(h) for h in res.hits]
     if fmt == "json":
-        click.echo(json.dumps(hits, indent=2))
+        echo(json.dumps(hits, indent=2))
     else:
         for h in hits:
-            click.echo(json.dumps(h, separators=(",", ":")))
+            echo(json.dumps(h, separators=(",", ":")))
 
 
-@click.command("search-text")
+@command("search-text")
 @_query_options
-@click.option("--skip-model-hash-check", is_flag=True,
+@option("--skip-model-hash-check", is_flag=True,
               help="Only lets a corpus with the all-zero placeholder hash through.")
-@click.option("--json", "as_json", is_flag=True, help="One JSON document on stdout.")
+@option("--json", "as_json", is_flag=True, help="One JSON document on stdout.")
 def search_text_cmd(file: str, text: str, k: int, candidates: int | None,
                     model_path: str | None, where: str | None, skip_model_hash_check: bool,
                     as_json: bool) -> None:
@@ -290,7 +279,7 @@ def search_text_cmd(file: str, text: str, k: int, candidates: int | None,
     w = _where(where)
     with _open(file) as f:
         model = manifest_of(f).get("embedding_model", "?")
-        click.echo(f"[urna] embedding query with {model} in-process"
+        echo(f"[urna] embedding query with {model} in-process"
                    + (f" (--model-path {model_path})" if model_path else ""), err=True)
         res = search_text(f, text, k, candidates=candidates, model_path=model_path,
                           skip_placeholder=skip_model_hash_check, where=w)
@@ -298,7 +287,7 @@ def search_text_cmd(file: str, text: str, k: int, candidates: int | None,
         keys = ("chunk_id", "score", "score_type", "source_uri", "offset_start", "offset_end",
                 "embedding_model", "index_type", "reranked", "file_hash", "content_hash",
                 "citation_id")
-        click.echo(json.dumps({"index_type": res.route, "k_requested": k,
+        echo(json.dumps({"index_type": res.route, "k_requested": k,
                                "k_returned": len(res.hits), "truncated": res.truncated,
                                "query_time_ms": res.query_time_ms,
                                "hits": [{key: getattr(h, key) for key in keys}
@@ -321,14 +310,14 @@ def search_text_cmd(file: str, text: str, k: int, candidates: int | None,
             f"model={h.embedding_model} index_type={h.index_type} "
             f"reranked={'true' if h.reranked else 'false'} file_hash={h.file_hash} "
             f"content_hash={h.content_hash} citation_id={h.citation_id}")
-    click.echo("\n".join(lines))
+    echo("\n".join(lines))
 
 
 # ----------------------------------------------------------------------------- doctor
 
 
-@click.command("doctor")
-@click.option("--json", "as_json", is_flag=True, help="The checks as one JSON document.")
+@command("doctor")
+@option("--json", "as_json", is_flag=True, help="The checks as one JSON document.")
 def doctor_cmd(as_json: bool) -> None:
     """[engine] Check the install: package, potion table and hash, extras, one embed.
 
@@ -339,14 +328,14 @@ def doctor_cmd(as_json: bool) -> None:
 
     checks, code = run_checks()
     if as_json:
-        click.echo(json.dumps({"ok": code == 0, "exit_code": code, "checks": checks}, indent=1))
+        echo(json.dumps({"ok": code == 0, "exit_code": code, "checks": checks}, indent=1))
     else:
-        click.echo("urna doctor")
+        echo("urna doctor")
         for c in checks:
             status = c["status"] if c["status"] != "fail" else f"fail({c['code']})"
-            click.echo(f"  {status:<8} {c['what']}: {c['detail']}")
-        click.echo(f"urna doctor: {'ok' if code == 0 else 'failed'}")
+            echo(f"  {status:<8} {c['what']}: {c['detail']}")
+        echo(f"urna doctor: {'ok' if code == 0 else 'failed'}")
     sys.exit(code)
 
 
-COMMANDS: list[click.Command] = [build_cmd, ask_cmd, retrieve_cmd, search_text_cmd, doctor_cmd]
+COMMANDS: list[Command] = [build_cmd, ask_cmd, retrieve_cmd, search_text_cmd, doctor_cmd]

@@ -10,36 +10,36 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import click
+from ..errors import UsageError
+from ._output import echo, emit_json
+from .command import argument, command, option
+from .options import COUNT, PathType
 
-from ._output import emit_json
-from .options import COUNT
-
-CATALOG = click.Path(dir_okay=False, path_type=Path)
+CATALOG = PathType(dir_okay=False, as_path=True)
 
 
 def _echo(result: dict[str, Any] | None, as_json: bool, nothing: str) -> None:
     if as_json:
         emit_json(result)
     elif result is None:
-        click.echo(nothing)
+        echo(nothing)
     else:
         extra = "".join(f" {k}={result[k]}" for k in ("added", "removed") if k in result
                         and not isinstance(result[k], list))
         gone = result.get("removed")
         if isinstance(gone, list):
             extra += f" removed={len(gone)}"
-        click.echo(f"version {result['version']} {result['op']}: {result['chunks']} live "
+        echo(f"version {result['version']} {result['op']}: {result['chunks']} live "
                    f"chunks in {result['segments']} segments{extra} ({result['version_hash']})")
 
 
-@click.command("add")
-@click.argument("catalog", type=CATALOG)
-@click.argument("files", nargs=-1, type=click.Path(dir_okay=False, exists=True,
-                                                   path_type=Path))
-@click.option("--spec", "spec_path", default=None, type=click.Path(dir_okay=False),
+@command("add")
+@argument("catalog", type=CATALOG)
+@argument("files", nargs=-1, type=PathType(dir_okay=False, exists=True,
+                                                   as_path=True))
+@option("--spec", "spec_path", default=None, type=PathType(dir_okay=False),
               help="Embed every row of this spec's source as the new segment.")
-@click.option("--json", "as_json", is_flag=True, help="The new version as JSON.")
+@option("--json", "as_json", is_flag=True, help="The new version as JSON.")
 def add_cmd(catalog: Path, files: tuple[Path, ...], spec_path: str | None,
             as_json: bool) -> None:
     """Add documents as one new segment: a spec's source, or the rows of .urna FILES.
@@ -47,7 +47,7 @@ def add_cmd(catalog: Path, files: tuple[Path, ...], spec_path: str | None,
     Example: urna add out/docs.catalog.json extra.urna
     """
     if bool(files) == bool(spec_path):
-        raise click.UsageError("give either --spec or one or more .urna FILES")
+        raise UsageError("give either --spec or one or more .urna FILES")
     if spec_path:
         from urna.forge.spec import load_spec
         from urna.forge.update import add_from_spec
@@ -66,16 +66,16 @@ def add_cmd(catalog: Path, files: tuple[Path, ...], spec_path: str | None,
     _echo(result, as_json, "")
 
 
-@click.command("remove")
-@click.argument("catalog", type=CATALOG)
-@click.option("--chunk-id", "chunk_ids", multiple=True, help="Remove this chunk (repeatable).")
-@click.option("--source", "sources", multiple=True,
+@command("remove")
+@argument("catalog", type=CATALOG)
+@option("--chunk-id", "chunk_ids", multiple=True, help="Remove this chunk (repeatable).")
+@option("--source", "sources", multiple=True,
               help="Remove every chunk of this source_uri (repeatable).")
-@click.option("--source-glob", default=None, help="Remove chunks whose source_uri matches.")
-@click.option("--where", default=None,
+@option("--source-glob", default=None, help="Remove chunks whose source_uri matches.")
+@option("--where", default=None,
               help='A filter (JSON, urna.index.filter) on source_uri, chunk_id, byte_start, '
                    'byte_end, e.g. \'{"source_uri": {"$glob": "old/**"}}\'.')
-@click.option("--json", "as_json", is_flag=True, help="The new version as JSON.")
+@option("--json", "as_json", is_flag=True, help="The new version as JSON.")
 def remove_cmd(catalog: Path, chunk_ids: tuple[str, ...], sources: tuple[str, ...],
                source_glob: str | None, where: str | None, as_json: bool) -> None:
     """Tombstone chunks in a new version (their segments stay; citations say removed).
@@ -83,7 +83,7 @@ def remove_cmd(catalog: Path, chunk_ids: tuple[str, ...], sources: tuple[str, ..
     Example: urna remove out/docs.catalog.json --source docs/old.md
     """
     if not (chunk_ids or sources or source_glob or where):
-        raise click.UsageError("give --chunk-id, --source, --source-glob or --where")
+        raise UsageError("give --chunk-id, --source, --source-glob or --where")
     from ..index.filter import parse_where_json
     from ..runtime.catalog import open_catalog
 
@@ -94,9 +94,9 @@ def remove_cmd(catalog: Path, chunk_ids: tuple[str, ...], sources: tuple[str, ..
     _echo(result, as_json, "")
 
 
-@click.command("log")
-@click.argument("catalog", type=CATALOG)
-@click.option("--json", "as_json", is_flag=True, help="Every version as JSON.")
+@command("log")
+@argument("catalog", type=CATALOG)
+@option("--json", "as_json", is_flag=True, help="Every version as JSON.")
 def log_cmd(catalog: Path, as_json: bool) -> None:
     """Print the version log of a catalog, oldest first.
 
@@ -113,16 +113,16 @@ def log_cmd(catalog: Path, as_json: bool) -> None:
         emit_json(rows)
         return
     for r in rows:
-        click.echo(f"{r['version']:>4}  {r['op']:<8} {r['chunks']:>8} chunks "
+        echo(f"{r['version']:>4}  {r['op']:<8} {r['chunks']:>8} chunks "
                    f"{r['segments']:>3} segments {r['tombstones']:>6} tombstones  "
                    f"{r['version_hash'][:19]}  {r['note']}")
 
 
-@click.command("compact")
-@click.argument("catalog", type=CATALOG)
-@click.option("--min-rows", type=COUNT, default=None,
+@command("compact")
+@argument("catalog", type=CATALOG)
+@option("--min-rows", type=COUNT, default=None,
               help="Merge only segments with tombstones or fewer rows than this.")
-@click.option("--json", "as_json", is_flag=True, help="The new version as JSON.")
+@option("--json", "as_json", is_flag=True, help="The new version as JSON.")
 def compact_cmd(catalog: Path, min_rows: int | None, as_json: bool) -> None:
     """Merge segments into one without their removed rows; old citations map to new ones.
 
@@ -135,7 +135,7 @@ def compact_cmd(catalog: Path, min_rows: int | None, as_json: bool) -> None:
     _echo(result, as_json, "nothing to compact")
 
 
-def cite_living(catalog: Path, citation: str, as_json: bool) -> bool:
+def cite_living(catalog: Path | str, citation: str, as_json: bool) -> bool:
     """``urna cite`` on a living catalog (live, compacted or removed); False for a plain one."""
     from dataclasses import asdict
 
@@ -153,9 +153,9 @@ def cite_living(catalog: Path, citation: str, as_json: bool) -> bool:
         return True
     for key, value in fields.items():
         if value is not None:
-            click.echo(f"{key + ':':<16}{value}")
-    click.echo("text:")
-    click.echo(text)
+            echo(f"{key + ':':<16}{value}")
+    echo("text:")
+    echo(text)
     return True
 
 

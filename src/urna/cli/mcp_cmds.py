@@ -9,23 +9,25 @@ from __future__ import annotations
 
 import contextlib
 
-import click
+from urna.errors import CommandLineError
 
+from ._output import echo
+from .command import Command, argument, command, option
 from .options import PORT, input_file
 
 MCP_PATH = "/mcp"
 
 
-@click.command("mcp")
-@click.argument("files", nargs=-1, required=True,
+@command("mcp")
+@argument("files", nargs=-1, required=True,
                 type=input_file(exists=True, dir_okay=False, as_path=False))
-@click.option("--http", "use_http", is_flag=True,
+@option("--http", "use_http", is_flag=True,
               help="Serve streamable HTTP at http://HOST:PORT/mcp instead of stdio.")
-@click.option("--host", default="127.0.0.1", show_default=True,
+@option("--host", default="127.0.0.1", show_default=True,
               help="Interface to bind with --http; anything but loopback needs --expose.")
-@click.option("--port", type=PORT, default=8078, show_default=True)
-@click.option("--expose", is_flag=True, help="Allow a non-loopback --host (needs a token).")
-@click.option("--token", envvar="URNA_TOKEN", default=None,
+@option("--port", type=PORT, default=8078, show_default=True)
+@option("--expose", is_flag=True, help="Allow a non-loopback --host (needs a token).")
+@option("--token", envvar="URNA_TOKEN", default=None,
               help="Require Authorization: Bearer TOKEN over HTTP (env URNA_TOKEN).")
 def mcp_cmd(files: tuple[str, ...], use_http: bool, host: str, port: int, expose: bool,
             token: str | None) -> None:
@@ -42,7 +44,7 @@ def mcp_cmd(files: tuple[str, ...], use_http: bool, host: str, port: int, expose
         from urna.mcp.corpora import OpenCorpora
         from urna.mcp.server import build_server
     except ImportError as e:
-        raise click.ClickException(
+        raise CommandLineError(
             f"urna mcp needs the mcp extra: pip install 'urna[mcp]' ({e})") from None
     from urna.cli.exposure import check_bind
 
@@ -65,11 +67,11 @@ def mcp_cmd(files: tuple[str, ...], use_http: bool, host: str, port: int, expose
 
         app = protect(server.streamable_http_app(streamable_http_path=MCP_PATH, host=host),
                       token=token or None)
-        click.echo(f"urna mcp: http://{host if ':' not in host else f'[{host}]'}:{port}{MCP_PATH}"
+        echo(f"urna mcp: http://{host if ':' not in host else f'[{host}]'}:{port}{MCP_PATH}"
                    f" ({len(files)} file(s))", err=True)
         uvicorn.run(app, host=host, port=port, log_level="warning")
     finally:
         corpora.close()
 
 
-COMMANDS: list[click.Command] = [mcp_cmd]
+COMMANDS: list[Command] = [mcp_cmd]

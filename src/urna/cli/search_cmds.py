@@ -15,11 +15,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import click
-
-from ..errors import SpaceNotFound
-from ._output import emit_json
-from .options import BEAM, COUNT, ENGINE_K, HOPS, SEED, input_file
+from ..errors import CommandLineError, SpaceNotFound
+from ._output import echo, emit_json
+from .command import Command, argument, command, option
+from .options import BEAM, COUNT, ENGINE_K, HOPS, SEED, Choice, PathType, input_file
 
 if TYPE_CHECKING:
     from ..runtime import SearchResult, UrnaFile
@@ -44,10 +43,10 @@ def parse_query(text: str) -> list[float]:
     try:
         value = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise click.ClickException(f"invalid query JSON: {exc}") from exc
+        raise CommandLineError(f"invalid query JSON: {exc}") from exc
     if not isinstance(value, list) or not all(
             isinstance(v, (int, float)) and not isinstance(v, bool) for v in value):
-        raise click.ClickException("invalid query JSON: expected an array of numbers")
+        raise CommandLineError("invalid query JSON: expected an array of numbers")
     return [float(v) for v in value]
 
 
@@ -84,13 +83,13 @@ def _show(result: SearchResult, as_json: bool) -> None:
     if as_json:
         emit_json(result.to_dict())
     else:
-        click.echo("\n".join(result_lines(result)))
+        echo("\n".join(result_lines(result)))
 
 
-_json_flag = click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
-_k_opt = click.option("-k", "k", type=ENGINE_K, default=10, show_default=True,
+_json_flag = option("--json", "as_json", is_flag=True, help="Print one JSON document.")
+_k_opt = option("-k", "k", type=ENGINE_K, default=10, show_default=True,
                       help="Hits to return.")
-where_option = click.option(
+where_option = option(
     "--where", "where", default=None, metavar="JSON",
     help='Only chunks matching this filter, e.g. \'{"lang": "pt", "year": {"$gte": 2020}}\' '
          "(see README, Metadata and filters).")
@@ -113,9 +112,9 @@ def _search(file: Path, run: Callable[[Searcher], SearchResult]) -> SearchResult
         return run(searcher)
 
 
-@click.command("search")
-@click.argument("file", type=FILE)
-@click.argument("query")
+@command("search")
+@argument("file", type=FILE)
+@argument("query")
 @_k_opt
 @where_option
 @_json_flag
@@ -128,11 +127,11 @@ def search_cmd(file: Path, query: str, k: int, where: str | None, as_json: bool)
     _show(_search(file, lambda s: s.search(q, k, where=w)), as_json)
 
 
-@click.command("search-ann")
-@click.argument("file", type=FILE)
-@click.argument("query")
+@command("search-ann")
+@argument("file", type=FILE)
+@argument("query")
 @_k_opt
-@click.option("--ef", type=BEAM, default=100, show_default=True,
+@option("--ef", type=BEAM, default=100, show_default=True,
               help="HNSW beam width (never below the file's ef_construction).")
 @where_option
 @_json_flag
@@ -146,12 +145,12 @@ def search_ann_cmd(file: Path, query: str, k: int, ef: int, where: str | None,
     _show(_search(file, lambda s: s.search_ann(q, k, ef, where=w)), as_json)
 
 
-@click.command("search-graph")
-@click.argument("file", type=FILE)
-@click.argument("query")
+@command("search-graph")
+@argument("file", type=FILE)
+@argument("query")
 @_k_opt
-@click.option("--hops", type=HOPS, default=1, show_default=True, help="BFS levels.")
-@click.option("--ef", type=BEAM, default=100, show_default=True, help="Exact seed budget.")
+@option("--hops", type=HOPS, default=1, show_default=True, help="BFS levels.")
+@option("--ef", type=BEAM, default=100, show_default=True, help="Exact seed budget.")
 @where_option
 @_json_flag
 def search_graph_cmd(file: Path, query: str, k: int, hops: int, ef: int, where: str | None,
@@ -164,12 +163,12 @@ def search_graph_cmd(file: Path, query: str, k: int, hops: int, ef: int, where: 
     _show(_search(file, lambda s: s.search_graph(q, k, hops, ef, where=w)), as_json)
 
 
-@click.command("search-space")
-@click.argument("file", type=FILE)
-@click.argument("query")
-@click.option("--space", "space", required=True, help="Space name (see `urna stats`).")
+@command("search-space")
+@argument("file", type=FILE)
+@argument("query")
+@option("--space", "space", required=True, help="Space name (see `urna stats`).")
 @_k_opt
-@click.option("--expect-model-hash", default=None, help="Refuse a space built with another model.")
+@option("--expect-model-hash", default=None, help="Refuse a space built with another model.")
 @where_option
 @_json_flag
 def search_space_cmd(file: Path, query: str, space: str, k: int, expect_model_hash: str | None,
@@ -183,8 +182,8 @@ def search_space_cmd(file: Path, query: str, space: str, k: int, expect_model_ha
           as_json)
 
 
-@click.command("stats")
-@click.argument("file", type=FILE)
+@command("stats")
+@argument("file", type=FILE)
 @_json_flag
 def stats_cmd(file: Path, as_json: bool) -> None:
     """[engine] Size, counts, dtype, contract, sections, spaces and hashes of FILE.
@@ -223,18 +222,18 @@ def stats_cmd(file: Path, as_json: bool) -> None:
         out += [f"  {s['name']:<24} dim={s['dim']:<5} dtype={s['dtype']:<8} n={s['n_vectors']:<7} "
                 f"model_hash={s['model_hash']}" for s in d["spaces"]]
     out += [f"file_hash:    {d['file_hash']}", f"content_hash: {d['content_hash']}"]
-    click.echo("\n".join(out))
+    echo("\n".join(out))
 
 
-@click.command("benchmark")
-@click.argument("file", type=FILE)
-@click.option("-q", "n_queries", type=COUNT, default=100, show_default=True)
+@command("benchmark")
+@argument("file", type=FILE)
+@option("-q", "n_queries", type=COUNT, default=100, show_default=True)
 @_k_opt
-@click.option("--ann", "ann_ef", type=BEAM, default=None, help="Also time search_ann at this ef.")
-@click.option("--madvise-cold", is_flag=True, help="Add a pass that drops the pages first.")
-@click.option("--space", default=None, help="Benchmark one named space instead.")
-@click.option("--seed", type=SEED, default=0, show_default=True, help="Query generator seed.")
-@click.option("--queries", "source", type=click.Choice(["own", "random"]), default="own",
+@option("--ann", "ann_ef", type=BEAM, default=None, help="Also time search_ann at this ef.")
+@option("--madvise-cold", is_flag=True, help="Add a pass that drops the pages first.")
+@option("--space", default=None, help="Benchmark one named space instead.")
+@option("--seed", type=SEED, default=0, show_default=True, help="Query generator seed.")
+@option("--queries", "source", type=Choice(["own", "random"]), default="own",
               show_default=True, help="Queries drawn from the file's own rows, or random unit "
               "vectors (the reference's benchmark).")
 @_json_flag
@@ -252,7 +251,7 @@ def benchmark_cmd(file: Path, n_queries: int, k: int, ann_ef: int | None, madvis
             report = run_benchmark(f, n_queries, k, ann_ef=ann_ef, madvise_cold=madvise_cold,
                                    space=space, seed=seed, source=source)
     except SpaceNotFound:
-        raise click.ClickException(f"space '{space}' not found in the space_table") from None
+        raise CommandLineError(f"space '{space}' not found in the space_table") from None
     if as_json:
         doc: dict = {"file": str(file), "queries": n_queries, "k": k,
                      "passes": [p.to_dict() for p in report.passes],
@@ -274,12 +273,12 @@ def benchmark_cmd(file: Path, n_queries: int, k: int, ann_ef: int | None, madvis
         lines.append(f"  recall@{k} (ANN vs exact): {report.recall_ann_vs_exact:.4f}")
     lines.append("first query (cold, kept out of the [hot] figures): " + ", ".join(
         f"{path} {ms:.3f} ms" for path, ms in report.first_query_ms.items()))
-    click.echo("\n".join(lines))
+    echo("\n".join(lines))
 
 
-@click.command("media")
-@click.argument("file", type=FILE)
-@click.option("--export", "export", type=click.Path(file_okay=False, path_type=Path),
+@command("media")
+@argument("file", type=FILE)
+@option("--export", "export", type=PathType(file_okay=False, as_path=True),
               default=None, help="Write each inlined blob (hash-checked first) into this folder.")
 @_json_flag
 def media_cmd(file: Path, export: Path | None, as_json: bool) -> None:
@@ -294,7 +293,7 @@ def media_cmd(file: Path, export: Path | None, as_json: bool) -> None:
             if as_json:
                 emit_json({"file": str(file), "blobs": None})
             else:
-                click.echo(f"no media: {file} declares no blob_refs (0x14)")
+                echo(f"no media: {file} declares no blob_refs (0x14)")
             return
         refs = f.blob_refs()
         inlined = [r for r in refs if r["inlined"]]
@@ -303,12 +302,12 @@ def media_cmd(file: Path, export: Path | None, as_json: bool) -> None:
         lines += [f"  [{i}] {r['original_uri']} {r['byte_len']} bytes "
                   f"{'inlined' if r['inlined'] else 'sidecar'}" for i, r in enumerate(refs)]
         if not as_json:
-            click.echo("\n".join(lines))
+            echo("\n".join(lines))
         exported = None
         if export is not None:
             exported = _export(f, file, refs, export)
             if not as_json:
-                click.echo(f"exported {len(exported)} blobs to {export}")
+                echo(f"exported {len(exported)} blobs to {export}")
     if as_json:
         emit_json({"file": str(file), "blobs": refs, "exported": exported})
 
@@ -316,12 +315,12 @@ def media_cmd(file: Path, export: Path | None, as_json: bool) -> None:
 def _export(f: UrnaFile, file: Path, refs: list[dict], folder: Path) -> list[str]:
     """Write each inlined blob (hash-checked, safe names) under ``folder``."""
     if not f.has_blob_data:
-        raise click.ClickException(
+        raise CommandLineError(
             f"{file} has no blob_data (0x17): its media lives in the sidecar files listed above")
     from ..runtime.media import export_blobs
 
     return export_blobs(f, folder)
 
 
-COMMANDS: list[click.Command] = [stats_cmd, media_cmd, search_cmd, search_ann_cmd,
+COMMANDS: list[Command] = [stats_cmd, media_cmd, search_cmd, search_ann_cmd,
                                  search_graph_cmd, search_space_cmd, benchmark_cmd]

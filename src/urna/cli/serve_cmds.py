@@ -7,39 +7,39 @@ which also needs a bearer token (``--token`` / ``URNA_TOKEN``).
 
 from __future__ import annotations
 
-import click
+from urna.errors import CommandLineError, UrnaError
 
-from urna.errors import UrnaError
+from ._output import echo
+from .command import Command, argument, command, option
+from .options import PORT, FiniteFloatRange, IntRange, input_file, size
 
-from .options import PORT, FiniteFloatRange, input_file, size
 
-
-@click.command("serve")
-@click.argument("files", nargs=-1, required=True,
+@command("serve")
+@argument("files", nargs=-1, required=True,
                 type=input_file(exists=True, dir_okay=False, as_path=False))
-@click.option("--host", default="127.0.0.1", show_default=True,
+@option("--host", default="127.0.0.1", show_default=True,
               help="Interface to bind; anything but loopback needs --expose.")
-@click.option("--port", type=PORT, default=8077, show_default=True)
-@click.option("--expose", is_flag=True,
+@option("--port", type=PORT, default=8077, show_default=True)
+@option("--expose", is_flag=True,
               help="Allow a non-loopback --host (anyone who can reach it can query the files).")
-@click.option("--max-body", type=size(1024), default=1 << 20, show_default=True,
+@option("--max-body", type=size(1024), default=1 << 20, show_default=True,
               help="Largest request body in bytes.")
-@click.option("--threads", type=click.IntRange(1, 64), default=None,
+@option("--threads", type=IntRange(1, 64), default=None,
               help="Worker threads (checks, searches, rendering) [default: one per core].")
-@click.option("--batch-window", "batch_window_ms", type=FiniteFloatRange(min=0, max=1000),
+@option("--batch-window", "batch_window_ms", type=FiniteFloatRange(min=0, max=1000),
               default=2.0, show_default=True,
               help="Milliseconds a query on a large file waits for concurrent ones to share "
               "its exact scan (never when it is the only request).")
-@click.option("--batch-max", type=click.IntRange(1, 1024), default=32, show_default=True,
+@option("--batch-max", type=IntRange(1, 1024), default=32, show_default=True,
               help="Most queries one shared exact scan answers (1: no sharing).")
-@click.option("--token", envvar="URNA_TOKEN", default=None,
+@option("--token", envvar="URNA_TOKEN", default=None,
               help="Require Authorization: Bearer TOKEN on the API (env URNA_TOKEN); "
               "needed with --expose.")
-@click.option("--cors-origin", "cors_origins", multiple=True,
+@option("--cors-origin", "cors_origins", multiple=True,
               help="Allow browser calls from this origin (repeatable); CORS is off without it.")
-@click.option("--time-limit", type=FiniteFloatRange(min=0.1), default=30.0, show_default=True,
+@option("--time-limit", type=FiniteFloatRange(min=0.1), default=30.0, show_default=True,
               help="Seconds a request may take before a 503.")
-@click.option("--reload-check-ms", type=size(), default=1000, show_default=True,
+@option("--reload-check-ms", type=size(), default=1000, show_default=True,
               help="How often a request checks whether a served file was replaced (0: never).")
 def serve_cmd(files: tuple[str, ...], host: str, port: int, expose: bool, max_body: int,
               threads: int | None, batch_window_ms: float, batch_max: int, token: str | None,
@@ -53,7 +53,7 @@ def serve_cmd(files: tuple[str, ...], host: str, port: int, expose: bool, max_bo
     try:
         from urna.serve.app import run
     except ImportError as e:
-        raise click.ClickException(
+        raise CommandLineError(
             f"urna serve needs the serve extra: pip install 'urna[serve]' ({e})") from None
     from urna.cli.exposure import check_bind
 
@@ -65,12 +65,12 @@ def serve_cmd(files: tuple[str, ...], host: str, port: int, expose: bool, max_bo
         corpora.warm()  # numba kernels and the embedder load here, not in the first request
     except (UrnaError, ValueError, OSError) as e:
         name = type(e).__name__ if isinstance(e, UrnaError) else ""
-        raise click.ClickException(f"{name}: {e}" if name else str(e)) from None
-    click.echo(f"urna serve: http://{host if ':' not in host else f'[{host}]'}:{port}/ "
+        raise CommandLineError(f"{name}: {e}" if name else str(e)) from None
+    echo(f"urna serve: http://{host if ':' not in host else f'[{host}]'}:{port}/ "
                f"({len(files)} file(s))", err=True)
     run(corpora, host=host, port=port, max_body=max_body, threads=threads,
         batch_window_ms=batch_window_ms, batch_max=batch_max, token=token or None,
         cors_origins=cors_origins, time_limit=time_limit)
 
 
-COMMANDS: list[click.Command] = [serve_cmd]
+COMMANDS: list[Command] = [serve_cmd]

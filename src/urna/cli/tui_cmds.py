@@ -6,9 +6,11 @@ import os
 import sys
 from pathlib import Path
 
-import click
-
 from urna.cli.options import input_file
+from urna.errors import UsageError
+
+from ._output import echo
+from .command import argument, command, option
 
 INSTALL_HINT = "urna tui needs textual: pip install 'urna[tui]'"
 
@@ -23,21 +25,21 @@ def launch(target: Path | None, question: str | None) -> None:
     except ModuleNotFoundError as e:
         if (e.name or "").split(".")[0] != "textual":
             raise
-        click.echo(INSTALL_HINT, err=True)
+        echo(INSTALL_HINT, err=True)
         sys.exit(1)
     sys.exit(run_tui(target, question))
 
 
-@click.command("tui")
-@click.argument("target", required=False, type=input_file(exists=True))
-@click.option("--ask", "question", metavar="QUESTION", help="Open the ask tab with this asked.")
+@command("tui")
+@argument("target", required=False, type=input_file(exists=True))
+@option("--ask", "question", metavar="QUESTION", help="Open the ask tab with this asked.")
 def tui_cmd(target: Path | None, question: str | None) -> None:
     """Explore corpora in the terminal: home, corpus checks, ask, health.
 
     Example: urna tui examples/quickstart/out/quickstart.urna --ask "can I use this offline"
     """
     if question is not None and (target is None or target.is_dir()):
-        raise click.UsageError("--ask needs a FILE to ask")
+        raise UsageError("--ask needs a FILE to ask")
     launch(target, question)
 
 

@@ -40,13 +40,13 @@ def run_checks() -> tuple[list[dict[str, Any]], int]:
         checks.append({"status": status, "what": what, "detail": detail, "code": code})
 
     add("ok", "version", f"urna {_version('urna') or 'dev'}, format v1")
-    for pkg in ("numpy", "tokenizers", "zstandard", "click"):
+    required = ("numpy", "tokenizers", "zstandard")  # the CLI is the standard library's
+    for pkg in required:
         v = _version(pkg)
         if v is None:
             add("fail", "python deps", f"{pkg} missing (pip install {pkg})", 3)
             return checks, 3
-    add("ok", "python deps", ", ".join(f"{p} {_version(p)}" for p in
-                                       ("numpy", "tokenizers", "zstandard", "click")))
+    add("ok", "python deps", ", ".join(f"{p} {_version(p)}" for p in required))
     try:
         import zstandard
 

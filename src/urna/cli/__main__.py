@@ -1,0 +1,5 @@
+"""``python -m urna.cli``: the console script, run as a module."""
+
+from urna.cli import main
+
+main()

@@ -1,0 +1,91 @@
+"""The real entry points, in a fresh process: ``python -m urna.cli`` and the console script.
+
+Claims: a usage error is one stderr line and exit 2; ``--version`` and ``--help`` answer on
+stdout with exit 0; a verb's help starts with its usage line; and a light verb's process
+loads the argparse command line only: no click, no help or suggestion machinery, no other
+verb's module (#20: click's import alone cost more than ``inspect``'s work).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from importlib.metadata import version
+from pathlib import Path
+
+import pytest
+
+from urna.cli import VERB_MODULES
+
+ROOT = Path(__file__).resolve().parents[2]
+FILE = ROOT / "tests/data/ref-0.5.1/quickstart-hybrid.urna"
+SCRIPT = Path(sys.executable).with_name("urna")
+ENTRIES = [pytest.param([sys.executable, "-m", "urna.cli"], id="python-m")] + (
+    [pytest.param([str(SCRIPT)], id="console-script")] if SCRIPT.exists() else [])
+
+
+def _env(tmp_path: Path) -> dict[str, str]:
+    return {**os.environ, "PYTHONPATH": str(ROOT / "src"), "URNA_CACHE_DIR": str(tmp_path)}
+
+
+def _run(entry: list[str], *args: str, tmp_path: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([*entry, *args], env=_env(tmp_path), capture_output=True, text=True,
+                          timeout=120, stdin=subprocess.DEVNULL)
+
+
+@pytest.mark.parametrize("entry", ENTRIES)
+def test_usage_error_is_one_line_and_exit_2(entry: list[str], tmp_path: Path) -> None:
+    proc = _run(entry, "search", str(FILE), tmp_path=tmp_path)
+    assert (proc.returncode, proc.stdout) == (2, "")
+    assert proc.stderr == "Error: Missing argument 'QUERY'. (see 'urna search --help')\n"
+    proc = _run(entry, "inspect", str(FILE), "--jsn", tmp_path=tmp_path)
+    assert proc.returncode == 2
+    assert proc.stderr == ("Error: No such option '--jsn'. Did you mean '--json'? "
+                           "(see 'urna inspect --help')\n")
+
+
+@pytest.mark.parametrize("entry", ENTRIES)
+def test_version_and_help(entry: list[str], tmp_path: Path) -> None:
+    proc = _run(entry, "--version", tmp_path=tmp_path)
+    assert (proc.returncode, proc.stdout, proc.stderr) == (
+        0, f"urna, version {version('urna')}\n", "")
+    proc = _run(entry, "--help", tmp_path=tmp_path)
+    assert proc.returncode == 0 and proc.stderr == ""
+    assert proc.stdout.startswith("Usage: urna [OPTIONS] COMMAND [ARGS]...\n")
+    listed = [line.split()[0] for line in proc.stdout.split("Commands:\n")[1].splitlines()]
+    assert listed == sorted(v for verbs in VERB_MODULES.values() for v in verbs)
+    for flag in ("-h", "--help"):
+        proc = _run(entry, "cite", flag, tmp_path=tmp_path)
+        assert proc.returncode == 0
+        assert proc.stdout.startswith("Usage: urna cite [OPTIONS] FILE CITATION\n")
+        assert "--json" in proc.stdout
+
+
+_PROBE = """
+import json, sys
+from urna.cli import main
+try:
+    main(sys.argv[1:])
+except SystemExit as exc:
+    code = exc.code
+print(json.dumps({"code": code, "modules": sorted(sys.modules)}))
+"""
+
+
+@pytest.mark.parametrize("argv", [["inspect", str(FILE)], ["inspect", str(FILE), "--json"],
+                                  ["validate", str(FILE)]])
+def test_light_verb_loads_the_argparse_cli_only(argv: list[str], tmp_path: Path) -> None:
+    proc = subprocess.run([sys.executable, "-c", _PROBE, *argv], env=_env(tmp_path),
+                          capture_output=True, text=True, timeout=120)
+    probe = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert probe["code"] == 0, proc.stderr
+    modules = set(probe["modules"])
+    assert "click" not in modules
+    assert "argparse" in modules
+    # the help, the did-you-mean and --version machinery load only when asked for
+    assert not modules & {"difflib", "textwrap", "importlib.metadata", "urna.cli._help"}
+    cli_modules = {m for m in modules if m.startswith("urna.cli.")}
+    assert cli_modules == {"urna.cli._output", "urna.cli.command", "urna.cli.options",
+                           "urna.cli.file_cmds"}
