@@ -12,7 +12,10 @@ import hashlib
 import json
 import os
 from collections.abc import Iterable
-from typing import Any
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 HASH_PREFIX = "sha256:"
 FILE_BLOCK = 1 << 20  # streamed file hashing reads 1 MiB at a time

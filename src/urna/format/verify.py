@@ -7,8 +7,6 @@ record counts) and, when 0x17 exists, every inlined blob against its 0x14 SHA-25
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from ..errors import MalformedSectionPayload
 from .hashing import sha256_digest
 from .layout import (
@@ -19,17 +17,22 @@ from .layout import (
     SECTION_CHUNKS_ORIGINAL_SPANS,
 )
 from .reader import UrnaView
+from .record import FrozenRecord
 from .sections.canonical import span_records, string_records
 
 
-@dataclass(frozen=True)
-class Verification:
+class Verification(FrozenRecord):
     """What a successful full check established."""
 
+    __slots__ = _fields = ("n_sections", "blobs_verified", "file_hash", "content_hash")
     n_sections: int
     blobs_verified: int | None
     file_hash: str
     content_hash: str
+
+    def __init__(self, n_sections: int, blobs_verified: int | None, file_hash: str,
+                 content_hash: str) -> None:
+        self._set(n_sections, blobs_verified, file_hash, content_hash)
 
 
 def verify_blobs(view: UrnaView) -> int | None:
