@@ -48,6 +48,14 @@ class Job:
         self._done = threading.Event() if fn is not None else None
         self._value, self._error = value, error
 
+    @classmethod
+    def now(cls, fn: Callable[..., Any], *args: Any) -> Job:
+        """Run ``fn(*args)`` here and now; its value, or its error, is claimed by ``result()``."""
+        try:
+            return cls(value=fn(*args))
+        except Exception as exc:  # claimed in order by result(), like a worker's error
+            return cls(error=exc)
+
     def run(self) -> None:
         """Run the job here (a worker's turn); its outcome is kept for ``result()``."""
         assert self._fn is not None and self._done is not None
@@ -65,6 +73,11 @@ class Job:
         if self._error is not None:
             raise self._error
         return self._value
+
+    @property
+    def failed(self) -> bool:
+        """Whether the job is over with an error (False while it still runs)."""
+        return self._error is not None
 
     def wait(self) -> None:
         """Block until the job is over, ignoring its outcome."""
@@ -146,10 +159,7 @@ class Lane:
         bounds to ``start_over`` instead.
         """
         if size < INLINE_BYTES or worker_count() < 2:
-            try:
-                job = Job(value=fn(*args))
-            except Exception as exc:  # claimed in order by result(), like a worker's error
-                job = Job(error=exc)
+            job = Job.now(fn, *args)
         else:
             job = Job(fn, args)
             _pool().submit(job)

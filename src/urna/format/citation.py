@@ -16,12 +16,18 @@ from .reader import UrnaView
 from .record import FrozenRecord
 from .sections.canonical import StringRecords, span_records, string_records
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import ClassVar
+
 
 class ResolvedCitation(FrozenRecord):
     """A citation resolved to its stored canonical text and source span."""
 
-    __slots__ = _fields = ("citation_id", "chunk_id", "content_hash", "ordinal", "text",
-                           "source_uri", "byte_start", "byte_end")
+    # typed as the base's: LivingCitation (runtime.catalog) extends the fields
+    _fields: ClassVar[tuple[str, ...]] = ("citation_id", "chunk_id", "content_hash", "ordinal",
+                                          "text", "source_uri", "byte_start", "byte_end")
+    __slots__ = _fields
     citation_id: str
     chunk_id: str
     content_hash: str

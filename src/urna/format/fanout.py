@@ -32,10 +32,7 @@ class Fanout:
     def start(self, fn: Callable[..., Any], *args: Any) -> Job:
         """Run ``fn(*args)`` on a worker thread (inline when only one thread is allowed)."""
         if self._width < 2:
-            try:
-                job = Job(value=fn(*args))
-            except Exception as exc:  # claimed in order by result(), like a worker's error
-                job = Job(error=exc)
+            job = Job.now(fn, *args)
         else:
             if self._pool is None:
                 self._pool = Pool(self._width, name="urna-build")

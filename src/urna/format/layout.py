@@ -25,6 +25,10 @@ import struct
 from .hashing import sha256_digest
 from .record import FrozenRecord
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
 URNA_MAGIC = b"URNA"
 LEGACY_MAGIC = b"NEST"
 URNA_VERSION_MAJOR = 1
@@ -226,9 +230,9 @@ class Header(FrozenRecord):
 
     def with_checksum(self) -> Header:
         """The same header with a freshly computed checksum."""
-        values = list(self._values())
-        values[self._fields.index("header_checksum")] = header_checksum(self.pack())
-        return Header(*values)
+        fields: dict[str, Any] = self.as_dict()
+        fields["header_checksum"] = header_checksum(self.pack())
+        return Header(**fields)
 
 
 class SectionEntry(FrozenRecord):

@@ -21,17 +21,22 @@ from __future__ import annotations
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable
+    from typing import Any, ClassVar
 
 
 class Record:
     """A mutable record: fields are instance attributes listed in ``_fields``; unhashable."""
 
     __slots__ = ()  # a subclass without __slots__ of its own keeps its fields in __dict__
-    _fields: tuple[str, ...] = ()
-    __hash__ = None  # type: ignore[assignment]  # mutable and compared by value, as @dataclass
+    _fields: ClassVar[tuple[str, ...]] = ()
+    # No __hash__: defining __eq__ makes the class unhashable, as a mutable @dataclass is.
 
     def _values(self) -> tuple[object, ...]:
         return tuple(getattr(self, name) for name in self._fields)
+
+    def as_dict(self) -> dict[str, Any]:
+        """The fields by name, in order (what ``dataclasses.asdict`` gave, without copies)."""
+        return {name: getattr(self, name) for name in self._fields}
 
     def __eq__(self, other: object) -> bool:
         if other.__class__ is not self.__class__:

@@ -3,11 +3,17 @@
 Runs every check the file format allows before reporting anything: the 19 reader checks,
 the NaN/Inf walk of 0x04, the search contract, the decoded canonical sections (with their
 record counts) and, when 0x17 exists, every inlined blob against its 0x14 SHA-256.
+
+The three SHA-256 passes run side by side: the reader hashes the body and the section
+checksums on workers (``format.ahead``), and here the content hash (a third pass over the
+slab) runs on a worker while this thread walks 0x04 for NaN and parses the tables. Each
+outcome is claimed in the reference's order, so the first error is the reference's.
 """
 
 from __future__ import annotations
 
 from ..errors import MalformedSectionPayload
+from .ahead import Job, Lane
 from .hashing import sha256_digest
 from .layout import (
     SECTION_BLOB_DATA,
@@ -58,17 +64,34 @@ def verify_blobs(view: UrnaView) -> int | None:
     return verified
 
 
+_TABLES = (SECTION_CHUNK_IDS, SECTION_CHUNKS_ORIGINAL_SPANS, SECTION_CHUNKS_CANONICAL)
+
+
 def verify(data: bytes | memoryview) -> Verification:
     """Run the full check over a file's bytes; raises the first typed error found."""
     view = UrnaView.from_bytes(data)
-    view.validate_embeddings_values()
-    view.search_contract()
-    n = view.header.n_embeddings
-    # The parses of the three tables, without building their strings (the same checks).
-    string_records(view.decoded(SECTION_CHUNK_IDS), n, SECTION_CHUNK_IDS)
-    span_records(view.decoded(SECTION_CHUNKS_ORIGINAL_SPANS), n)
-    string_records(view.decoded(SECTION_CHUNKS_CANONICAL), view.header.n_chunks,
-                   SECTION_CHUNKS_CANONICAL)
-    content = view.content_hash()
+    with Lane() as lane:
+        # The tables decode first (each outcome kept, not raised) so that the content hash,
+        # which reads them, can start on a worker before the NaN walk; the decoders bound
+        # every expansion, and a table after a failed one is never needed.
+        tables: dict[int, Job] = {}
+        for section_id in _TABLES:
+            tables[section_id] = job = Job.now(view.decoded, section_id)
+            if job.failed:
+                break
+        hashed = view.check_embeddings_layout().size + sum(
+            len(job.result()) for job in tables.values() if not job.failed)
+        content = (None if len(tables) < len(_TABLES) or tables[_TABLES[-1]].failed
+                   else lane.start(hashed, view.content_hash))
+        view.validate_embeddings_values()
+        view.search_contract()
+        n = view.header.n_embeddings
+        # The parses of the three tables, without building their strings (the same checks).
+        string_records(tables[SECTION_CHUNK_IDS].result(), n, SECTION_CHUNK_IDS)
+        span_records(tables[SECTION_CHUNKS_ORIGINAL_SPANS].result(), n)
+        string_records(tables[SECTION_CHUNKS_CANONICAL].result(), view.header.n_chunks,
+                       SECTION_CHUNKS_CANONICAL)
+        assert content is not None  # every table decoded, or its result() raised above
+        content_hash = content.result()
     blobs = verify_blobs(view)
-    return Verification(len(view.entries), blobs, view.file_hash(), content)
+    return Verification(len(view.entries), blobs, view.file_hash(), content_hash)
