@@ -39,7 +39,7 @@ def worker_count() -> int:
 class Job:
     """One started job: ``result()`` returns its value or re-raises its error."""
 
-    __slots__ = ("_fn", "_args", "_done", "_value", "_error")
+    __slots__ = ("_fn", "_args", "_done", "_value", "_error", "_failed")
 
     def __init__(self, fn: Callable[..., Any] | None = None, args: tuple[Any, ...] = (), *,
                  value: Any = None, error: BaseException | None = None) -> None:
@@ -47,6 +47,7 @@ class Job:
         self._fn, self._args = fn, args
         self._done = threading.Event() if fn is not None else None
         self._value, self._error = value, error
+        self._failed = False
 
     @classmethod
     def now(cls, fn: Callable[..., Any], *args: Any) -> Job:
@@ -68,16 +69,28 @@ class Job:
             self._done.set()
 
     def result(self) -> Any:
-        """The job's value, waiting for it; its exception is raised here, in the caller's turn."""
+        """The job's value, waiting for it; its exception is raised here, in the caller's turn.
+
+        The error is handed over once: the job lets go of it, so the raised error's traceback
+        (which holds the caller's frame, which holds this job) is no reference cycle. A cycle
+        holding a memoryview that still exports a buffer may crash CPython's collector.
+        """
         self.wait()
         if self._error is not None:
-            raise self._error
+            error, self._error = self._error, None
+            self._failed = True
+            try:
+                raise error
+            finally:
+                del error
+        if self._failed:
+            raise RuntimeError("the job's error was claimed already")
         return self._value
 
     @property
     def failed(self) -> bool:
         """Whether the job is over with an error (False while it still runs)."""
-        return self._error is not None
+        return self._failed or self._error is not None
 
     def wait(self) -> None:
         """Block until the job is over, ignoring its outcome."""

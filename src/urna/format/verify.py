@@ -6,8 +6,8 @@ record counts) and, when 0x17 exists, every inlined blob against its 0x14 SHA-25
 
 The three SHA-256 passes run side by side: the reader hashes the body and the section
 checksums on workers (``format.ahead``), and here the content hash (a third pass over the
-slab) runs on a worker while this thread walks 0x04 for NaN and parses the tables. Each
-outcome is claimed in the reference's order, so the first error is the reference's.
+slab) runs on a worker while this thread parses the 0x02 records. Each outcome is claimed in
+the reference's order, so the first error is the reference's.
 """
 
 from __future__ import annotations
@@ -64,34 +64,30 @@ def verify_blobs(view: UrnaView) -> int | None:
     return verified
 
 
-_TABLES = (SECTION_CHUNK_IDS, SECTION_CHUNKS_ORIGINAL_SPANS, SECTION_CHUNKS_CANONICAL)
-
-
 def verify(data: bytes | memoryview) -> Verification:
     """Run the full check over a file's bytes; raises the first typed error found."""
     view = UrnaView.from_bytes(data)
+    texts_entry = view.entry(SECTION_CHUNKS_CANONICAL)
+    assert texts_entry is not None  # a required section (reader step 16)
     with Lane() as lane:
-        # The tables decode first (each outcome kept, not raised) so that the content hash,
-        # which reads them, can start on a worker before the NaN walk; the decoders bound
-        # every expansion, and a table after a failed one is never needed.
-        tables: dict[int, Job] = {}
-        for section_id in _TABLES:
-            tables[section_id] = job = Job.now(view.decoded, section_id)
-            if job.failed:
-                break
-        hashed = view.check_embeddings_layout().size + sum(
-            len(job.result()) for job in tables.values() if not job.failed)
-        content = (None if len(tables) < len(_TABLES) or tables[_TABLES[-1]].failed
-                   else lane.start(hashed, view.content_hash))
+        # Every outcome below is claimed in the reference's order (NaN walk, contract, 0x01,
+        # 0x03, 0x02, content hash); the work starts earlier. The 0x02 decode (zstd, which
+        # releases the GIL; its expansion bounded by the decoder) runs on a worker beside the
+        # NaN walk and the smaller tables; the content hash, which reads the decoded tables,
+        # then runs on a worker beside the 0x02 record parse.
+        texts = lane.start(texts_entry.size, view.decoded, SECTION_CHUNKS_CANONICAL)
+        ids = Job.now(view.decoded, SECTION_CHUNK_IDS)
+        spans = ids if ids.failed else Job.now(view.decoded, SECTION_CHUNKS_ORIGINAL_SPANS)
         view.validate_embeddings_values()
         view.search_contract()
         n = view.header.n_embeddings
         # The parses of the three tables, without building their strings (the same checks).
-        string_records(tables[SECTION_CHUNK_IDS].result(), n, SECTION_CHUNK_IDS)
-        span_records(tables[SECTION_CHUNKS_ORIGINAL_SPANS].result(), n)
-        string_records(tables[SECTION_CHUNKS_CANONICAL].result(), view.header.n_chunks,
-                       SECTION_CHUNKS_CANONICAL)
-        assert content is not None  # every table decoded, or its result() raised above
+        string_records(ids.result(), n, SECTION_CHUNK_IDS)
+        span_records(spans.result(), n)
+        decoded_texts = texts.result()
+        hashed = view.check_embeddings_layout().size + len(decoded_texts)
+        content = lane.start(hashed, view.content_hash)
+        string_records(decoded_texts, view.header.n_chunks, SECTION_CHUNKS_CANONICAL)
         content_hash = content.result()
     blobs = verify_blobs(view)
     return Verification(len(view.entries), blobs, view.file_hash(), content_hash)
