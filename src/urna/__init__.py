@@ -19,16 +19,17 @@ from __future__ import annotations
 import os
 import sys
 import types
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
 from . import errors
 from ._version import __version__
 from .errors import UrnaError
 from .format.identity import chunk_id
 
+# `import urna` keeps typing, pathlib and dataclasses out (format/record.py says why).
+TYPE_CHECKING = False
 if TYPE_CHECKING:  # pragma: no cover
     from concurrent.futures import Executor
+    from typing import Any
 
     from .build import build
     from .runtime import RetrieveHit, Searcher, SearchHit, SearchResult, UrnaFile
@@ -74,7 +75,7 @@ async def aopen(path: str | os.PathLike, *, executor: Executor | None = None) ->
 
 def potion_model_path() -> str:
     """Directory of the vendored potion-base-8M table (the default offline embedder)."""
-    return str(Path(__file__).parent / "models" / "potion-base-8M")
+    return os.path.join(os.path.dirname(__file__), "models", "potion-base-8M")
 
 
 def __getattr__(name: str) -> Any:

@@ -5,6 +5,9 @@ GIL on large buffers, so the big passes run on worker threads while the caller g
 ``Lane`` starts jobs and claims their results in the order the caller asks; whatever happens,
 leaving the lane waits for every job it started, so no thread still reads a buffer when the
 caller releases the map (an mmap cannot close while a slice of it is exported).
+
+The workers are plain ``threading`` threads fed by one ``SimpleQueue``: ``concurrent.futures``
+imports ``logging`` (~6 ms), more than a light CLI verb's whole hashing on a small file.
 """
 
 from __future__ import annotations
@@ -12,17 +15,15 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from queue import SimpleQueue
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from concurrent.futures import Future, ThreadPoolExecutor
+    from typing import Any
 
 # Below this many bytes a job runs inline: a thread hop costs more than it hides, and hashlib
 # keeps the GIL on small inputs anyway.
 INLINE_BYTES = 1 << 20
-
-_POOL: ThreadPoolExecutor | None = None
-_POOL_LOCK = threading.Lock()
 
 
 def worker_count() -> int:
@@ -35,36 +36,127 @@ def worker_count() -> int:
     return wanted if wanted > 0 else max(2, os.cpu_count() or 1)
 
 
-def _pool() -> ThreadPoolExecutor:
-    global _POOL
-    from concurrent.futures import ThreadPoolExecutor  # only files with large sections need it
-
-    if _POOL is None:
-        with _POOL_LOCK:
-            if _POOL is None:
-                _POOL = ThreadPoolExecutor(worker_count(), thread_name_prefix="urna-open")
-    return _POOL
-
-
 class Job:
     """One started job: ``result()`` returns its value or re-raises its error."""
 
-    def __init__(self, future: Future | None, value: Any = None,
-                 error: BaseException | None = None) -> None:
-        self._future, self._value, self._error = future, value, error
+    __slots__ = ("_fn", "_args", "_done", "_value", "_error", "_failed")
+
+    def __init__(self, fn: Callable[..., Any] | None = None, args: tuple[Any, ...] = (), *,
+                 value: Any = None, error: BaseException | None = None) -> None:
+        """A job to ``run()`` on a worker (``fn``), or one already over (``value``/``error``)."""
+        self._fn, self._args = fn, args
+        self._done = threading.Event() if fn is not None else None
+        self._value, self._error = value, error
+        self._failed = False
+
+    @classmethod
+    def now(cls, fn: Callable[..., Any], *args: Any) -> Job:
+        """Run ``fn(*args)`` here and now; its value, or its error, is claimed by ``result()``."""
+        try:
+            return cls(value=fn(*args))
+        except Exception as exc:  # claimed in order by result(), like a worker's error
+            return cls(error=exc)
+
+    def run(self) -> None:
+        """Run the job here (a worker's turn); its outcome is kept for ``result()``."""
+        assert self._fn is not None and self._done is not None
+        try:
+            self._value = self._fn(*self._args)
+        except BaseException as exc:  # claimed in order by result(), like an inline error
+            self._error = exc
+        finally:
+            self._fn = self._args = None  # type: ignore[assignment]  # drop the buffer refs
+            self._done.set()
 
     def result(self) -> Any:
-        """The job's value, waiting for it; its exception is raised here, in the caller's turn."""
-        if self._future is not None:
-            return self._future.result()
+        """The job's value, waiting for it; its exception is raised here, in the caller's turn.
+
+        The error is handed over once: the job lets go of it, so the raised error's traceback
+        (which holds the caller's frame, which holds this job) is no reference cycle. A cycle
+        holding a memoryview that still exports a buffer may crash CPython's collector.
+        """
+        self.wait()
         if self._error is not None:
-            raise self._error
+            error, self._error = self._error, None
+            self._failed = True
+            try:
+                raise error
+            finally:
+                del error
+        if self._failed:
+            raise RuntimeError("the job's error was claimed already")
         return self._value
+
+    @property
+    def failed(self) -> bool:
+        """Whether the job is over with an error (False while it still runs)."""
+        return self._failed or self._error is not None
 
     def wait(self) -> None:
         """Block until the job is over, ignoring its outcome."""
-        if self._future is not None:
-            self._future.exception()
+        if self._done is not None:
+            self._done.wait()
+
+
+class Pool:
+    """Daemon worker threads taking jobs from one queue; a thread starts when none is idle."""
+
+    def __init__(self, size: int, name: str = "urna-open") -> None:
+        self._size, self._name = size, name
+        self._queue: SimpleQueue[Job | None] = SimpleQueue()
+        self._lock = threading.Lock()
+        self._threads: list[threading.Thread] = []
+        self._idle = 0
+
+    def submit(self, job: Job) -> None:
+        """Queue ``job``; start a worker when every running one is busy and there is room."""
+        with self._lock:
+            if self._idle:
+                self._idle -= 1  # a waiting worker takes it
+            elif len(self._threads) < self._size:
+                # A daemon: an idle worker never holds the interpreter's exit (every job a lane
+                # started is waited for before the lane is left).
+                worker = threading.Thread(target=self._work, daemon=True,
+                                          name=f"{self._name}-{len(self._threads) + 1}")
+                self._threads.append(worker)
+                worker.start()
+        self._queue.put(job)
+
+    def close(self) -> None:
+        """End every worker once the jobs queued before are done, and wait for them."""
+        with self._lock:
+            threads, self._threads = self._threads, []
+        for _ in threads:
+            self._queue.put(None)
+        for worker in threads:
+            worker.join()
+
+    def _work(self) -> None:
+        while (job := self._queue.get()) is not None:
+            job.run()
+            with self._lock:
+                self._idle += 1
+
+
+_POOL: Pool | None = None
+_POOL_LOCK = threading.Lock()
+
+
+def _forget_pool() -> None:
+    global _POOL
+    _POOL = None  # a forked child has none of the parent's threads: it starts its own
+
+
+os.register_at_fork(after_in_child=_forget_pool)
+
+
+def _pool() -> Pool:
+    global _POOL
+    if _POOL is None:
+        with _POOL_LOCK:
+            if _POOL is None:
+                _POOL = Pool(worker_count())
+    return _POOL
 
 
 class Lane:
@@ -80,12 +172,10 @@ class Lane:
         bounds to ``start_over`` instead.
         """
         if size < INLINE_BYTES or worker_count() < 2:
-            try:
-                job = Job(None, value=fn(*args))
-            except Exception as exc:  # claimed in order by result(), like a worker's error
-                job = Job(None, error=exc)
+            job = Job.now(fn, *args)
         else:
-            job = Job(_pool().submit(fn, *args))
+            job = Job(fn, args)
+            _pool().submit(job)
         self._jobs.append(job)
         return job
 

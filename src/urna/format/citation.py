@@ -8,19 +8,26 @@ the citation's id. The text and span returned are the stored ones; nothing is re
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 from ..errors import CitationError
 from .identity import format_citation, parse_citation
 from .layout import SECTION_CHUNK_IDS, SECTION_CHUNKS_CANONICAL, SECTION_CHUNKS_ORIGINAL_SPANS
 from .reader import UrnaView
+from .record import FrozenRecord
 from .sections.canonical import StringRecords, span_records, string_records
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import ClassVar
 
-@dataclass(frozen=True)
-class ResolvedCitation:
+
+class ResolvedCitation(FrozenRecord):
     """A citation resolved to its stored canonical text and source span."""
 
+    # typed as the base's: LivingCitation (runtime.catalog) extends the fields
+    _fields: ClassVar[tuple[str, ...]] = ("citation_id", "chunk_id", "content_hash", "ordinal",
+                                          "text", "source_uri", "byte_start", "byte_end")
+    __slots__ = _fields
     citation_id: str
     chunk_id: str
     content_hash: str
@@ -29,6 +36,11 @@ class ResolvedCitation:
     source_uri: str
     byte_start: int
     byte_end: int
+
+    def __init__(self, citation_id: str, chunk_id: str, content_hash: str, ordinal: int,
+                 text: str, source_uri: str, byte_start: int, byte_end: int) -> None:
+        self._set(citation_id, chunk_id, content_hash, ordinal, text, source_uri, byte_start,
+                  byte_end)
 
 
 def locate_citation(citation: str, content_hash: str,

@@ -11,12 +11,12 @@ start a nested ``Fanout`` without waiting on a slot its own caller holds.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
 
-from .ahead import Job, worker_count
+from .ahead import Job, Pool, worker_count
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from concurrent.futures import ThreadPoolExecutor
+    from typing import Any
 
 __all__ = ["Fanout"]
 
@@ -26,22 +26,18 @@ class Fanout:
 
     def __init__(self, width: int) -> None:
         self._width = min(max(width, 1), worker_count())
-        self._executor: ThreadPoolExecutor | None = None
+        self._pool: Pool | None = None
         self._jobs: list[Job] = []
 
     def start(self, fn: Callable[..., Any], *args: Any) -> Job:
         """Run ``fn(*args)`` on a worker thread (inline when only one thread is allowed)."""
         if self._width < 2:
-            try:
-                job = Job(None, value=fn(*args))
-            except Exception as exc:  # claimed in order by result(), like a worker's error
-                job = Job(None, error=exc)
+            job = Job.now(fn, *args)
         else:
-            if self._executor is None:
-                from concurrent.futures import ThreadPoolExecutor
-
-                self._executor = ThreadPoolExecutor(self._width, thread_name_prefix="urna-build")
-            job = Job(self._executor.submit(fn, *args))
+            if self._pool is None:
+                self._pool = Pool(self._width, name="urna-build")
+            job = Job(fn, args)
+            self._pool.submit(job)
         self._jobs.append(job)
         return job
 
@@ -51,5 +47,5 @@ class Fanout:
     def __exit__(self, *exc: object) -> None:
         for job in self._jobs:
             job.wait()
-        if self._executor is not None:
-            self._executor.shutdown(wait=True)
+        if self._pool is not None:
+            self._pool.close()

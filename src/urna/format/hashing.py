@@ -9,10 +9,12 @@ fingerprints hash ASCII-escaped JSON (Python's default). Both sort keys and use 
 from __future__ import annotations
 
 import hashlib
-import json
 import os
-from collections.abc import Iterable
-from typing import Any
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+    from typing import Any
 
 HASH_PREFIX = "sha256:"
 FILE_BLOCK = 1 << 20  # streamed file hashing reads 1 MiB at a time
@@ -74,4 +76,6 @@ def sorted_json_sha256_ascii(value: Any) -> str:
 
 def json_dumps_sorted(value: Any, *, ensure_ascii: bool) -> str:
     """Sorted-key compact JSON (``,`` and ``:`` separators), the text the JSON hashes cover."""
+    import json  # not at `import urna`: json imports re and enum
+
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=ensure_ascii)

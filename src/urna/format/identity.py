@@ -8,11 +8,17 @@ is ``sha256sum`` of the whole file. A citation is ``urna://<content_hash>/<chunk
 from __future__ import annotations
 
 import struct
-from collections.abc import Callable, Iterable, Iterator
 
 from ..errors import CitationError
 from .hashing import HASH_PREFIX, sha256_bytes, sha256_pieces
 from .layout import CANONICAL_SECTIONS, CHUNK_ID_DOMAIN, CITATION_SCHEME
+
+# `import urna` imports this module: its annotations cost no import (format/record.py).
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable, Iterator
+
+    SectionBytes = Callable[[int], bytes | memoryview | tuple[int, Iterable[bytes]]]
 
 _U32 = struct.Struct("<I")
 _U64 = struct.Struct("<Q")
@@ -29,9 +35,6 @@ def chunk_id(canonical_text: str, source_uri: str, byte_start: int, byte_end: in
     return sha256_bytes(b"".join((domain, _U32.pack(len(text)), text, _U32.pack(len(uri)), uri,
                                   _U64.pack(byte_start), _U64.pack(byte_end),
                                   _U32.pack(len(chunker)), chunker)))
-
-
-SectionBytes = Callable[[int], bytes | memoryview | tuple[int, Iterable[bytes]]]
 
 
 def _content_preimage(decoded_section: SectionBytes) -> Iterator[bytes | memoryview]:

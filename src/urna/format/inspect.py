@@ -8,8 +8,6 @@ runtime's gating: null unless the manifest flag is set and the section exists.
 
 from __future__ import annotations
 
-from typing import Any
-
 from .dtypes import SPACE_DTYPES
 from .hashing import sha256_text
 from .layout import (
@@ -19,6 +17,10 @@ from .layout import (
     section_name,
 )
 from .reader import UrnaView
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def flag(view: UrnaView, name: str) -> bool:

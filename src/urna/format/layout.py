@@ -21,9 +21,13 @@ This module does no I/O; tests poke fields through the helpers here.
 from __future__ import annotations
 
 import struct
-from dataclasses import dataclass
 
 from .hashing import sha256_digest
+from .record import FrozenRecord
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 URNA_MAGIC = b"URNA"
 LEGACY_MAGIC = b"NEST"
@@ -172,10 +176,13 @@ def header_checksum(header: bytes | bytearray | memoryview) -> bytes:
     return h8(hb[:HEADER_CHECKSUM_OFFSET] + hb[HEADER_CHECKSUM_END:])
 
 
-@dataclass(frozen=True)
-class Header:
+class Header(FrozenRecord):
     """The 128-byte file header."""
 
+    __slots__ = _fields = (
+        "magic", "version_major", "version_minor", "flags", "embedding_dim", "n_chunks",
+        "n_embeddings", "file_size", "section_table_offset", "section_table_count",
+        "manifest_offset", "manifest_size", "header_checksum", "reserved")
     magic: bytes
     version_major: int
     version_minor: int
@@ -189,7 +196,15 @@ class Header:
     manifest_offset: int
     manifest_size: int
     header_checksum: bytes
-    reserved: bytes = bytes(48)
+    reserved: bytes
+
+    def __init__(self, magic: bytes, version_major: int, version_minor: int, flags: int,
+                 embedding_dim: int, n_chunks: int, n_embeddings: int, file_size: int,
+                 section_table_offset: int, section_table_count: int, manifest_offset: int,
+                 manifest_size: int, header_checksum: bytes, reserved: bytes = bytes(48)) -> None:
+        self._set(magic, version_major, version_minor, flags, embedding_dim, n_chunks,
+                  n_embeddings, file_size, section_table_offset, section_table_count,
+                  manifest_offset, manifest_size, header_checksum, reserved)
 
     @classmethod
     def unpack(cls, buf: bytes | memoryview) -> Header:
@@ -215,19 +230,24 @@ class Header:
 
     def with_checksum(self) -> Header:
         """The same header with a freshly computed checksum."""
-        from dataclasses import replace
-        return replace(self, header_checksum=header_checksum(self.pack()))
+        fields: dict[str, Any] = self.as_dict()
+        fields["header_checksum"] = header_checksum(self.pack())
+        return Header(**fields)
 
 
-@dataclass(frozen=True)
-class SectionEntry:
+class SectionEntry(FrozenRecord):
     """One 32-byte section-table entry."""
 
+    __slots__ = _fields = ("section_id", "encoding", "offset", "size", "checksum")
     section_id: int
     encoding: int
     offset: int
     size: int
     checksum: bytes
+
+    def __init__(self, section_id: int, encoding: int, offset: int, size: int,
+                 checksum: bytes) -> None:
+        self._set(section_id, encoding, offset, size, checksum)
 
     @classmethod
     def unpack(cls, buf: bytes | memoryview, pos: int) -> SectionEntry:
@@ -240,12 +260,15 @@ class SectionEntry:
                                   self.checksum)
 
 
-@dataclass(frozen=True)
-class Footer:
+class Footer(FrozenRecord):
     """The 40-byte footer: footer_size (never checked) and the body digest."""
 
+    __slots__ = _fields = ("footer_size", "file_hash")
     footer_size: int
     file_hash: bytes
+
+    def __init__(self, footer_size: int, file_hash: bytes) -> None:
+        self._set(footer_size, file_hash)
 
     @classmethod
     def unpack(cls, buf: bytes | memoryview, pos: int) -> Footer:

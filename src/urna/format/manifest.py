@@ -10,9 +10,6 @@ byte; validation (§7.5) is a separate step, as in the reference.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields
-from typing import Any
-
 from ..errors import (
     InvalidModelHash,
     ManifestInvalid,
@@ -29,6 +26,11 @@ from .dtypes import DTYPE_NAMES, DType
 from .hashing import HASH_PREFIX
 from .json_text import BOOL, STR, STR_SEQ, U32, U64, Opt, Struct, deserialize, dumps_compact
 from .layout import URNA_FORMAT_VERSION, URNA_SCHEMA_VERSION
+from .record import Record
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 ALLOWED_DTYPES = DTYPE_NAMES
 ALLOWED_SCORE_TYPES = ("cosine", "hybrid_rrf")
@@ -37,39 +39,49 @@ ALLOWED_RERANK_POLICIES = ("none", "exact")
 _HEX = frozenset("0123456789abcdefABCDEF")
 
 
-@dataclass
-class Capabilities:
+class Capabilities(Record):
     """The five v1 capability flags (all required on read, always written)."""
 
-    supports_exact: bool = True
-    supports_ann: bool = False
-    supports_bm25: bool = False
-    supports_citations: bool = True
-    supports_reproducible_build: bool = True
+    _fields = ("supports_exact", "supports_ann", "supports_bm25", "supports_citations",
+               "supports_reproducible_build")
+
+    def __init__(self, supports_exact: bool = True, supports_ann: bool = False,
+                 supports_bm25: bool = False, supports_citations: bool = True,
+                 supports_reproducible_build: bool = True) -> None:
+        self.supports_exact = supports_exact
+        self.supports_ann = supports_ann
+        self.supports_bm25 = supports_bm25
+        self.supports_citations = supports_citations
+        self.supports_reproducible_build = supports_reproducible_build
 
     def to_dict(self) -> dict[str, bool]:
         """The flags in their JSON order."""
-        return {f.name: getattr(self, f.name) for f in fields(self)}
+        return {name: getattr(self, name) for name in self._fields}
 
 
-@dataclass
-class CapabilitiesExt:
+class CapabilitiesExt(Record):
     """Optional capability flags; each is written only when set (``{}`` when none is)."""
 
-    supports_multimodal: bool | None = None
-    graph_present: bool | None = None
-    graph_entities_present: bool | None = None
-    supports_catalog: bool | None = None
-    blobs_present: bool | None = None
+    _fields = ("supports_multimodal", "graph_present", "graph_entities_present",
+               "supports_catalog", "blobs_present")
+
+    def __init__(self, supports_multimodal: bool | None = None,
+                 graph_present: bool | None = None, graph_entities_present: bool | None = None,
+                 supports_catalog: bool | None = None, blobs_present: bool | None = None) -> None:
+        self.supports_multimodal = supports_multimodal
+        self.graph_present = graph_present
+        self.graph_entities_present = graph_entities_present
+        self.supports_catalog = supports_catalog
+        self.blobs_present = blobs_present
 
     def to_dict(self) -> dict[str, bool]:
         """The set flags in their JSON order."""
-        return {f.name: getattr(self, f.name) for f in fields(self)
-                if getattr(self, f.name) is not None}
+        return {name: getattr(self, name) for name in self._fields
+                if getattr(self, name) is not None}
 
 
-_CAPS = Struct("Capabilities", tuple((f.name, BOOL) for f in fields(Capabilities)))
-_CAPS_EXT = Struct("CapabilitiesExt", tuple((f.name, Opt(BOOL)) for f in fields(CapabilitiesExt)))
+_CAPS = Struct("Capabilities", tuple((name, BOOL) for name in Capabilities._fields))
+_CAPS_EXT = Struct("CapabilitiesExt", tuple((name, Opt(BOOL)) for name in CapabilitiesExt._fields))
 _SPEC = Struct("Manifest", (
     ("format_version", U32), ("schema_version", U32), ("embedding_model", STR),
     ("embedding_dim", U32), ("n_chunks", U64), ("dtype", STR), ("metric", STR),
@@ -82,34 +94,47 @@ _SPEC = Struct("Manifest", (
 _KEYS = tuple(key for key, _ in _SPEC.fields)
 
 
-@dataclass
-class Manifest:
+class Manifest(Record):
     """Every §7.1 field under its JSON name; ``extra`` holds unknown top-level keys."""
 
-    format_version: int = URNA_FORMAT_VERSION
-    schema_version: int = URNA_SCHEMA_VERSION
-    embedding_model: str = ""
-    embedding_dim: int = 0
-    n_chunks: int = 0
-    dtype: str = DType.FLOAT32.value
-    metric: str = "ip"
-    score_type: str = "cosine"
-    normalize: str = "l2"
-    index_type: str = "exact"
-    rerank_policy: str = "none"
-    model_hash: str = ""
-    chunker_version: str = ""
-    capabilities: Capabilities = field(default_factory=Capabilities)
-    title: str | None = None
-    version: str | None = None
-    created: str | None = None
-    description: str | None = None
-    authors: list[str] | None = None
-    license: str | None = None
-    mrl_dim: int | None = None
-    full_dim: int | None = None
-    capabilities_ext: CapabilitiesExt | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
+    _fields = (*_KEYS, "extra")
+
+    def __init__(self, format_version: int = URNA_FORMAT_VERSION,
+                 schema_version: int = URNA_SCHEMA_VERSION, embedding_model: str = "",
+                 embedding_dim: int = 0, n_chunks: int = 0, dtype: str = DType.FLOAT32.value,
+                 metric: str = "ip", score_type: str = "cosine", normalize: str = "l2",
+                 index_type: str = "exact", rerank_policy: str = "none", model_hash: str = "",
+                 chunker_version: str = "", capabilities: Capabilities | None = None,
+                 title: str | None = None, version: str | None = None,
+                 created: str | None = None, description: str | None = None,
+                 authors: list[str] | None = None, license: str | None = None,
+                 mrl_dim: int | None = None, full_dim: int | None = None,
+                 capabilities_ext: CapabilitiesExt | None = None,
+                 extra: dict[str, Any] | None = None) -> None:
+        self.format_version = format_version
+        self.schema_version = schema_version
+        self.embedding_model = embedding_model
+        self.embedding_dim = embedding_dim
+        self.n_chunks = n_chunks
+        self.dtype = dtype
+        self.metric = metric
+        self.score_type = score_type
+        self.normalize = normalize
+        self.index_type = index_type
+        self.rerank_policy = rerank_policy
+        self.model_hash = model_hash
+        self.chunker_version = chunker_version
+        self.capabilities = Capabilities() if capabilities is None else capabilities
+        self.title = title
+        self.version = version
+        self.created = created
+        self.description = description
+        self.authors = authors
+        self.license = license
+        self.mrl_dim = mrl_dim
+        self.full_dim = full_dim
+        self.capabilities_ext = capabilities_ext
+        self.extra: dict[str, Any] = {} if extra is None else extra
 
     @classmethod
     def new(cls, embedding_model: str, embedding_dim: int, n_chunks: int, chunker_version: str,

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable, Generator, Iterable, Iterator
-from typing import NamedTuple
 
 from ..errors import (
     EmbeddingSizeMismatch,
@@ -72,6 +71,7 @@ from .layout import (
     header_checksum,
 )
 from .manifest import Manifest
+from .record import FrozenRecord
 from .sections.canonical import CONTRACT_KEYS, decode_contract
 
 _CONTRACT_ERRORS = {
@@ -101,7 +101,7 @@ def _byte_view(data: bytes | bytearray | memoryview) -> memoryview:
     return buf
 
 
-class CheckStep(NamedTuple):
+class CheckStep(FrozenRecord):
     """One check of the open (01-container §10.1): its step number, name, and outcome.
 
     ``error`` is None when it passed, else the exact error ``UrnaView.from_bytes`` raises
@@ -109,12 +109,17 @@ class CheckStep(NamedTuple):
     the file-length and footer-hash steps carry the bytes they covered.
     """
 
+    __slots__ = _fields = ("step", "check", "error", "section_id", "nbytes", "note")
     step: str
     check: str
-    error: UrnaError | None = None
-    section_id: int | None = None
-    nbytes: int = 0
-    note: str = ""
+    error: UrnaError | None
+    section_id: int | None
+    nbytes: int
+    note: str
+
+    def __init__(self, step: str, check: str, error: UrnaError | None = None,
+                 section_id: int | None = None, nbytes: int = 0, note: str = "") -> None:
+        self._set(step, check, error, section_id, nbytes, note)
 
     @property
     def ok(self) -> bool:
@@ -182,7 +187,7 @@ class CheckSteps:
         with Lane() as lane:
             # The body digest and each section checksum are independent passes over the same
             # bytes: they start at once on worker threads and are claimed in the check order.
-            body_job = (Job(None, value=known) if self.trusted_body is not None
+            body_job = (Job(value=known) if self.trusted_body is not None
                         else lane.start_over(_body_digest, buf, 0, body_end))
             sums, bad_entry = _start_checksums(buf, header, body_end, lane, trusted)
             self.planned = 15 + 2 * len(sums)
@@ -305,7 +310,7 @@ def _start_checksums(buf: memoryview, header: Header, body_end: int, lane: Lane,
         except UrnaError as exc:
             bad = CheckStep("7-9", "section entry", _detached(exc), entry.section_id, entry.size)
             return sums, bad
-        sums.append((entry, Job(None, value=entry.checksum) if trusted
+        sums.append((entry, Job(value=entry.checksum) if trusted
                      else lane.start_over(h8, buf, entry.offset, entry.offset + entry.size)))
     return sums, None
 

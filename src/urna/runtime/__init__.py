@@ -8,9 +8,11 @@ routed query is decided in ``routing``; ``UrnaFile`` and ``catalog.Catalog`` bot
 from __future__ import annotations
 
 import importlib
-from typing import TYPE_CHECKING, Any
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:  # pragma: no cover
+    from typing import Any
+
     from .file import BatchResult, UrnaFile, open_file
     from .hits import RetrieveHit, SearchExplain, SearchHit, SearchResult
     from .searcher import Searcher, open_searcher

@@ -8,11 +8,14 @@ that cannot be decoded is left out (``spaces: None``), as the reference skips it
 from __future__ import annotations
 
 import os
-from typing import Any
 
 from ..errors import UrnaError
 from ..format.layout import SECTION_METADATA, SECTION_SPACE_TABLE, section_name
 from ..format.reader import UrnaView
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 SECTION_ENCODING_LABELS = {0: "raw", 1: "zstd", 2: "float16", 3: "int8", 4: "intpack", 7: "int4"}
 """How stats and inspect label a section's encoding (the others print ``unknown``)."""

@@ -28,13 +28,12 @@ import contextlib
 import hashlib
 import json
 import os
-from dataclasses import dataclass
-from pathlib import Path
-from typing import TYPE_CHECKING
 
-from .._cache_dir import user_cache_dir
+from .._cache_dir import user_cache_folder
 from .._version import __version__
+from ..format.record import FrozenRecord
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from ..format.reader import UrnaView
 
@@ -48,13 +47,17 @@ MAX_ENTRIES = 256
 _HEX = frozenset("0123456789abcdef")
 
 
-@dataclass(frozen=True)
-class Verdict:
+class Verdict(FrozenRecord):
     """A verified body: its SHA-256 (32 bytes), its content hash and the checks it passed."""
 
+    __slots__ = _fields = ("body_digest", "content_hash", "checks")
     body_digest: bytes
     content_hash: str
-    checks: frozenset[str] = OPEN_CHECKS
+    checks: frozenset[str]
+
+    def __init__(self, body_digest: bytes, content_hash: str,
+                 checks: frozenset[str] = OPEN_CHECKS) -> None:
+        self._set(body_digest, content_hash, checks)
 
 
 def enabled() -> bool:
@@ -66,14 +69,15 @@ def _state(st: os.stat_result) -> list[int]:
     return [st.st_size, st.st_mtime_ns, st.st_ino, st.st_dev]
 
 
-def _entry_path(path: str) -> Path:
+def _entry_path(path: str) -> str:
     key = hashlib.sha256(os.path.realpath(path).encode("utf-8", "surrogatepass")).hexdigest()
-    return user_cache_dir() / "opened" / f"{key}.json"
+    return os.path.join(user_cache_folder(), "opened", f"{key}.json")
 
 
 def _read(path: str, st: os.stat_result) -> Verdict | None:
     try:
-        doc = json.loads(_entry_path(path).read_text(encoding="utf-8"))
+        with open(_entry_path(path), encoding="utf-8") as fh:
+            doc = json.loads(fh.read())
     except (OSError, ValueError):
         return None
     if not (isinstance(doc, dict) and doc.get("schema") == SCHEMA
@@ -112,31 +116,34 @@ def remember(path: str, st: os.stat_result, verdict: Verdict) -> None:
     doc = {"schema": SCHEMA, "urna": __version__, "path": os.path.realpath(path),
            "state": _state(st), "body_sha256": verdict.body_digest.hex(),
            "content_hash": verdict.content_hash, "checks": sorted(checks)}
-    tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+    folder, name = os.path.split(target)
+    tmp = os.path.join(folder, f".{name}.{os.getpid()}.tmp")
     try:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        _prune(target.parent)
+        os.makedirs(folder, exist_ok=True)
+        _prune(folder)
         # No fsync: a torn entry fails to parse and only costs one full open.
-        tmp.write_text(json.dumps(doc, sort_keys=True), encoding="utf-8")
+        with open(tmp, "w", encoding="utf-8") as fh:
+            fh.write(json.dumps(doc, sort_keys=True))
         os.replace(tmp, target)
     except OSError:
         with contextlib.suppress(OSError):
-            tmp.unlink()
+            os.unlink(tmp)
 
 
-def _prune(folder: Path) -> None:
+def _prune(folder: str) -> None:
     """Drop the oldest entries so the folder holds fewer than ``MAX_ENTRIES``."""
-    entries = list(folder.glob("*.json"))
+    entries = [os.path.join(folder, name) for name in os.listdir(folder)
+               if name.endswith(".json")]
     if len(entries) < MAX_ENTRIES:
         return
     aged = []
     for entry in entries:
         with contextlib.suppress(OSError):
-            aged.append((entry.stat().st_mtime_ns, entry))
+            aged.append((os.stat(entry).st_mtime_ns, entry))
     aged.sort()
     for _, entry in aged[:len(aged) - MAX_ENTRIES + 1]:
         with contextlib.suppress(OSError):
-            entry.unlink()
+            os.unlink(entry)
 
 
 def checked(path: str, data: bytes | memoryview) -> tuple[UrnaView, frozenset[str]]:

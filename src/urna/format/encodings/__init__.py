@@ -11,13 +11,15 @@ numpy-free size and value checks in ``vector_checks``.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Any
 
 from ...errors import MalformedSectionPayload, UnsupportedSectionEncoding
 from ..layout import SECTION_CHUNKS_CANONICAL, SECTION_DEDUP_MAP, VECTOR_ENCODINGS
 from .vector_checks import expected_embeddings_size, validate_embedding_values
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:  # pragma: no cover
+    from typing import Any
+
     from .chooser import choose_chunk_ids, choose_chunks_canonical, choose_spans, encode_smallest
     from .vectors import (
         dequantize,

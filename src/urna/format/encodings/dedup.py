@@ -14,6 +14,7 @@ from ...errors import MalformedSectionPayload
 from ..layout import SECTION_CHUNKS_CANONICAL, SECTION_DEDUP_MAP
 from ..sections.canonical import decode_string_bodies
 from ._canonical import byte_view
+from .intpack_scan import block_values, read_directory
 
 _U32 = struct.Struct("<I")
 
@@ -36,21 +37,21 @@ def encode_map(back_refs: list[int]) -> bytes:
 
 def decode_map(payload: bytes | memoryview) -> list[int]:
     """Parse a 0x0B payload into its back-references, each checked to fit a u32."""
-    from .intpack import IntpackReader
-
     view = byte_view(payload)
     if len(view) == 0:
         raise MalformedSectionPayload(SECTION_DEDUP_MAP, "dedup_map: empty")
     if view[0] != DEDUP_MAP_V1:
         raise MalformedSectionPayload(SECTION_DEDUP_MAP, f"dedup_map: unknown kind {view[0]}")
-    reader = IntpackReader(view[1:])
+    blob = view[1:]
+    count, n_blocks = read_directory(blob)
     refs: list[int] = []
-    # Block by block, so a too-large ref is reported before a later block's damage.
-    for b in range(reader.n_blocks):
-        block = reader.block(b)
-        if int(block.max()) > 0xFFFFFFFF:
+    # Block by block, so a too-large ref is reported before a later block's damage. Python
+    # ints, not numpy: a map is one int per chunk, and cite / validate never load numpy.
+    for b in range(n_blocks):
+        block = block_values(blob, count, b)
+        if max(block) > 0xFFFFFFFF:
             raise MalformedSectionPayload(SECTION_DEDUP_MAP, "dedup_map: back-ref exceeds u32")
-        refs.extend(block.tolist())
+        refs.extend(block)
     return refs
 
 
@@ -61,25 +62,23 @@ def expansion(pool_payload: bytes | memoryview,
     A few KB of map can point hundreds of thousands of chunks at one pool text; hashing the
     pieces as they come keeps memory bounded by the pool, not by the expansion.
     """
-    import numpy as np  # loaded already by decode_map's intpack
-
     if len(pool_payload) < 12:
         raise MalformedSectionPayload(SECTION_CHUNKS_CANONICAL,
                                       "chunks_canonical: truncated count prefix")
     count = int.from_bytes(bytes(pool_payload[4:12]), "little")
     pool = decode_string_bodies(pool_payload, count, SECTION_CHUNKS_CANONICAL)
-    refs = np.asarray(back_refs, dtype=np.int64)
-    if refs.size and int(refs.max()) >= len(pool):
+    refs = back_refs
+    if refs and max(refs) >= len(pool):
         raise MalformedSectionPayload(SECTION_DEDUP_MAP,
                                       "dedup_map: back-ref out of unique-pool range")
     records = [_U32.pack(len(body)) + body for body in pool]
-    sizes = np.asarray([len(r) for r in records], dtype=np.int64)
-    total = 12 + (int(sizes[refs].sum()) if refs.size else 0)
+    sizes = [len(r) for r in records]
+    total = 12 + sum(sizes[r] for r in refs)
 
     def pieces() -> Iterator[bytes]:
         yield struct.pack("<IQ", 1, len(refs))  # the raw form's prefix: version 1, count
         for lo in range(0, len(refs), 4096):
-            yield b"".join(records[r] for r in refs[lo:lo + 4096].tolist())
+            yield b"".join(records[r] for r in refs[lo:lo + 4096])
 
     return total, pieces()
 

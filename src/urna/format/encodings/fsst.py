@@ -15,12 +15,12 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Iterator
-from typing import TYPE_CHECKING
 
 from ..cursor import decode_utf8
 from ._canonical import build_canonical
 from .textcontainer import KIND_FSST, malformed, parse_container, write_container
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
 

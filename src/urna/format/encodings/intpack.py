@@ -13,15 +13,11 @@ import struct
 
 import numpy as np
 
-from ...errors import MalformedSectionPayload
+from .intpack_scan import INTPACK_BLOCK, block_header, read_directory
+from .intpack_scan import intpack_error as _fail
 
-INTPACK_BLOCK = 128
 _U32 = struct.Struct("<I")
 _U64 = struct.Struct("<Q")
-
-
-def _fail(reason: str) -> MalformedSectionPayload:
-    return MalformedSectionPayload(0, f"intpack: {reason}")
 
 
 def _pack_block(block: np.ndarray) -> bytes:
@@ -115,14 +111,7 @@ class IntpackReader:
 
     def __init__(self, buf: bytes | memoryview) -> None:
         self.buf = memoryview(buf).cast("B") if not isinstance(buf, bytes) else buf
-        n = len(self.buf)
-        if n < 8:
-            raise _fail("truncated u32")
-        self.count, self.n_blocks = struct.unpack_from("<II", self.buf, 0)
-        if self.n_blocks != -(-self.count // INTPACK_BLOCK):
-            raise _fail("block count inconsistent with count")
-        if 8 + 4 * self.n_blocks > n:
-            raise _fail("truncated directory")
+        self.count, self.n_blocks = read_directory(self.buf)
         self.offsets = np.frombuffer(self.buf, dtype="<u4", count=self.n_blocks, offset=8)
 
     def __len__(self) -> int:
@@ -130,20 +119,9 @@ class IntpackReader:
 
     def block(self, b: int) -> np.ndarray:
         """Decode block ``b`` to a uint64 array."""
-        n = len(self.buf)
         o = int(self.offsets[b])
         blen = min(INTPACK_BLOCK, self.count - b * INTPACK_BLOCK)
-        if o + 8 > n:
-            raise _fail("truncated u64")
-        if o + 8 >= n:
-            raise _fail("truncated block header")
-        lo = _U64.unpack_from(self.buf, o)[0]
-        width = self.buf[o + 8]
-        if width > 64:
-            raise _fail("block width out of range")
-        body_len = (blen * width + 7) // 8
-        if o + 9 + body_len > n:
-            raise _fail("truncated block body")
+        lo, width, body_len = block_header(self.buf, o, blen)
         if width == 0:
             return np.full(blen, lo, dtype=np.uint64)
         body = np.frombuffer(self.buf, dtype=np.uint8, count=body_len, offset=o + 9)

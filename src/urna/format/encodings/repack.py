@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import re
 import struct
-from typing import TYPE_CHECKING
 
 from ...errors import MalformedSectionPayload
 from ..cursor import Cursor, decode_utf8
 from ..layout import SECTION_CHUNK_IDS, SECTION_CHUNKS_ORIGINAL_SPANS
 from ._canonical import byte_view
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
 

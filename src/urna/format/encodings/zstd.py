@@ -15,12 +15,15 @@ libzstd's own error names; the dispatcher re-tags them with the real section.
 from __future__ import annotations
 
 import threading
-from typing import Any
 
 import zstandard
 from zstandard import backend_cffi as _cffi
 
 from ...errors import InvalidInput, MalformedSectionPayload
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 LEVEL = 19
 MIN_DECOMPRESS_CAP = 64 * 1024 * 1024

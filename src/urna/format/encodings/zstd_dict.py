@@ -9,7 +9,6 @@ their size and the dictID). The same libzstd calls as the reference give the sam
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
 
 from ...errors import InvalidInput
 from ..cursor import decode_utf8
@@ -25,6 +24,10 @@ from .zstd import (
     is_error,
     lib,
 )
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 MIN_SAMPLES = 8
 MIN_DICT_BYTES = 4 * 1024

@@ -19,12 +19,12 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 
 from ...errors import InvalidInput, MalformedSectionPayload, UnsupportedSectionVersion
 from ..cursor import Cursor
 from ..hashing import sha256_text
 from ..layout import SECTION_BLOB_DATA, SECTION_BLOB_REFS, SECTION_BLOB_SPAN_OVERLAY
+from ..record import FrozenRecord
 
 BLOB_PAYLOAD_VERSION = 1
 BLOB_REF_NONE = 0xFFFFFFFF
@@ -38,14 +38,18 @@ _REF_MIN_SIZE = 32 + 4 + 8 + 1
 _OVERLAY_BOUND = 16  # the reference's divisor, smaller than the 20-byte entry
 
 
-@dataclass(frozen=True)
-class BlobRef:
+class BlobRef(FrozenRecord):
     """One 0x14 record: raw SHA-256 of the blob, where it came from, its size, inlined?"""
 
+    __slots__ = _fields = ("content_hash", "original_uri", "byte_len", "inlined")
     content_hash: bytes
     original_uri: str
     byte_len: int
     inlined: bool
+
+    def __init__(self, content_hash: bytes, original_uri: str, byte_len: int,
+                 inlined: bool) -> None:
+        self._set(content_hash, original_uri, byte_len, inlined)
 
     @property
     def content_hash_hex(self) -> str:

@@ -13,13 +13,13 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Iterable
-from dataclasses import dataclass
 
 from ...errors import InvalidInput, MalformedSectionPayload, UnsupportedSectionVersion
 from ..cursor import Cursor
 from ..dtypes import SPACE_DTYPES
 from ..hashing import HASH_PREFIX
 from ..layout import SECTION_SPACE_EMBEDDINGS_BASE, SECTION_SPACE_TABLE, SPACE_BAND_LEN
+from ..record import FrozenRecord
 
 SPACE_TABLE_PAYLOAD_VERSION = 1
 _MAX_DTYPE_CODE = max(SPACE_DTYPES)
@@ -36,16 +36,20 @@ def _malformed(reason: str) -> MalformedSectionPayload:
     return MalformedSectionPayload(SECTION_SPACE_TABLE, reason)
 
 
-@dataclass(frozen=True)
-class SpaceEntry:
+class SpaceEntry(FrozenRecord):
     """One listed space; its vectors are band section ``0x20 + space_index``."""
 
+    __slots__ = _fields = ("space_index", "name", "dim", "dtype_code", "model_hash", "n_vectors")
     space_index: int
     name: str
     dim: int
     dtype_code: int
     model_hash: str
     n_vectors: int
+
+    def __init__(self, space_index: int, name: str, dim: int, dtype_code: int, model_hash: str,
+                 n_vectors: int) -> None:
+        self._set(space_index, name, dim, dtype_code, model_hash, n_vectors)
 
     @property
     def dtype(self) -> str:

@@ -9,13 +9,16 @@ from __future__ import annotations
 
 import json as _json
 import re
-from typing import Any, NoReturn
 
 from ...errors import Json, SerdeSyntax
 from .numbers import I64_MIN, U64_MAX, f64_from_parts
 from .reader import MAX_DEPTH, SerdeReader
 from .schema import Struct
 from .typed import TypedReader
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, NoReturn
 
 
 def _as_bytes(data: bytes | bytearray | memoryview | str) -> bytes:

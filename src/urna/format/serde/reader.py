@@ -8,11 +8,14 @@ Typed (derived-struct) reads are ``typed.TypedReader``.
 from __future__ import annotations
 
 import re
-from typing import Any
 
 from ...errors import SerdeSyntax
 from .numbers import U64_MAX, f64_from_parts, format_float
 from .rust_debug import rust_debug_str
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 _STOP = re.compile(rb'["\\\x00-\x1f]')
 _WS = b" \n\t\r"

@@ -2,15 +2,21 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
+from ..record import FrozenRecord
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 
-@dataclass(frozen=True)
-class Kind:
+class Kind(FrozenRecord):
     """A leaf type of a field."""
 
+    __slots__ = _fields = ("name",)
     name: str  # u32 / u64 / str / bool / str_seq
+
+    def __init__(self, name: str) -> None:
+        self._set(name)
 
 
 U32 = Kind("u32")
@@ -20,17 +26,24 @@ BOOL = Kind("bool")
 STR_SEQ = Kind("str_seq")
 
 
-@dataclass(frozen=True)
-class Opt:
+class Opt(FrozenRecord):
     """``Option<T>``: null or absent reads as None."""
 
+    __slots__ = _fields = ("inner",)
     inner: Any
 
+    def __init__(self, inner: Any) -> None:
+        self._set(inner)
 
-@dataclass(frozen=True)
-class Struct:
+
+class Struct(FrozenRecord):
     """A derived struct: ``fields`` in declaration order; ``flatten`` keeps unknown keys."""
 
+    __slots__ = _fields = ("name", "fields", "flatten")
     name: str
     fields: tuple[tuple[str, Any], ...]
-    flatten: bool = False
+    flatten: bool
+
+    def __init__(self, name: str, fields: tuple[tuple[str, Any], ...],
+                 flatten: bool = False) -> None:
+        self._set(name, fields, flatten)

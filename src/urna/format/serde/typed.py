@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from ...errors import SerdeSyntax
 from .numbers import format_float
 from .reader import DIGITS, EOF_VALUE, SerdeReader
 from .schema import STR, Opt, Struct
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 
 class TypedReader(SerdeReader):

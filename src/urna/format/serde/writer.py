@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import math
 import re
-from typing import Any
 
 from .numbers import I64_MIN, U64_MAX, format_float
 from .parse import parse_json
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 _ESC_OUT = {'"': '\\"', "\\": "\\\\", "\b": "\\b", "\t": "\\t", "\n": "\\n", "\f": "\\f",
             "\r": "\\r"}

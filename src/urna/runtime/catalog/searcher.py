@@ -19,7 +19,7 @@ import math
 import os
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -361,8 +361,8 @@ class Catalog:
             if s.content_hash == expected and chunk not in dead:
                 r = self._fanout().on(i, lambda sh: sh.file.cite(citation))
                 if moved is None:
-                    return LivingCitation(**asdict(r))
-                return LivingCitation(**asdict(r), status="compacted", compacted_from=moved[0],
+                    return LivingCitation(**r.as_dict())
+                return LivingCitation(**r.as_dict(), status="compacted", compacted_from=moved[0],
                                       compacted_in=moved[1])
         removed_in = hist.removed_in.get((expected, chunk))
         if removed_in is None and expected in hist.moved:  # kept ids: same id, new segment
@@ -376,7 +376,7 @@ class Catalog:
                                       f"segment {name or expected} is no longer kept", removed_in)
             with open_file(path) as f:
                 r = f.cite(citation)
-            return LivingCitation(**asdict(r), status="removed", removed_in=removed_in,
+            return LivingCitation(**r.as_dict(), status="removed", removed_in=removed_in,
                                   compacted_from=moved and moved[0],
                                   compacted_in=moved and moved[1])
         raise CitationError(f"{citation} is unknown to this catalog: no segment of versions "

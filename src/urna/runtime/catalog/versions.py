@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 from ...errors import CatalogError
 from ...format.citation import ResolvedCitation
@@ -204,8 +204,19 @@ class LivingCitation(ResolvedCitation):
     citation asked for, ``citation_id`` the one it moved to in version ``compacted_in``) or
     ``removed`` (``removed_in`` names the version; the text is the old segment's; a chunk
     compacted, then removed, keeps ``compacted_from``).
+    A dataclass (``asdict`` reads it) over the slotted record: it names the base's fields again.
     """
 
+    _fields: ClassVar[tuple[str, ...]] = (*ResolvedCitation._fields, "status", "removed_in",
+                                          "compacted_from", "compacted_in")
+    citation_id: str
+    chunk_id: str
+    content_hash: str
+    ordinal: int
+    text: str
+    source_uri: str
+    byte_start: int
+    byte_end: int
     status: str = "live"
     removed_in: int | None = None
     compacted_from: str | None = None
