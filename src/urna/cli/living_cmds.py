@@ -137,15 +137,13 @@ def compact_cmd(catalog: Path, min_rows: int | None, as_json: bool) -> None:
 
 def cite_living(catalog: Path | str, citation: str, as_json: bool) -> bool:
     """``urna cite`` on a living catalog (live, compacted or removed); False for a plain one."""
-    from dataclasses import asdict
-
     from ..runtime.catalog import open_catalog, read_catalog
     from ..runtime.catalog.versions import is_living
 
     if not is_living(read_catalog(catalog)):
         return False
     with open_catalog(catalog) as cat:
-        fields = asdict(cat.cite(citation))
+        fields = cat.cite(citation).as_dict()
         fields["version"] = cat.version
     text = fields.pop("text")
     if as_json:

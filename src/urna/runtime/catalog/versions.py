@@ -196,7 +196,6 @@ def summary(rec: dict[str, Any]) -> dict[str, Any]:
             "tombstones": len(rec["tombstones"]), "compacted": len(rec["compacted"])}
 
 
-@dataclass(frozen=True)
 class LivingCitation(ResolvedCitation):
     """A citation resolved on a living catalog, with what became of it.
 
@@ -204,20 +203,19 @@ class LivingCitation(ResolvedCitation):
     citation asked for, ``citation_id`` the one it moved to in version ``compacted_in``) or
     ``removed`` (``removed_in`` names the version; the text is the old segment's; a chunk
     compacted, then removed, keeps ``compacted_from``).
-    A dataclass (``asdict`` reads it) over the slotted record: it names the base's fields again.
     """
 
     _fields: ClassVar[tuple[str, ...]] = (*ResolvedCitation._fields, "status", "removed_in",
                                           "compacted_from", "compacted_in")
-    citation_id: str
-    chunk_id: str
-    content_hash: str
-    ordinal: int
-    text: str
-    source_uri: str
-    byte_start: int
-    byte_end: int
-    status: str = "live"
-    removed_in: int | None = None
-    compacted_from: str | None = None
-    compacted_in: int | None = None
+    __slots__ = ("status", "removed_in", "compacted_from", "compacted_in")
+    status: str
+    removed_in: int | None
+    compacted_from: str | None
+    compacted_in: int | None
+
+    def __init__(self, citation_id: str, chunk_id: str, content_hash: str, ordinal: int,
+                 text: str, source_uri: str, byte_start: int, byte_end: int,
+                 status: str = "live", removed_in: int | None = None,
+                 compacted_from: str | None = None, compacted_in: int | None = None) -> None:
+        self._set(citation_id, chunk_id, content_hash, ordinal, text, source_uri, byte_start,
+                  byte_end, status, removed_in, compacted_from, compacted_in)
