@@ -53,6 +53,17 @@ def test_validate_corrupted_file_exits_1_naming_the_class(tmp_path):
     assert result.stderr.strip() == "Error: SectionChecksumMismatch: section 2 checksum mismatch"
 
 
+def test_validate_refuses_a_resealed_hnsw_payload_as_the_open_does(tmp_path):
+    from helpers.mutate import apply_case, load_cases
+
+    case = load_cases()["quickstart-hybrid__s07_payload_zero_fixed"]
+    bad = tmp_path / "bad.urna"
+    bad.write_bytes(apply_case(case))
+    result = run("validate", bad)
+    assert result.exit_code == 1 and result.stdout == ""
+    assert result.stderr.strip() == f"Error: {case['variant']}: {case['message']}"
+
+
 @pytest.mark.parametrize("name", sorted(expected()))
 def test_inspect_json_equals_reference_dict(name):
     result = run("inspect", REF / name, "--json")

@@ -1,8 +1,7 @@
 """File verbs: ``inspect``, ``validate``, ``cite`` (04-surface §2.3).
 
-``validate`` runs ``format.verify.verify``, the one full check (``UrnaFile.validate(full=True)``
-runs the same function); it reads the bytes without opening the search state, so a file is
-judged by its format checks in the reference's order.
+``validate`` runs ``runtime.validation.validate_bytes``: the reference's validate refuses what
+its open refuses, so a file with optional sections gets the full open before the blob check.
 """
 
 from __future__ import annotations
@@ -13,10 +12,10 @@ import mmap
 from ..format.citation import resolve_citation
 from ..format.inspect import inspect_view
 from ..format.layout import ENCODING_NAMES, SECTION_METADATA
-from ..format.verify import verify
 from ..runtime import verdicts
 from ..runtime.catalog_paths import is_catalog_path
 from ..runtime.stats import SECTION_ENCODING_LABELS, display_section_name, metadata_schema
+from ..runtime.validation import validate_bytes
 from ._output import echo, emit_json, labelled
 from .command import argument, command, option
 from .options import input_file
@@ -93,7 +92,7 @@ def validate_cmd(file: str, as_json: bool) -> None:
 
     Example: urna validate corpus.urna
     """
-    result = verify(read_file(file))
+    result = validate_bytes(read_file(file))
     if as_json:
         emit_json({"ok": True, "file": str(file), "sections": result.n_sections,
                    "blobs_verified": result.blobs_verified, "file_hash": result.file_hash,

@@ -398,8 +398,8 @@ class UrnaFile:
 
     def validate(self, *, full: bool = False) -> bool:
         """The reference binding's check (reader checks, value walk, contract); True or a typed
-        error. ``full=True`` runs exactly what ``urna validate`` runs (``format.verify.verify``:
-        also the canonical sections and every inlined blob's SHA-256)."""
+        error. ``full=True`` adds what ``urna validate`` checks beyond this file's open
+        (``format.verify.verify``: the canonical sections and every inlined blob's SHA-256)."""
         from ..format.reader import UrnaView
         from ..format.verify import verify
 
