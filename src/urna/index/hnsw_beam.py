@@ -11,9 +11,14 @@ order (tests/index/test_hnsw_beam.py compares it with the kernel).
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from ._hnsw_heap import order_key, pop_root, push
+
+if TYPE_CHECKING:
+    from ..format.sections.hnsw import BlockIds
 
 _F32 = np.float32
 _CHUNK = 64  # neighbours marked and measured per batch, as the kernel does
@@ -38,7 +43,7 @@ def dist8_rows(q: np.ndarray, rows: np.ndarray) -> np.ndarray:
 
 
 def _greedy(curr: int, q: np.ndarray, layer: int, rows: np.ndarray, node_ptr: np.ndarray,
-            row_start: np.ndarray, row_end: np.ndarray, ids: np.ndarray) -> int:
+            row_start: np.ndarray, row_end: np.ndarray, ids: np.ndarray | BlockIds) -> int:
     """Move to a strictly closer neighbour on ``layer`` until none is (earliest wins ties)."""
     cd = float(dist8_rows(q, rows[curr:curr + 1])[0])
     while True:
@@ -58,13 +63,14 @@ def _greedy(curr: int, q: np.ndarray, layer: int, rows: np.ndarray, node_ptr: np
 
 def search_graph(q: np.ndarray, ef: int, entry_point: int, max_level: int, rows: np.ndarray,
                  node_ptr: np.ndarray, row_start: np.ndarray, row_end: np.ndarray,
-                 ids: np.ndarray, allowed: np.ndarray) -> np.ndarray:
+                 ids: np.ndarray | BlockIds, allowed: np.ndarray) -> np.ndarray:
     """Greedy descent to layer 1, beam of width ``ef`` on layer 0; int32 ids by distance.
 
     The arguments are ``_hnsw_kernels.search_graph``'s, minus its layer-0 table (this walk
     reads layer 0 from the CSR rows: the same lists in the same order) and its reusable
-    scratch; ``rows`` are float32 (n, dim) and ``allowed`` a uint8 ``where=`` mask (empty:
-    every row).
+    scratch; ``rows`` are float32 (n, dim), ``ids`` is read by slices only (the array, or a
+    verified payload's ``BlockIds``) and ``allowed`` a uint8 ``where=`` mask (empty: every
+    row).
     """
     n = rows.shape[0]
     if n == 0:

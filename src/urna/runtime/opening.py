@@ -145,10 +145,11 @@ class Deferred:
         self.load = load
 
 
-def _decode_hnsw(view: UrnaView, n: int) -> Any:
+def _decode_hnsw(view: UrnaView, n: int, verified: bool = False) -> Any:
+    """0x07 decoded; ``verified`` (it decoded whole before): its neighbour ids on use."""
     from ..format.sections.hnsw import decode_hnsw
 
-    return decode_hnsw(view.decoded(SECTION_HNSW_INDEX), n)
+    return decode_hnsw(view.decoded(SECTION_HNSW_INDEX), n, defer_ids=verified)
 
 
 def _decode_bm25(view: UrnaView) -> Any:
@@ -358,7 +359,7 @@ def _open_steps(view: UrnaView, dim: int, n: int, deferred: bool = False) -> Ope
     bm25: Any = None
     graph = None
     if view.entry(SECTION_HNSW_INDEX) is not None:
-        hnsw = (Deferred(lambda: _decode_hnsw(view, n)) if deferred
+        hnsw = (Deferred(lambda: _decode_hnsw(view, n, verified=True)) if deferred
                 else _decode_hnsw(view, n))
     if view.entry(SECTION_BM25_INDEX) is not None:
         bm25 = Deferred(lambda: _load_verified_bm25(view)) if deferred else _decode_bm25(view)
