@@ -13,6 +13,7 @@ an earlier full open (``runtime.verdicts``); the ``(first open)`` rows run with
 
     .venv/bin/python benchmarks/bench_cli.py                    # builds the 20,000-doc file
     .venv/bin/python benchmarks/bench_cli.py --file F.urna --runs 5
+    .venv/bin/python benchmarks/bench_cli.py --file F.urna --only ask --against ../main
 
 The default file: 20,000 Zipf-text documents embedded with potion-base-8M (256-d) and built
 by the reference wheel with preset ``hybrid`` (HNSW + BM25), cached in ``--dir``. ``ask`` and
@@ -87,6 +88,17 @@ def run_once(argv: list[str], env: dict) -> tuple[float, float]:
     return time.perf_counter() - t0, _children_cpu() - c0
 
 
+def against_commands(cmds: dict[str, tuple[list[str], dict]],
+                     tree: str) -> dict[str, tuple[list[str], dict]]:
+    """``cmds``' urna commands again as ``base ...``, run from another source tree's ``src``
+    (with its own cache folder), to alternate with this tree's in the same rounds."""
+    src = os.path.join(os.path.abspath(tree), "src")
+    compileall.compile_dir(src, quiet=1)
+    cache = tempfile.mkdtemp(prefix="urna-bench-base-cache-")
+    return {"base" + name[len("urna"):]: (argv, {**env, "PYTHONPATH": src, "URNA_CACHE_DIR": cache})
+            for name, (argv, env) in cmds.items() if name.startswith("urna ")}
+
+
 def commands(path: str) -> dict[str, tuple[list[str], dict]]:
     """Every timed command: name -> (argv, environment)."""
     sys.path.insert(0, SRC)
@@ -133,6 +145,9 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--dir", default=os.path.join(tempfile.gettempdir(), "urna-bench"))
     ap.add_argument("--only", default=None, help="comma-separated verbs (e.g. search,cite)")
+    ap.add_argument("--against", default=None,
+                    help="another source tree (e.g. a main checkout): its commands alternate "
+                         "with these as 'base ...', and 'vs base' is each verb's CPU ratio")
     args = ap.parse_args()
     os.makedirs(args.dir, exist_ok=True)
     path = args.file or build_file(args.dir, args.docs)
@@ -140,6 +155,11 @@ def main() -> None:
     if args.only:
         keep = {"reference search"} | {f"urna {v}" for v in args.only.split(",")}
         cmds = {k: v for k, v in cmds.items() if k.split(" (")[0] in keep}
+    if args.against:  # each base command right after its own
+        base = against_commands(cmds, args.against)
+        cmds = {k: v for name, cmd in cmds.items()
+                for k, v in [(name, cmd)] + [(b, base[b]) for b in base
+                                             if b == "base" + name[len("urna"):]]}
     compileall.compile_dir(SRC, quiet=1)
     for argv, env in cmds.values():  # warm-up: page cache, bytecode, the open verdicts
         run_once(argv, env)
@@ -161,6 +181,15 @@ def main() -> None:
         rounds = statistics.median(t[1] / r[1] for t, r in zip(ts, ref_rounds, strict=True))
         print(f"  {name:26s} {wall * 1e3:10.0f} {min(t[0] for t in ts) * 1e3:8.0f} "
               f"{cpu * 1e3:8.0f}   {wall / ref_wall:5.2f}x {cpu / ref_cpu:5.2f}x {rounds:5.2f}x")
+    bases = [(name, "base" + name[len("urna"):]) for name in times
+             if name.startswith("urna ") and "base" + name[len("urna"):] in times]
+    for name, base in bases:  # each round's pair ran back to back: a passing load hits both
+        walls = statistics.median(t[0] / b[0] for t, b in zip(times[name], times[base],
+                                                                strict=True))
+        cpus = statistics.median(t[1] / b[1] for t, b in zip(times[name], times[base],
+                                                               strict=True))
+        print(f"  {name:26s} vs base: wall {walls:5.2f}x, CPU {cpus:5.2f}x (median of rounds)")
+    print(f"  load average at the end: {os.getloadavg()[0]:.2f}")
 
 
 if __name__ == "__main__":
