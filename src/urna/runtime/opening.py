@@ -11,6 +11,8 @@ opens never fails later except in ``blob_bytes``. Vector slabs are numpy views o
 
 from __future__ import annotations
 
+import contextlib
+import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cached_property
@@ -143,6 +145,31 @@ class Deferred:
 
     def __init__(self, load: Callable[[], Any]) -> None:
         self.load = load
+
+
+class Preload:
+    """``fn()`` run on a worker thread while the caller goes on (its zstd frames and numpy
+    passes release the GIL); ``join`` waits for it. Its errors are left to the caller's own
+    later call of the same work, which then raises them in order. The caller joins before
+    the file can be closed: no worker outlives the call that started it."""
+
+    def __init__(self, fn: Callable[[], Any]) -> None:
+        self._thread = threading.Thread(target=self._run, args=(fn,), daemon=True)
+        self._thread.start()
+
+    @staticmethod
+    def _run(fn: Callable[[], Any]) -> None:
+        with contextlib.suppress(Exception):
+            fn()
+
+    def join(self) -> None:
+        """Wait for the work to end (whatever its outcome)."""
+        self._thread.join()
+
+
+def preload_bm25(st: OpenedFile) -> Preload | None:
+    """Start decoding a deferred 0x08 on a worker; None when it is decoded (or absent)."""
+    return Preload(lambda: st.bm25) if isinstance(st.bm25_index, Deferred) else None
 
 
 def _decode_hnsw(view: UrnaView, n: int, verified: bool = False) -> Any:

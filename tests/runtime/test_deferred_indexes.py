@@ -4,7 +4,9 @@ Claims: on a file whose 0x07 id column spans many intpack blocks, the trusted op
 serves the walk from ``BlockIds``: in a fresh process (as a CLI query: numba unloaded) the
 whole column is never decoded by ANN, hybrid and fused retrieve queries, and every answer
 equals a full open's, as it does in a process whose walks run on the compiled kernels; a
-full open decodes the column whole, as before.
+full open decodes the column whole, as before. The hybrid path decodes a deferred BM25 on a
+worker while the beam walks (``opening.Preload``), whose failure is left to the caller's
+own call.
 """
 
 from __future__ import annotations
@@ -19,7 +21,9 @@ import numpy as np
 import pytest
 
 import urna
+from urna.errors import MalformedSectionPayload
 from urna.format.sections.hnsw import BlockIds
+from urna.runtime.opening import Preload
 
 MODEL_HASH = "sha256:" + "ab" * 32
 WORDS = ["alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel", "india"]
@@ -57,13 +61,14 @@ from urna.runtime import verdicts
 verdicts.MIN_BYTES = 0  # the test file is small
 import urna
 sys.path.insert(0, sys.argv[2])
-from test_deferred_hnsw import _answers
+from test_deferred_indexes import _answers
 with urna.open(sys.argv[1]) as f:
     st = f._state
     trusted, column = st.view.trusted, type(st.hnsw.id_column()).__name__
     got = _answers(f)
     whole = "ids" in st.hnsw.__dict__
-print(json.dumps([trusted, column, whole, "numba" in sys.modules, got]))
+    bm25 = type(st.bm25_index).__name__
+print(json.dumps([trusted, column, whole, "numba" in sys.modules, bm25, got]))
 """
 
 
@@ -82,9 +87,24 @@ def test_trusted_open_walks_blocks_and_answers_alike(verdict_cache: Path,
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
     out = subprocess.run([sys.executable, "-c", _CHILD, str(path), str(Path(__file__).parent)],
                          env=env, capture_output=True, text=True, check=True).stdout
-    trusted, column, whole, numba, got = json.loads(out)
+    trusted, column, whole, numba, bm25, got = json.loads(out)
     assert (trusted, column, whole, numba) == (True, "BlockIds", False, False)
+    assert bm25 == "LazyBm25Index"  # loaded ahead, on a worker, by the hybrid path
     assert got == want
     with urna.open(path) as f:  # in this process too, whatever walks it
         assert f._state.view.trusted and isinstance(f._state.hnsw.id_column(), BlockIds)
         assert json.loads(json.dumps(_answers(f))) == want
+
+
+def test_preload_leaves_its_error_to_the_callers_own_call() -> None:
+    calls = []
+
+    def work() -> None:
+        calls.append(1)
+        raise MalformedSectionPayload(8, "bm25: broken")
+
+    ahead = Preload(work)
+    ahead.join()  # the worker's failure is not raised here
+    assert calls == [1]
+    with pytest.raises(MalformedSectionPayload, match="bm25: broken"):
+        work()  # the caller's own call raises it, in its turn
