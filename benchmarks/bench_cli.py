@@ -99,6 +99,18 @@ def against_commands(cmds: dict[str, tuple[list[str], dict]],
             for name, (argv, env) in cmds.items() if name.startswith("urna ")}
 
 
+def _round_order(names: list[str], r: int) -> list[str]:
+    """The commands of round ``r``: on odd rounds each ``base`` command runs before its own
+    (whichever runs first after another program finds colder caches)."""
+    if r % 2 == 0:
+        return names
+    out = list(names)
+    for i in range(len(out) - 1):
+        if out[i + 1] == "base" + out[i][len("urna"):]:
+            out[i], out[i + 1] = out[i + 1], out[i]
+    return out
+
+
 def commands(path: str) -> dict[str, tuple[list[str], dict]]:
     """Every timed command: name -> (argv, environment)."""
     sys.path.insert(0, SRC)
@@ -164,8 +176,9 @@ def main() -> None:
     for argv, env in cmds.values():  # warm-up: page cache, bytecode, the open verdicts
         run_once(argv, env)
     times: dict[str, list[tuple[float, float]]] = {name: [] for name in cmds}
-    for _ in range(args.runs):
-        for name, (argv, env) in cmds.items():
+    for r in range(args.runs):
+        for name in _round_order(list(cmds), r):
+            argv, env = cmds[name]
             times[name].append(run_once(argv, env))
     ref_wall = statistics.median(t[0] for t in times["reference search"])
     ref_cpu = statistics.median(t[1] for t in times["reference search"])
