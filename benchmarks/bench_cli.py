@@ -231,8 +231,12 @@ def main() -> None:
     for argv, env in cmds.values():  # warm-up: page cache, bytecode, the open verdicts
         run_once(argv, env)
     times: dict[str, list[tuple[float, float]]] = {name: [] for name in cmds}
-    for _ in range(args.runs):
-        for name, (argv, env) in cmds.items():
+    names = list(cmds)
+    for r in range(args.runs):
+        # Odd rounds run the commands in reverse: whichever runs right after another program
+        # meets colder caches, so no command is always first.
+        for name in names if r % 2 == 0 else names[::-1]:
+            argv, env = cmds[name]
             times[name].append(run_once(argv, env))
     ref_wall = statistics.median(t[0] for t in times["reference search"])
     ref_cpu = statistics.median(t[1] for t in times["reference search"])
@@ -257,6 +261,7 @@ def main() -> None:
         wall_ratio = (statistics.median(t[0] for t in times[name])
                       / statistics.median(t[0] for t in times[twin]))
         print(f"  {name:38s} {cpu_ratio:5.2f}x CPU {wall_ratio:5.2f}x wall")
+    print(f"  load average at the end: {os.getloadavg()[0]:.2f}")
 
 
 if __name__ == "__main__":

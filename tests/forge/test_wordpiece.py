@@ -130,3 +130,36 @@ def test_the_vocabulary_cache_is_kept_while_the_file_is_unchanged(
     changed = wordpiece.cached_ascii_wordpiece(tok)
     assert changed is not None and changed.vocab["zzqqy"] == len(doc["model"]["vocab"]) - 1
     assert changed.ids("zzqqy") == [changed.vocab["zzqqy"]]
+
+
+def test_the_cached_lines_answer_every_token_as_the_parsed_vocabulary(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("URNA_CACHE_DIR", str(tmp_path / "cache"))
+    wordpiece.cached_ascii_wordpiece(TOKENIZER)  # writes the entry
+    cached = wordpiece.cached_ascii_wordpiece(TOKENIZER)  # reads it
+    assert cached is not None and isinstance(cached.vocab, wordpiece.LineVocab)
+    assert PY is not None and len(cached.vocab) == len(PY.vocab)
+    assert list(cached.vocab) == sorted(PY.vocab, key=PY.vocab.__getitem__)
+    for token in ("[UNK]", "the", "##s", "[CLS]", "zzqqyx", "", "a\nb", "##"):
+        assert cached.vocab.get(token) == PY.vocab.get(token)
+    [entry] = (tmp_path / "cache" / "wordpiece").iterdir()
+    text = entry.read_text(encoding="utf-8")
+    head, _, body = text.partition("\n")
+    swapped = body.replace("\nthe\n", "\ntha\n", 1)  # same count of lines, one token changed
+    assert swapped != body
+    entry.write_text(head + "\n" + swapped, encoding="utf-8")
+    with monkeypatch.context() as m:  # a damaged list is never read: tokenizer.json is
+        parsed = []
+        m.setattr(wordpiece, "ascii_wordpiece", lambda path: parsed.append(path) or PY)
+        assert wordpiece.cached_ascii_wordpiece(TOKENIZER) is PY
+        assert parsed == [TOKENIZER]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet=st.characters(min_codepoint=32, max_codepoint=126), max_size=12))
+def test_line_lookups_equal_the_dict(token: str) -> None:
+    tokens = ["[UNK]", "ab", "a", "##b", "b", "abc", " ", "x y"]
+    vocab = wordpiece.LineVocab("\n".join(tokens), len(tokens))
+    want = {t: i for i, t in enumerate(tokens)}
+    assert vocab.get(token) == want.get(token)
+    assert vocab.get(token + "\n" + token) is None

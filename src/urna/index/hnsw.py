@@ -335,7 +335,7 @@ def hnsw_search(graph: HnswPayload, rows: np.ndarray | PackedRows, q: np.ndarray
         t0 = time.perf_counter()
         out = hnsw_beam.search_graph(qv, ef_eff, graph.entry_point, graph.max_level, codes,
                                      graph.node_ptr, graph.nbr_ptr[:-1], graph.nbr_ptr[1:],
-                                     graph.ids, mask)
+                                     graph.id_column(), mask)
         _RENT.charge(t0)
         return out.astype(np.int64)
     _k = _kernels()

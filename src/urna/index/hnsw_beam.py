@@ -11,9 +11,14 @@ order (tests/index/test_hnsw_beam.py compares it with the kernel).
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from ._hnsw_heap import order_key, pop_root, push
+
+if TYPE_CHECKING:
+    from ..format.sections.hnsw import BlockIds
 
 _F32 = np.float32
 _CHUNK = 64  # neighbours marked and measured per batch, as the kernel does
@@ -24,21 +29,31 @@ def dist8_rows(q: np.ndarray, rows: np.ndarray) -> np.ndarray:
     """``1 - dot8(q, row)`` of each row, in float32, bit for bit as ``_hnsw_dist.dist8``."""
     m, dim = rows.shape
     nb = dim // 8
-    lanes = np.zeros((m, 8), dtype=_F32)
     if nb:
-        prod = rows[:, :nb * 8].reshape(m, nb, 8) * q[:nb * 8].reshape(nb, 8)
-        prod[:, 0, :] += _F32(0.0)  # the kernel's lanes start at +0.0 (a -0.0 product gives +0.0)
-        lanes = np.add.accumulate(prod, axis=1, dtype=_F32)[:, -1, :]
-    tail = np.zeros(m, dtype=_F32)
-    for j in range(nb * 8, dim):
-        tail = tail + rows[:, j] * q[j]
-    dot = (((lanes[:, 0] + lanes[:, 1]) + (lanes[:, 2] + lanes[:, 3]))
-           + ((lanes[:, 4] + lanes[:, 5]) + (lanes[:, 6] + lanes[:, 7]))) + tail
+        # block-major products, so the block sum is a reduction over the outer axis: numpy
+        # adds those in order (pairwise summation only ever runs along the fast axis), the
+        # kernel's lane chains. They start at +0.0 in the kernel, here at the first block's
+        # products: that changes only the sign of an all-zero lane, which ``1 - dot`` never
+        # shows (1 - +0 == 1 - -0; inf and NaN propagate alike).
+        prod = np.empty((nb, m, 8), dtype=_F32)
+        np.multiply(rows[:, :nb * 8].reshape(m, nb, 8).transpose(1, 0, 2),
+                    q[:nb * 8].reshape(nb, 1, 8), out=prod)
+        lanes = np.add.reduce(prod, axis=0)
+        pairs = lanes[:, 0::2] + lanes[:, 1::2]  # (l0 + l1), (l2 + l3), (l4 + l5), (l6 + l7)
+        quads = pairs[:, 0::2] + pairs[:, 1::2]
+        dot = quads[:, 0] + quads[:, 1]
+    else:
+        dot = np.zeros(m, dtype=_F32)
+    if dim > nb * 8:  # the sequential tail from +0.0, added to the tree's sum
+        tail = np.zeros(m, dtype=_F32)
+        for j in range(nb * 8, dim):
+            tail = tail + rows[:, j] * q[j]
+        dot = dot + tail
     return _F32(1.0) - dot
 
 
 def _greedy(curr: int, q: np.ndarray, layer: int, rows: np.ndarray, node_ptr: np.ndarray,
-            row_start: np.ndarray, row_end: np.ndarray, ids: np.ndarray) -> int:
+            row_start: np.ndarray, row_end: np.ndarray, ids: np.ndarray | BlockIds) -> int:
     """Move to a strictly closer neighbour on ``layer`` until none is (earliest wins ties)."""
     cd = float(dist8_rows(q, rows[curr:curr + 1])[0])
     while True:
@@ -58,13 +73,14 @@ def _greedy(curr: int, q: np.ndarray, layer: int, rows: np.ndarray, node_ptr: np
 
 def search_graph(q: np.ndarray, ef: int, entry_point: int, max_level: int, rows: np.ndarray,
                  node_ptr: np.ndarray, row_start: np.ndarray, row_end: np.ndarray,
-                 ids: np.ndarray, allowed: np.ndarray) -> np.ndarray:
+                 ids: np.ndarray | BlockIds, allowed: np.ndarray) -> np.ndarray:
     """Greedy descent to layer 1, beam of width ``ef`` on layer 0; int32 ids by distance.
 
     The arguments are ``_hnsw_kernels.search_graph``'s, minus its layer-0 table (this walk
     reads layer 0 from the CSR rows: the same lists in the same order) and its reusable
-    scratch; ``rows`` are float32 (n, dim) and ``allowed`` a uint8 ``where=`` mask (empty:
-    every row).
+    scratch; ``rows`` are float32 (n, dim), ``ids`` is read by slices only (the array, or a
+    verified payload's ``BlockIds``) and ``allowed`` a uint8 ``where=`` mask (empty: every
+    row).
     """
     n = rows.shape[0]
     if n == 0:

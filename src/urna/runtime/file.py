@@ -15,7 +15,6 @@ import errno
 import mmap
 import os
 import stat
-import threading
 import time
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -32,7 +31,7 @@ from . import search as _s
 from . import verdicts
 from .hits import RetrieveHit, SearchHit, SearchResult
 from .lazy_tables import TextsById
-from .opening import OpenedFile, open_state
+from .opening import OpenedFile, Preload, open_state
 from .query import as_f32, as_i32, check_size, prepare_batch
 from .ranks import check_rank
 from .routing import EXACT, choose_route
@@ -67,23 +66,6 @@ def _map(path: str | os.PathLike) -> tuple[mmap.mmap | None, Any, os.stat_result
         return mm, mm, st
     finally:
         os.close(fd)
-
-
-class _TextReader:
-    """``UrnaFile._text_table`` run on a worker thread; ``join`` waits for it. Its errors are
-    left to the caller's own call, which then raises them in order."""
-
-    def __init__(self, f: UrnaFile) -> None:
-        self._thread = threading.Thread(target=self._run, args=(f,), daemon=True)
-        self._thread.start()
-
-    @staticmethod
-    def _run(f: UrnaFile) -> None:
-        with contextlib.suppress(Exception):
-            f._text_table()
-
-    def join(self) -> None:
-        self._thread.join()
 
 
 class BatchResult(Sequence):
@@ -326,7 +308,7 @@ class UrnaFile:
         # The stored texts are read while the search runs (their zstd frame and the numpy
         # proof release the GIL); a text error still comes first, as when they were read
         # before the search.
-        reader = None if self._by_id is not None else _TextReader(self)
+        reader = None if self._by_id is not None else Preload(self._text_table)
         try:
             res = _s.routed_search(st, x, k, cand, check_size(hops), check_size(ef), query_text,
                                    where, check_rank(rank))

@@ -11,6 +11,8 @@ opens never fails later except in ``blob_bytes``. Vector slabs are numpy views o
 
 from __future__ import annotations
 
+import contextlib
+import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cached_property
@@ -145,10 +147,36 @@ class Deferred:
         self.load = load
 
 
-def _decode_hnsw(view: UrnaView, n: int) -> Any:
+class Preload:
+    """``fn()`` run on a worker thread while the caller goes on (its zstd frames and numpy
+    passes release the GIL); ``join`` waits for it. Its errors are left to the caller's own
+    later call of the same work, which then raises them in order. The caller joins before
+    the file can be closed: no worker outlives the call that started it."""
+
+    def __init__(self, fn: Callable[[], Any]) -> None:
+        self._thread = threading.Thread(target=self._run, args=(fn,), daemon=True)
+        self._thread.start()
+
+    @staticmethod
+    def _run(fn: Callable[[], Any]) -> None:
+        with contextlib.suppress(Exception):
+            fn()
+
+    def join(self) -> None:
+        """Wait for the work to end (whatever its outcome)."""
+        self._thread.join()
+
+
+def preload_bm25(st: OpenedFile) -> Preload | None:
+    """Start decoding a deferred 0x08 on a worker; None when it is decoded (or absent)."""
+    return Preload(lambda: st.bm25) if isinstance(st.bm25_index, Deferred) else None
+
+
+def _decode_hnsw(view: UrnaView, n: int, verified: bool = False) -> Any:
+    """0x07 decoded; ``verified`` (it decoded whole before): its neighbour ids on use."""
     from ..format.sections.hnsw import decode_hnsw
 
-    return decode_hnsw(view.decoded(SECTION_HNSW_INDEX), n)
+    return decode_hnsw(view.decoded(SECTION_HNSW_INDEX), n, defer_ids=verified)
 
 
 def _decode_bm25(view: UrnaView) -> Any:
@@ -358,7 +386,7 @@ def _open_steps(view: UrnaView, dim: int, n: int, deferred: bool = False) -> Ope
     bm25: Any = None
     graph = None
     if view.entry(SECTION_HNSW_INDEX) is not None:
-        hnsw = (Deferred(lambda: _decode_hnsw(view, n)) if deferred
+        hnsw = (Deferred(lambda: _decode_hnsw(view, n, verified=True)) if deferred
                 else _decode_hnsw(view, n))
     if view.entry(SECTION_BM25_INDEX) is not None:
         bm25 = Deferred(lambda: _load_verified_bm25(view)) if deferred else _decode_bm25(view)

@@ -40,7 +40,7 @@ from ..index import exact
 from .filtering import EXACT_FILTERED, HNSW_FILTERED, RowMask, row_mask, use_exact
 from .hits import RetrieveHit, SearchExplain, SearchHit, SearchResult, rerank_source
 from .lazy_tables import TextsById
-from .opening import OpenedFile
+from .opening import OpenedFile, preload_bm25
 from .query import validate
 from .ranks import FUSED
 from .routing import EXACT, GRAPH, HNSW, HYBRID, Route, choose_route
@@ -235,7 +235,12 @@ def hybrid_search(st: OpenedFile, x: np.ndarray, text: str, k: int, cpp: int,
     t0 = time.perf_counter()
     q = validate(x, k, st.dim)
     fm = row_mask(st, where)
-    vec, exact_c, ann_c, path = _hybrid_vector_shortlist(st, q, k, cpp, fm)
+    bm25_ahead = preload_bm25(st)  # a verified body's 0x08 decodes while the beam walks
+    try:
+        vec, exact_c, ann_c, path = _hybrid_vector_shortlist(st, q, k, cpp, fm)
+    finally:
+        if bm25_ahead is not None:
+            bm25_ahead.join()
     mask = None if fm is None else fm.mask
     lex = ([int(d) for d in st.bm25.search_arrays(text, cpp, mask)[0]]
            if st.bm25 is not None else [])
@@ -365,8 +370,9 @@ def routed_search(st: OpenedFile, x: np.ndarray, k: int, candidates: int | None,
                   ef: int, query_text: str | None, where: Where = None,
                   rank: str = "cosine") -> SearchResult:
     """The retrieve() route (§15): by declared index type, or by sections when text is given."""
-    route = choose_route(st.index_type, st.bm25 is not None, st.hnsw is not None, k, candidates,
-                         query_text)
+    # which sections are present, not their decode: a deferred index decodes where it is read
+    route = choose_route(st.index_type, st.bm25_index is not None, st.hnsw_index is not None, k,
+                         candidates, query_text)
     return run_route(st, route, x, k, hops, ef, where, rank)
 
 

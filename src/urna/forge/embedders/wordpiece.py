@@ -15,14 +15,17 @@ becomes the unknown token. Anything else (non-ASCII text, an added token in it, 
 pipeline) is declined (``None``) and the caller tokenizes with `tokenizers`;
 tests/forge/test_wordpiece.py compares both on random text. Parsing ``tokenizer.json`` costs
 ~7 ms, so :func:`cached_ascii_wordpiece` keeps the vocabulary under the user cache as one
-token a line in id order (~2 ms to read), keyed like the fingerprints by the file's path,
-size and ``mtime_ns``.
+token a line in id order, keyed like the fingerprints by the file's path, size and
+``mtime_ns``, with the lines' SHA-256; a read checks the digest and looks each token up in
+the lines themselves (:class:`LineVocab`), never building the ~30,000-entry dict.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import string
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -40,11 +43,37 @@ _NORMALIZER_FLAGS = {"type": "BertNormalizer", "clean_text": True, "handle_chine
                      "lowercase": True}
 
 
+class LineVocab(Mapping[str, int]):
+    """A vocabulary kept as one token a line in id order, each token looked up in the text
+    itself: a question reads a few dozen of potion's ~30,000 tokens, and building their dict
+    cost more than the rest of its embedding (~5 ms of a one-shot ``urna ask``, #20)."""
+
+    def __init__(self, lines: str, n: int) -> None:
+        self._text, self._n = "\n" + lines + "\n", n
+
+    def get(self, token: str, default: Any = None) -> Any:  # type: ignore[override]
+        """The id of ``token`` (its line number), else ``default``."""
+        at = self._text.find("\n" + token + "\n") if "\n" not in token else -1
+        return default if at < 0 else self._text.count("\n", 0, at)
+
+    def __getitem__(self, token: str) -> int:
+        got = self.get(token)
+        if got is None:
+            raise KeyError(token)
+        return int(got)
+
+    def __len__(self) -> int:
+        return self._n
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._text[1:-1].split("\n"))
+
+
 @dataclass(frozen=True)
 class AsciiWordPiece:
     """The WordPiece vocabulary of one ``tokenizer.json`` and the rules around it."""
 
-    vocab: dict[str, int]
+    vocab: Mapping[str, int]
     unk_id: int
     prefix: str
     max_chars: int
@@ -125,7 +154,7 @@ def ascii_wordpiece(tokenizer_json: Path) -> AsciiWordPiece | None:
                           tuple(a for a in added if a is not None))
 
 
-CACHE_SCHEMA = 1
+CACHE_SCHEMA = 2  # 2: the lines' SHA-256 in the head, the lines read in place (LineVocab)
 
 
 def _cache_path(states: list[list[Any]]) -> Path:
@@ -133,21 +162,28 @@ def _cache_path(states: list[list[Any]]) -> Path:
     return user_cache_dir() / "wordpiece" / f"{key.removeprefix('sha256:')}.txt"
 
 
+def _lines_sha256(body: str) -> str:
+    return hashlib.sha256(body.encode("utf-8")).hexdigest()
+
+
 def _read_cached(path: Path, states: list[list[Any]]) -> AsciiWordPiece | None:
     try:
         head, _, body = path.read_text(encoding="utf-8").partition("\n")
         meta = json.loads(head)
-        tokens = body.split("\n")
         if not (isinstance(meta, dict) and meta.get("files") == states
-                and meta.get("n") == len(tokens) and type(meta.get("unk_id")) is int
+                and type(meta.get("n")) is int and type(meta.get("unk_id")) is int
                 and isinstance(meta.get("prefix"), str) and type(meta.get("max_chars")) is int
                 and isinstance(meta.get("added"), list)
                 and all(isinstance(a, str) and a for a in meta["added"])):
             return None
     except (OSError, ValueError):
         return None
-    vocab = dict(zip(tokens, range(len(tokens)), strict=True))
-    if len(vocab) != len(tokens) or vocab.get("[UNK]") != meta["unk_id"]:
+    # the lines are the ones written (distinct tokens of a dict, id order): any damage fails
+    # the digest, so no token is looked up in a damaged list
+    if meta.get("lines_sha256") != _lines_sha256(body) or body.count("\n") + 1 != meta["n"]:
+        return None
+    vocab = LineVocab(body, meta["n"])
+    if vocab.get("[UNK]") != meta["unk_id"]:
         return None
     return AsciiWordPiece(vocab, meta["unk_id"], meta["prefix"], meta["max_chars"],
                           tuple(meta["added"]))
@@ -157,11 +193,13 @@ def _write_cached(path: Path, states: list[list[Any]], wp: AsciiWordPiece) -> No
     by_id = sorted(wp.vocab, key=wp.vocab.__getitem__)
     if [wp.vocab[t] for t in by_id] != list(range(len(by_id))) or any("\n" in t for t in by_id):
         return  # not one token a line in id order: read from tokenizer.json each time
+    body = "\n".join(by_id)
     meta = {"files": states, "n": len(by_id), "unk_id": wp.unk_id, "prefix": wp.prefix,
-            "max_chars": wp.max_chars, "added": list(wp.added)}
+            "max_chars": wp.max_chars, "added": list(wp.added),
+            "lines_sha256": _lines_sha256(body)}
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        write_atomic(path, (json.dumps(meta) + "\n" + "\n".join(by_id)).encode("utf-8"))
+        write_atomic(path, (json.dumps(meta) + "\n" + body).encode("utf-8"))
     except OSError:
         pass  # a cache that cannot be written is skipped
 

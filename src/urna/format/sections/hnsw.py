@@ -6,7 +6,9 @@ n_nodes), then either v1 inline node records or v2's three length-prefixed intpa
 
 The decoded graph is flat arrays (a CSR of CSRs), never one object per node: the neighbours of
 node ``i`` on layer ``l`` (``l <= levels[i]``) are
-``ids[nbr_ptr[node_ptr[i] + l] : nbr_ptr[node_ptr[i] + l + 1]]``.
+``ids[nbr_ptr[node_ptr[i] + l] : nbr_ptr[node_ptr[i] + l + 1]]``. A payload known to decode
+(a verified body's) may leave ``ids`` to be decoded block by block as a walk reads it
+(``decode_hnsw(..., defer_ids=True)``, ``BlockIds``).
 
 The decoder runs the reference's checks in the reference's order with its reason texts.
 intpack failures keep section id 0, as the reference reports them. Every count is checked
@@ -21,7 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ...errors import MalformedSectionPayload, UnsupportedSectionVersion
-from ..encodings.intpack import IntpackReader, pack_u64s
+from ..encodings.intpack import INTPACK_BLOCK, IntpackReader, pack_u64s
 from ..layout import SECTION_HNSW_INDEX
 
 HNSW_PAYLOAD_VERSION = 2
@@ -63,6 +65,82 @@ class HnswPayload:
     def counts(self) -> np.ndarray:
         """Per-(node, layer) neighbour counts, in payload order."""
         return np.diff(self.nbr_ptr)
+
+    def id_column(self) -> np.ndarray | BlockIds:
+        """``ids`` as a walk reads it (slices only): the array, or its blocks decoded on use."""
+        return self.ids
+
+
+class BlockIds:
+    """The neighbour-id column of a verified v2 payload, each intpack block decoded the first
+    time a slice reads it: a query walks a few hundred of a graph's neighbour lists (~400 of
+    4,066 blocks on a 19,000-node graph), so decoding all 520,000 ids costs more than the walk.
+    The values are the eager decode's (int32, each checked against ``n_nodes``)."""
+
+    def __init__(self, reader: IntpackReader, n_nodes: int) -> None:
+        self._reader, self._n_nodes = reader, n_nodes
+        self._blocks: dict[int, np.ndarray] = {}  # racing threads store equal arrays
+        self.size = reader.count
+
+    def _block(self, b: int) -> np.ndarray:
+        got = self._blocks.get(b)
+        if got is None:
+            values = self._reader.block(b)
+            if values.size and int(values.max()) >= self._n_nodes:  # never in a verified body
+                raise _malformed("hnsw v2: neighbour id out of range")
+            got = self._blocks[b] = values.astype(np.int32)
+        return got
+
+    def __len__(self) -> int:
+        return self.size
+
+    def __getitem__(self, at: slice) -> np.ndarray:
+        lo, hi, _ = at.indices(self.size)
+        if hi <= lo:
+            return np.zeros(0, dtype=np.int32)
+        first, last = lo // INTPACK_BLOCK, (hi - 1) // INTPACK_BLOCK
+        base = first * INTPACK_BLOCK
+        if first == last:
+            return self._block(first)[lo - base:hi - base]
+        whole = np.concatenate([self._block(b) for b in range(first, last + 1)])
+        return whole[lo - base:hi - base]
+
+    def whole(self) -> np.ndarray:
+        """Every id, as the eager decode returns them (one vectorised pass)."""
+        ids = self._reader.all()
+        if ids.size and int(ids.max()) >= self._n_nodes:
+            raise _malformed("hnsw v2: neighbour id out of range")
+        return ids.astype(np.int32)
+
+
+class _DeferredIdsPayload(HnswPayload):
+    """An ``HnswPayload`` whose ``ids`` array is decoded on first use (``BlockIds`` serves
+    the walks until then); every other field is decoded and checked."""
+
+    _column: BlockIds
+
+    def __init__(self, head: tuple[int, ...], levels: np.ndarray, node_ptr: np.ndarray,
+                 nbr_ptr: np.ndarray, column: BlockIds) -> None:
+        # no dataclass __init__: ``ids`` stays unset until __getattr__ decodes it
+        names = ("m", "m_max0", "ef_construction", "entry_point", "max_level", "n_nodes",
+                 "version")
+        for name, value in zip(names, (*head, HNSW_PAYLOAD_VERSION), strict=True):
+            object.__setattr__(self, name, value)
+        object.__setattr__(self, "levels", levels)
+        object.__setattr__(self, "node_ptr", node_ptr)
+        object.__setattr__(self, "nbr_ptr", nbr_ptr)
+        object.__setattr__(self, "_column", column)
+
+    def __getattr__(self, name: str) -> np.ndarray:
+        if name != "ids":
+            raise AttributeError(name)
+        ids = self._column.whole()
+        object.__setattr__(self, "ids", ids)  # two racing threads store equal arrays
+        return ids
+
+    def id_column(self) -> np.ndarray | BlockIds:
+        """The whole array once decoded, else the block-by-block column."""
+        return self.__dict__.get("ids", self._column)
 
 
 def _malformed(reason: str) -> MalformedSectionPayload:
@@ -114,6 +192,10 @@ class _Reader:
 
     def column(self, expected: int, mismatch: str) -> np.ndarray:
         """Decode one intpack column whose length must be ``expected``."""
+        return self.column_reader(expected, mismatch).all()
+
+    def column_reader(self, expected: int, mismatch: str) -> IntpackReader:
+        """The reader of one intpack column whose length must be ``expected`` (not decoded)."""
         size = self.u32()
         if size > len(self.buf) - self.pos:
             raise _malformed("hnsw: truncated intpack column")
@@ -127,10 +209,11 @@ class _Reader:
             for b in range(reader.n_blocks):
                 reader.block(b)
             raise _malformed(mismatch)
-        return reader.all()
+        return reader
 
 
-def _decode_v2(rd: _Reader, n_nodes: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _decode_v2(rd: _Reader, n_nodes: int,
+               defer_ids: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray | BlockIds]:
     levels = rd.column(n_nodes, "hnsw v2: level count mismatch")
     if levels.size and int(levels.max()) > MAX_LEVEL:
         raise _malformed(f"hnsw: level exceeds cap {MAX_LEVEL}")
@@ -139,12 +222,11 @@ def _decode_v2(rd: _Reader, n_nodes: int) -> tuple[np.ndarray, np.ndarray, np.nd
     if counts.size and int(counts.max()) > MAX_DEGREE:
         raise _malformed(f"hnsw: degree exceeds cap {MAX_DEGREE}")
     total_ids = int(counts.sum())
-    ids = rd.column(total_ids, "hnsw v2: neighbour-id column mismatch")
-    if ids.size and int(ids.max()) >= n_nodes:
-        raise _malformed("hnsw v2: neighbour id out of range")
+    column = BlockIds(rd.column_reader(total_ids, "hnsw v2: neighbour-id column mismatch"),
+                      n_nodes)
     nbr_ptr = np.zeros(total_rows + 1, dtype=np.int64)
     np.cumsum(counts.astype(np.int64), out=nbr_ptr[1:])
-    return levels.astype(np.int32), nbr_ptr, ids.astype(np.int32)
+    return levels.astype(np.int32), nbr_ptr, column if defer_ids else column.whole()
 
 
 def _decode_v1(rd: _Reader, n_nodes: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -178,18 +260,22 @@ def _decode_v1(rd: _Reader, n_nodes: int) -> tuple[np.ndarray, np.ndarray, np.nd
     return levels, nbr_ptr, ids
 
 
-def decode_hnsw(payload: bytes | memoryview, n: int) -> HnswPayload:
+def decode_hnsw(payload: bytes | memoryview, n: int, *, defer_ids: bool = False) -> HnswPayload:
     """Parse and validate a 0x07 payload (v1 or v2) for a file of ``n`` embeddings.
 
     Raises ``MalformedSectionPayload`` (section 7, or 0 for intpack failures) and
     ``UnsupportedSectionVersion`` with the reference's texts, in the reference's order.
+    ``defer_ids``: the payload is known to decode (a verified body's, decoded whole by an
+    earlier open), so a v2 neighbour-id column is decoded only as it is read (``BlockIds``);
+    every other field is decoded and checked as without it.
     """
     rd = _Reader(memoryview(payload).cast("B"))
     version, m, m_max0, ef_c, entry_point, max_level, n_nodes = (rd.u32() for _ in range(7))
     if n_nodes != n:
         raise _malformed(f"node count {n_nodes} != n_embeddings {n}")
+    ids: np.ndarray | BlockIds
     if version == 2:
-        levels, nbr_ptr, ids = _decode_v2(rd, n_nodes)
+        levels, nbr_ptr, ids = _decode_v2(rd, n_nodes, defer_ids)
     elif version == 1:
         levels, nbr_ptr, ids = _decode_v1(rd, n_nodes)
     else:
@@ -200,9 +286,12 @@ def decode_hnsw(payload: bytes | memoryview, n: int) -> HnswPayload:
         raise _malformed("hnsw: entry_point out of range")
     node_ptr = np.zeros(n_nodes + 1, dtype=np.int64)
     np.cumsum(levels.astype(np.int64) + 1, out=node_ptr[1:])
+    if isinstance(ids, BlockIds):
+        return _DeferredIdsPayload((m, m_max0, ef_c, entry_point, max_level, n_nodes), levels,
+                                   node_ptr, nbr_ptr, ids)
     return HnswPayload(m, m_max0, ef_c, entry_point, max_level, n_nodes, levels, node_ptr,
                        nbr_ptr, ids, version)
 
 
-__all__ = ["HNSW_PAYLOAD_VERSION", "HnswPayload", "decode_hnsw", "encode_hnsw",
+__all__ = ["HNSW_PAYLOAD_VERSION", "BlockIds", "HnswPayload", "decode_hnsw", "encode_hnsw",
            "payload_from_lists"]
