@@ -21,6 +21,8 @@ from urna.cli import VERB_MODULES
 
 ROOT = Path(__file__).resolve().parents[2]
 FILE = ROOT / "tests/data/ref-0.5.1/quickstart-hybrid.urna"
+# validate decodes a file's indexes as the open does (numpy): the light case is a file without
+EXACT = ROOT / "tests/data/ref-0.5.1/quickstart-exact.urna"
 SCRIPT = Path(sys.executable).with_name("urna")
 ENTRIES = [pytest.param([sys.executable, "-m", "urna.cli"], id="python-m")] + (
     [pytest.param([str(SCRIPT)], id="console-script")] if SCRIPT.exists() else [])
@@ -75,7 +77,7 @@ print(json.dumps({"code": code, "modules": sorted(sys.modules)}))
 
 
 @pytest.mark.parametrize("argv", [["inspect", str(FILE)], ["inspect", str(FILE), "--json"],
-                                  ["validate", str(FILE)]])
+                                  ["validate", str(EXACT)]])
 def test_light_verb_loads_the_argparse_cli_only(argv: list[str], tmp_path: Path) -> None:
     proc = subprocess.run([sys.executable, "-c", _PROBE, *argv], env=_env(tmp_path),
                           capture_output=True, text=True, timeout=120)
@@ -89,3 +91,32 @@ def test_light_verb_loads_the_argparse_cli_only(argv: list[str], tmp_path: Path)
     cli_modules = {m for m in modules if m.startswith("urna.cli.")}
     assert cli_modules == {"urna.cli._output", "urna.cli.command", "urna.cli.options",
                            "urna.cli.file_cmds"}
+
+
+_BLAS_PROBE = ("import atexit, os, sys\n"
+               "atexit.register(lambda: print('blas threads:', "
+               "os.environ.get('OPENBLAS_NUM_THREADS'), file=sys.stderr))\n"
+               "from urna.cli import main\n"
+               "main(sys.argv[1:])\n")
+
+
+@pytest.mark.parametrize(("preset", "want"), [(None, "1"), ("2", "2")])
+def test_a_one_request_verb_asks_for_one_blas_thread_unless_the_user_set_it(
+        preset: str | None, want: str, tmp_path: Path) -> None:
+    env = {k: v for k, v in _env(tmp_path).items() if k != "OPENBLAS_NUM_THREADS"}
+    if preset is not None:
+        env["OPENBLAS_NUM_THREADS"] = preset
+    vector = json.dumps([0.1] * 256)
+    proc = subprocess.run([sys.executable, "-c", _BLAS_PROBE, "search", str(FILE), vector,
+                           "-k", "1"], env=env, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip()
+    assert proc.stderr.splitlines()[-1] == f"blas threads: {want}"
+
+
+def test_a_server_keeps_the_blas_default(tmp_path: Path) -> None:
+    env = {k: v for k, v in _env(tmp_path).items() if k != "OPENBLAS_NUM_THREADS"}
+    proc = subprocess.run([sys.executable, "-c", _BLAS_PROBE, "serve", "--help"], env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr.splitlines()[-1] == "blas threads: None"

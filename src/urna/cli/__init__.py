@@ -10,6 +10,7 @@ The parser is the standard library's argparse, built for the called verb only
 from __future__ import annotations
 
 import importlib
+import os
 import sys
 
 from ..errors import CommandLineError, UrnaError, UsageError
@@ -33,6 +34,14 @@ VERB_MODULES: dict[str, tuple[str, ...]] = {
     "tui_cmds": ("tui",),
     "living_cmds": ("add", "remove", "log", "compact"),
 }
+
+# Verbs that answer one request and exit. numpy's import starts OpenBLAS's thread pool (50-90
+# ms of CPU on this project's machine, a third of an `ask`); these verbs never run a product
+# big enough to use it (exact scans split their rows on their own threads), so they ask for
+# one BLAS thread unless the user set OPENBLAS_NUM_THREADS. Servers, builds and evals keep it.
+ONE_REQUEST_VERBS = frozenset({"inspect", "validate", "cite", "stats", "media", "search",
+                               "search-ann", "search-graph", "search-space", "ask", "retrieve",
+                               "search-text", "log"})
 
 GROUP_HELP = """urna: a vector database in one file (.urna v1).
 
@@ -121,6 +130,8 @@ def _run(args: list[str], state: dict[str, bool], files: list[str]) -> int:
     if at == len(args):
         raise UsageError("Missing command.", "urna")
     verb, rest = args[at], args[at + 1:]
+    if verb in ONE_REQUEST_VERBS:
+        os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     command = load_command(verb)
     if command is None:
         raise _group_usage(verb)
