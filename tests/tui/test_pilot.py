@@ -24,7 +24,7 @@ TAIL = ["manifest bounds", "manifest JSON", "manifest fields", "footer hash",
         "manifest agrees with header", "required sections", "embeddings layout", "space bands",
         "contract agrees with manifest"]
 LATER = ["embedding values", "search contract", "chunk ids", "spans", "canonical texts",
-         "content hash", "inlined blobs"]
+         "indexes", "content hash", "inlined blobs"]
 
 
 def sections_ids(info: dict) -> list[int]:

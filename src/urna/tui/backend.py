@@ -106,7 +106,7 @@ def encoding_name(encoding: int) -> str:
 
 # The validate checks that follow the open's own steps, in order (see _file_checks).
 LATER_CHECKS = ("embedding values", "search contract", "chunk ids", "spans", "canonical texts",
-                "content hash", "inlined blobs")
+                "indexes", "content hash", "inlined blobs")
 # What a passed open step without a count established.
 STEP_DETAILS = {
     "magic": "URNA (or NEST, 0.4.0)", "version": "1.0", "header checksum": "matches",
@@ -197,6 +197,18 @@ def _file_checks(path: Path, prefix: str = "") -> Iterator[CheckVerdict]:
         decode_texts(view.decoded(SECTION_CHUNKS_CANONICAL), view.header.n_chunks)
         return f"{view.header.n_chunks} texts"
 
+    def indexes() -> str:
+        # urna validate refuses what the open refuses: the optional sections run the full open
+        from urna.runtime.validation import VERIFIED_WITHOUT_OPEN
+
+        others = sorted({e.section_id for e in view.entries} - VERIFIED_WITHOUT_OPEN)
+        if not others:
+            return "none to decode"
+        from urna.runtime.opening import open_state
+
+        open_state(view.buf)
+        return "decoded as the open does: " + ", ".join(section_label(i) for i in others)
+
     def content() -> str:
         return view.content_hash()
 
@@ -204,7 +216,8 @@ def _file_checks(path: Path, prefix: str = "") -> Iterator[CheckVerdict]:
         n = v.verify_blobs(view)
         return "no inlined blobs" if n is None else f"{n} blobs match their sha256"
 
-    later: list[Callable[[], str]] = [values, contract, chunk_ids, spans, texts, content, blobs]
+    later: list[Callable[[], str]] = [values, contract, chunk_ids, spans, texts, indexes, content,
+                                      blobs]
     try:
         for i, (name, check) in enumerate(zip(LATER_CHECKS, later, strict=True)):
             try:
