@@ -494,6 +494,80 @@ def _sift(heap, pos, size):
     heap[pos] = v
 
 
+@_plain
+def _key(b):
+    """An f32's bits as an int32 that sorts as the float does (-0.0 just below +0.0)."""
+    return b ^ ((b >> np.int32(31)) & np.int32(0x7FFFFFFF))
+
+
+@_plain
+def _block_max(bits, lo, hi):
+    """The largest key of ``bits[lo:hi]`` and whether any of them is inf or NaN (1 / 0)."""
+    top = np.int32(-2 ** 31)
+    bad = np.int32(0)
+    block = bits[lo:hi]  # (a slice vectorises; indexing bits[lo + t] does not)
+    for t in range(block.shape[0]):  # integers only: a vector max and or
+        b = block[t]
+        v = _key(b)
+        top = v if v > top else top  # (builtin max does not vectorise here)
+        bad |= (((b >> np.int32(23)) & np.int32(0xFF)) + np.int32(1)) >> np.int32(8)
+    return top, bad
+
+
+_SELECT_BLOCK = 128  # scores per block: a block whose largest key cannot matter is skipped
+
+
+@_plain
+def screened_rows(bits, k, delta2, cand):
+    """The rows whose screened score is >= the k-th largest minus ``delta2``, rounded down in
+    f32 (the caller's proven cut), written to ``cand`` in order; returns their count, or -1
+    when a score is inf or NaN. ``bits`` are the f32 scores viewed as int32, 1 <= k <= n."""
+    n = bits.shape[0]
+    heap = np.empty(k, dtype=np.int32)  # a min-heap of the k largest keys so far
+    top, bad = _block_max(bits, 0, k)
+    for t in range(k):
+        heap[t] = _key(bits[t])
+    for start in range(k // 2 - 1, -1, -1):
+        _sift(heap, start, k)
+    top = heap[0]
+    for lo in range(k, n, _SELECT_BLOCK):
+        hi = min(n, lo + _SELECT_BLOCK)
+        most, worse = _block_max(bits, lo, hi)
+        bad |= worse
+        if most > top:
+            for j in range(lo, hi):
+                v = _key(bits[j])
+                if v > top:
+                    heap[0] = v
+                    _sift(heap, 0, k)
+                    top = heap[0]
+    if bad:
+        return -1
+    f = np.empty(1, dtype=np.float32)
+    fb = f.view(np.int32)
+    fb[0] = _key(top)  # the key map is its own inverse
+    x = np.float64(f[0]) - delta2
+    f[0] = np.float32(x)
+    if np.float64(f[0]) > x:  # one step down: an f32 compare must not lose a row
+        if f[0] == 0:
+            fb[0] = np.int32(-2 ** 31 + 1)  # the negative subnormal closest to 0
+        elif f[0] > 0:
+            fb[0] -= 1
+        else:
+            fb[0] += 1
+    cut = np.int32(-1) if f[0] == 0 else _key(fb[0])  # -0.0 and +0.0 both pass a zero cut
+    count = 0
+    for lo in range(0, n, _SELECT_BLOCK):
+        hi = min(n, lo + _SELECT_BLOCK)
+        most, _ = _block_max(bits, lo, hi)
+        if most >= cut:
+            for j in range(lo, hi):
+                if _key(bits[j]) >= cut:
+                    cand[count] = j
+                    count += 1
+    return count
+
+
 def _has_vnni() -> bool:
     """Whether the compiled code targets this CPU and it has AVX-512 VNNI (``vpdpbusd``)."""
     import os
@@ -513,12 +587,15 @@ def _has_vnni() -> bool:
 _RANGE = {"float32": screen_f32, "float16": screen_f16, "int8": screen_i8, "int4": screen_i4}
 _ROWS = {"float32": screen_f32_rows, "float16": screen_f16_rows, "int8": screen_i8_rows,
          "int4": screen_i4_rows}
-PORTABLE: dict = {"bits": 16, "range": _RANGE, "rows": _ROWS}
+_AFTER = {"kth": kth_largest, "quantise": quantise_query, "select": screened_rows}
+PORTABLE: dict = {"bits": 16, "range": _RANGE, "rows": _ROWS} | _AFTER
 """Generic vector IR on any CPU: the integer screens take the query as int16 levels."""
 WITH_VNNI: dict = {"bits": 8,
                    "range": _RANGE | {"int8": screen_i8_vnni, "int4": screen_i4_vnni},
-                   "rows": _ROWS | {"int8": screen_i8_vnni_rows, "int4": screen_i4_vnni_rows}}
+                   "rows": _ROWS | {"int8": screen_i8_vnni_rows, "int4": screen_i4_vnni_rows}
+                   } | _AFTER
 """AVX-512 VNNI: the integer screens take the query as int8 levels (``vpdpbusd``)."""
 VNNI = _has_vnni()
 SCREENS = WITH_VNNI if VNNI else PORTABLE
-"""This machine's screens: ``bits`` (the integer query width), ``range`` and ``rows`` loops."""
+"""This machine's screens: ``bits`` (the integer query width), ``range`` and ``rows`` loops,
+and the compiled steps after them (``kth``, ``quantise``, ``select``)."""
