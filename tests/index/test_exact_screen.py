@@ -50,6 +50,19 @@ def test_screened_search_equals_the_full_scan(screen_backend, dtype, case) -> No
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
+@settings(max_examples=25, deadline=None, suppress_health_check=FIXED)
+@given(case=corpora())
+def test_search_equals_the_numpy_definition_bit_for_bit(screen_backend, dtype, case) -> None:
+    # numpy alone: every row scored by row_scores (what a process without numba computes)
+    m, q, k, threads = case
+    slab = make_slab(dtype, m)
+    plain = exact._score_numpy(slab, q, np.arange(slab.n, dtype=np.int64))
+    want_ids, want_scores = top_k(plain, k)
+    ids, scores = search(slab, q, k, threads=threads)
+    assert (ids.tolist(), scores.tobytes()) == (want_ids.tolist(), want_scores.tobytes())
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
 @settings(max_examples=15, deadline=None, suppress_health_check=FIXED)
 @given(case=corpora())
 def test_batch_equals_search_on_any_thread_count(screen_backend, dtype, case) -> None:
