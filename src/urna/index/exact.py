@@ -12,7 +12,10 @@ Invariants:
   (score desc, index asc, NaN last); ties at the cut-off go to the lower index.
 * The screened search (:func:`search`, over every row or a row list ``rows=``, split across
   threads) rescores only the rows within a proven bound of the screened cut-off (the note
-  above :func:`resolve_threads`), so it returns what scoring every candidate returns.
+  above :func:`resolve_threads`), so it returns what scoring every candidate returns. With
+  the compiled screens, the cut, the exact rescoring (the :mod:`_row_scores_jit` kernels) and
+  the ranking run in one compiled call after the screen (``finish``), or with it on one
+  thread (``top``); the numpy path computes the same answer.
 * The batch path (:func:`search_batch`) screens with one BLAS ``sgemm`` and then rescores the
   screened rows with :func:`score_rows`, widening the screen by a rigorous bound on the f32
   rounding of both computations, so it returns exactly what :func:`search` returns.
