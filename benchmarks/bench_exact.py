@@ -38,7 +38,9 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from typing import Any
 
 for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS"):
     os.environ.setdefault(_var, "1")  # before numpy / faiss load
@@ -203,7 +205,7 @@ def faiss_peers(rows: np.ndarray) -> dict:
     import faiss
 
     d = rows.shape[1]
-    peers = {"float32": faiss.IndexFlatIP(d)}
+    peers: dict[str, Any] = {"float32": faiss.IndexFlatIP(d)}
     for dt, qt in (("float16", faiss.ScalarQuantizer.QT_fp16),
                    ("int8", faiss.ScalarQuantizer.QT_8bit),
                    ("int4", faiss.ScalarQuantizer.QT_4bit)):
@@ -264,7 +266,8 @@ def main() -> None:
         slab = uf._state.scoring
         slab.max_row_norm()
         every_other = np.arange(0, slab.n, 2, dtype=np.int64)
-        fns = {"read floor numpy, 1 thread": lambda q, a=slab.a: read_floor(a),
+        fns: dict[str, Callable[..., object]] = {
+               "read floor numpy, 1 thread": lambda q, a=slab.a: read_floor(a),
                "read floor numba, 1 thread": lambda q, a=slab.a: numba_floor(a),
                "read floor prefetched, 1 thread": lambda q, a=slab.a: prefetched_floor(a),
                "urna, 1 thread": lambda q, s=slab: exact.search(s, q, k, threads=1),
