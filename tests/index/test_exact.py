@@ -80,7 +80,7 @@ def test_int4_nibbles_sign_extend_all_sixteen_values() -> None:
     got = score_rows(slab, q)
     lows = [((b & 0xF) ^ 8) - 8 for b in range(0, 256, 32)]
     highs = [((b >> 4) ^ 8) - 8 for b in range(0, 256, 32)]
-    assert got.tolist() == [lo + 1000.0 * hi for lo, hi in zip(lows, highs)]
+    assert got.tolist() == [lo + 1000.0 * hi for lo, hi in zip(lows, highs, strict=True)]
 
 
 def test_float16_subnormals_and_signs_widen_exactly() -> None:
@@ -152,7 +152,8 @@ def test_ties_at_the_cut_off_go_to_the_lower_index() -> None:
                 min_size=0, max_size=40), st.integers(min_value=1, max_value=45))
 def test_top_k_equals_the_full_sort(values: list[float], k: int) -> None:
     s = np.array(values, dtype=np.float32)
-    want = sorted(range(len(s)), key=lambda i: (np.isnan(s[i]), -s[i] if not np.isnan(s[i]) else 0, i))
+    want = sorted(range(len(s)),
+                  key=lambda i: (np.isnan(s[i]), -s[i] if not np.isnan(s[i]) else 0, i))
     ids, scores = top_k(s, k)
     assert ids.tolist() == want[:k]
     assert scores.tobytes() == s[want[:k]].tobytes()

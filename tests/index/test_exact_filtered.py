@@ -6,8 +6,9 @@ past it), either way of screening a row list (as a list, or a scan of every row 
 one) and any thread count, the filtered search returns the ids and score bits of scoring
 only the matching rows with the exact kernel and fully sorting them; the answer does not change
 by a bit with the thread count; a file's ``where=`` search on several threads equals one thread;
-int8 widths that are not a multiple of the vector step (the scalar tail) stay exact; a bad row
-list is a typed error or ``IndexError``, never a crash.
+int8 widths that are not a multiple of the vector step (the scalar tail) stay exact; a row
+list in any order answers as the sorted list (ties to the lower row); a bad row list is a
+typed error or ``IndexError``, never a crash.
 """
 
 from __future__ import annotations
@@ -64,6 +65,20 @@ def test_filtered_search_equals_the_filtered_full_scan(screen_backend, monkeypat
     rows = data.draw(masks(len(m)))
     k = data.draw(st.sampled_from([k, 1, max(1, len(rows) - 1), len(rows), len(rows) + 3]))
     ids, scores = search(slab, q, k, threads=threads, rows=rows)
+    assert (ids.tolist(), scores.tobytes()) == filtered_scan(slab, q, rows, k)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@settings(max_examples=25, deadline=None, suppress_health_check=FIXED)
+@given(case=corpora(), data=st.data())
+def test_a_row_list_in_any_order_answers_as_the_sorted_list(screen_backend, dtype, case,
+                                                            data) -> None:
+    m, q, k, threads = case
+    slab = make_slab(dtype, m)
+    rows = data.draw(masks(len(m)))
+    shuffled = np.random.default_rng(data.draw(st.integers(0, 2 ** 32 - 1))).permutation(rows)
+    ids, scores = search(slab, q, k, threads=threads, rows=shuffled)
+    # ties go to the lower row, whatever the order of the list
     assert (ids.tolist(), scores.tobytes()) == filtered_scan(slab, q, rows, k)
 
 

@@ -50,6 +50,19 @@ def test_screened_search_equals_the_full_scan(screen_backend, dtype, case) -> No
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
+@settings(max_examples=25, deadline=None, suppress_health_check=FIXED)
+@given(case=corpora())
+def test_search_equals_the_numpy_definition_bit_for_bit(screen_backend, dtype, case) -> None:
+    # numpy alone: every row scored by row_scores (what a process without numba computes)
+    m, q, k, threads = case
+    slab = make_slab(dtype, m)
+    plain = exact._score_numpy(slab, q, np.arange(slab.n, dtype=np.int64))
+    want_ids, want_scores = top_k(plain, k)
+    ids, scores = search(slab, q, k, threads=threads)
+    assert (ids.tolist(), scores.tobytes()) == (want_ids.tolist(), want_scores.tobytes())
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
 @settings(max_examples=15, deadline=None, suppress_health_check=FIXED)
 @given(case=corpora())
 def test_batch_equals_search_on_any_thread_count(screen_backend, dtype, case) -> None:
@@ -127,6 +140,40 @@ def test_heap_selection_equals_partition(values: list[float], k: int) -> None:
     s = np.array(values, dtype=np.float32)
     k = min(k, len(s))
     assert _scan_kernels.kth_largest(s, k) == np.partition(s, len(s) - k)[len(s) - k]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from([0.0, -0.0, 0.5, -1.0, 2.0, 0.5, 3.25, 1e-45, -1e-45, 1e-38]),
+                min_size=1, max_size=300), st.integers(1, 300),
+       st.sampled_from([0.0, 1e-46, 1e-8, 0.25, 1.0, 1e300]))
+def test_compiled_cut_keeps_exactly_the_rows_at_or_above_it(values, k, delta) -> None:
+    assert exact.load_kernels()
+    from urna.index import _scan_kernels
+
+    s = np.array(values, dtype=np.float32)
+    k = min(k, len(s))
+    found = np.empty(len(s), dtype=np.int64)
+    count = _scan_kernels.screened_rows(s.view(np.int32), k, 2.0 * delta, found)
+    kth = float(np.partition(s, len(s) - k)[len(s) - k])
+    cut = kth - 2.0 * delta  # the f64 cut; the f32 one may sit below it, never above
+    with np.errstate(over="ignore"):  # a huge delta: the f32 cut is -inf
+        want = np.flatnonzero(s >= exact._cut(kth, delta))
+    assert found[:count].tolist() == want.tolist()
+    assert np.all(s[want].astype(np.float64) >= cut - abs(cut) * 2.0 ** -23 - 2.0 ** -149)
+    assert set(np.flatnonzero(s.astype(np.float64) >= cut)) <= set(want.tolist())
+
+
+@pytest.mark.parametrize("bad", [np.inf, -np.inf, np.nan])
+def test_compiled_cut_refuses_non_finite_screens(bad) -> None:
+    assert exact.load_kernels()
+    from urna.index import _scan_kernels
+
+    s = np.linspace(-1, 1, 1000).astype(np.float32)
+    for at in (0, 500, 999):
+        t = s.copy()
+        t[at] = bad
+        assert _scan_kernels.screened_rows(t.view(np.int32), 10, 0.0,
+                                           np.empty(1000, np.int64)) == -1
 
 
 def test_threads_default_from_the_environment(monkeypatch) -> None:

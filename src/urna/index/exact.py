@@ -12,7 +12,10 @@ Invariants:
   (score desc, index asc, NaN last); ties at the cut-off go to the lower index.
 * The screened search (:func:`search`, over every row or a row list ``rows=``, split across
   threads) rescores only the rows within a proven bound of the screened cut-off (the note
-  above :func:`resolve_threads`), so it returns what scoring every candidate returns.
+  above :func:`resolve_threads`), so it returns what scoring every candidate returns. With
+  the compiled screens, the cut, the exact rescoring (the :mod:`_row_scores_jit` kernels) and
+  the ranking run in one compiled call after the screen (``finish``), or with it on one
+  thread (``top``); the numpy path computes the same answer.
 * The batch path (:func:`search_batch`) screens with one BLAS ``sgemm`` and then rescores the
   screened rows with :func:`score_rows`, widening the screen by a rigorous bound on the f32
   rounding of both computations, so it returns exactly what :func:`search` returns.
@@ -212,19 +215,23 @@ def score_rows(slab: Slab, q: np.ndarray, rows: np.ndarray | None = None) -> np.
         return _score_compiled(slab, q, rows)
 
 
-def _score_compiled(slab: Slab, q: np.ndarray, rows: np.ndarray) -> np.ndarray:
-    k = _kernels()
-    out = np.empty(len(rows), dtype=F32)
+_KERNEL_NAMES = {"float32": "f32", "float16": "f16", "int8": "i8", "int4": "i4"}
+
+
+def _exact_args(slab: Slab) -> tuple:
+    """The slab as the compiled exact kernels take it (before the query)."""
     if slab.dtype == "float32":
-        k["f32"](slab.a, q, rows, out)
-    elif slab.dtype == "float16":
-        u16 = slab._get("u16", lambda: slab.a.view(np.uint16))
-        k["f16"](u16, q, rows, out)
-    elif slab.dtype == "int8":
-        k["i8"](slab.a, slab.scales, q, rows, out)
-    else:
-        sc = slab._get("sc32", lambda: np.ascontiguousarray(slab.scales, dtype=F32))
-        k["i4"](slab.a, sc, q, rows, out)
+        return (slab.a,)
+    if slab.dtype == "float16":
+        return (slab._get("u16", lambda: slab.a.view(np.uint16)),)
+    if slab.dtype == "int8":
+        return (slab.a, slab.scales)
+    return (slab.a, slab._get("sc32", lambda: np.ascontiguousarray(slab.scales, dtype=F32)))
+
+
+def _score_compiled(slab: Slab, q: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    out = np.empty(len(rows), dtype=F32)
+    _kernels()[_KERNEL_NAMES[slab.dtype]](*_exact_args(slab), q, rows, out)
     return out
 
 
@@ -349,8 +356,7 @@ def _scan_kernels() -> dict | None:
         if not _SCAN:
             try:
                 from . import _scan_kernels
-                _SCAN.append(_scan_kernels.SCREENS | {"kth": _scan_kernels.kth_largest,
-                                                      "quantise": _scan_kernels.quantise_query})
+                _SCAN.append(_scan_kernels.SCREENS)
             except Exception:  # an optional extra that fails to compile means numpy screens
                 _SCAN.append(None)
     return _SCAN[0]
@@ -497,16 +503,32 @@ class _Screened:
 DENSE_ROWS = 0.25
 
 
-def _screen(slab: Slab, q: np.ndarray, nthreads: int, cand: np.ndarray | None) -> _Screened:
+def _norm(q: np.ndarray) -> float:
+    """|q| in f64."""
+    return float(np.sqrt(np.dot(q.astype(np.float64), q.astype(np.float64))))
+
+
+def _screens_for(slab: Slab) -> dict | None:
+    """The compiled screens when they can take this slab, else None (numpy / BLAS)."""
+    kern = _scan_kernels()
+    if kern is not None and (slab.dtype == "int8" and kern["bits"] == 8
+                             and 255 * 127 * slab.dim > _INT_DOT):  # too wide for int32 sums
+        return None
+    return kern
+
+
+def _screen(slab: Slab, q: np.ndarray, nthreads: int, cand: np.ndarray | None,
+            reuse: bool = False) -> _Screened:
+    """The screen of every row or of ``cand``; ``reuse``: into this thread's scratch buffer
+    (the caller reads the scores before its next screen)."""
     if cand is not None and len(cand) >= DENSE_ROWS * slab.n:
-        every = _screen(slab, q, nthreads, None)
+        every = _screen(slab, q, nthreads, None, reuse)
         return _Screened(every.scores[cand], every.delta)
     count = slab.n if cand is None else len(cand)
-    out = np.empty(count, dtype=F32)
-    qnorm = float(np.sqrt(np.dot(q.astype(np.float64), q.astype(np.float64))))
-    kern = _scan_kernels()
-    if kern is None or (slab.dtype == "int8" and kern["bits"] == 8
-                        and 255 * 127 * slab.dim > _INT_DOT):  # too wide for exact int32 sums
+    out = _scratch("scores", count, F32) if reuse else np.empty(count, dtype=F32)
+    qnorm = _norm(q)
+    kern = _screens_for(slab)
+    if kern is None:
         t0 = time.perf_counter()
 
         def blas(lo: int, hi: int) -> None:
@@ -533,6 +555,24 @@ def _screen(slab: Slab, q: np.ndarray, nthreads: int, cand: np.ndarray | None) -
     return _Screened(out, screen_bound(slab, qnorm, probe.err, probe.norm))
 
 
+_NO_ROWS = np.zeros(0, dtype=np.int64)
+_SCRATCH = threading.local()
+# Scratch buffers up to this many items are kept per thread: a fresh 0.4-0.8 MB array per
+# query costs a map, page faults and an unmap (~0.05 ms, a tenth of an int4 scan here).
+_SCRATCH_MAX = 1 << 22
+
+
+def _scratch(name: str, count: int, dtype) -> np.ndarray:
+    """A buffer of ``count`` items, this thread's own and reused by its next query."""
+    if count > _SCRATCH_MAX:
+        return np.empty(count, dtype=dtype)
+    buf = getattr(_SCRATCH, name, None)
+    if buf is None or len(buf) < count:
+        buf = np.empty(count, dtype=dtype)
+        setattr(_SCRATCH, name, buf)
+    return buf[:count]
+
+
 def _gathered(slab: Slab, rows: np.ndarray) -> Slab:
     """A slab of copies of ``rows`` (the numpy screen of a row list dequantises these)."""
     sc = None if slab.scales is None else slab.scales[rows]
@@ -556,9 +596,30 @@ def _finish(slab: Slab, q: np.ndarray, s: np.ndarray, delta: float, k: int,
             rows: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray] | None:
     """Exact top-k from screened scores ``s`` (of ``rows``, or of every row) within ``delta``;
     None when they are unusable."""
-    if not (math.isfinite(delta) and np.isfinite(s).all()):
+    if not math.isfinite(delta):
         return None
-    cand = np.flatnonzero(s >= _cut(_kth(s, k), delta))
+    kern = _SCAN[0] if _SCAN else None
+    if kern is not None and "finish" in kern and k <= 4096:
+        ids, best = np.empty(k, dtype=np.int64), np.empty(k, dtype=F32)
+        got = kern["finish"][slab.dtype](
+            *_exact_args(slab), q, s, k, 2.0 * delta, _NO_ROWS if rows is None else rows,
+            rows is not None, _scratch("found", len(s), np.int64),
+            _scratch("exact", len(s), F32), ids, best)
+        if got >= 0:
+            return ids[:got], best[:got]
+        if not np.isfinite(s).all():
+            return None
+        # a NaN exact score: the numpy ranking below puts it last
+    if kern is not None and "select" in kern and k <= 4096:
+        found = _scratch("found", len(s), np.int64)
+        count = kern["select"](s.view(np.int32), k, 2.0 * delta, found)
+        if count < 0:  # an inf or NaN screen
+            return None
+        cand = found[:count]
+    elif not np.isfinite(s).all():
+        return None
+    else:
+        cand = np.flatnonzero(s >= _cut(_kth(s, k), delta))
     if rows is not None:
         cand = rows[cand]
     return rank(cand, score_rows(slab, q, cand), k)
@@ -566,8 +627,28 @@ def _finish(slab: Slab, q: np.ndarray, s: np.ndarray, delta: float, k: int,
 
 def _screened_search(slab: Slab, q: np.ndarray, k: int, threads: int | None,
                      rows: np.ndarray | None) -> tuple[np.ndarray, np.ndarray] | None:
-    got = _screen(slab, q, resolve_threads(threads), rows)
+    nthreads = resolve_threads(threads)
+    if rows is None and len(_ranges(slab.n, nthreads)) == 1:
+        kern = _screens_for(slab)
+        if kern is not None and "top" in kern and k <= 4096:
+            return _compiled_top(slab, q, k, kern)
+    got = _screen(slab, q, nthreads, rows, reuse=True)
     return _finish(slab, q, got.scores, got.delta, k, rows)
+
+
+def _compiled_top(slab: Slab, q: np.ndarray, k: int,
+                  kern: dict) -> tuple[np.ndarray, np.ndarray] | None:
+    """One thread's whole screened search in one compiled call; None when a score is not
+    finite (the caller scores every row)."""
+    probe = _probe(slab, q, kern["bits"], kern["quantise"])
+    delta = screen_bound(slab, _norm(q), probe.err, probe.norm)
+    if not math.isfinite(delta):
+        return None
+    ids, best = np.empty(k, dtype=np.int64), np.empty(k, dtype=F32)
+    got = kern["top"][slab.dtype](
+        *_slab_args(slab), *probe.args, q, k, 2.0 * delta, _scratch("scores", slab.n, F32),
+        _scratch("found", slab.n, np.int64), _scratch("exact", slab.n, F32), ids, best)
+    return (ids[:got], best[:got]) if got >= 0 else None
 
 
 def search_batch(slab: Slab, Q: np.ndarray, k: int,
