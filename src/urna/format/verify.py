@@ -66,7 +66,11 @@ def verify_blobs(view: UrnaView) -> int | None:
 
 def verify(data: bytes | memoryview) -> Verification:
     """Run the full check over a file's bytes; raises the first typed error found."""
-    view = UrnaView.from_bytes(data)
+    return verify_view(UrnaView.from_bytes(data))
+
+
+def verify_view(view: UrnaView) -> Verification:
+    """The full check's steps after the reader's, on a view that passed them."""
     texts_entry = view.entry(SECTION_CHUNKS_CANONICAL)
     assert texts_entry is not None  # a required section (reader step 16)
     with Lane() as lane:

@@ -1,11 +1,11 @@
-"""What ``urna validate`` runs: every check a full open makes, then every inlined blob.
+"""What ``urna validate`` runs: every check a full open makes, then the format-level ones.
 
 The reference's ``urna validate`` refuses whatever its open refuses, the optional sections
 included: a resealed HNSW, BM25 or graph payload, a blob span overlay or a space band fails it
 with the open's error. ``format.verify`` settles the required sections, the dictionary, the
 dedup map and the blobs without numpy, so a file holding only those is checked there; a file
 with any other section runs the runtime's full open (every step, in the open's order, no
-verdict trusted) and then the blob check.
+verdict trusted) and then the format-level check's own steps on the opened view.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from ..format.layout import (
     URNA_SECTION_ENTRY_SIZE,
     Header,
 )
-from ..format.verify import Verification, verify, verify_blobs
+from ..format.verify import Verification, verify, verify_view
 
 # The sections format.verify decodes (0x18 is this project's metadata, which the reference
 # ignores and the open decodes on first use); any other section needs the full open.
@@ -60,6 +60,7 @@ def validate_bytes(data: bytes | memoryview) -> Verification:
         return verify(data)
     from .opening import open_state  # numpy and the index decoders: only files that have them
 
-    state = open_state(data)
-    blobs = verify_blobs(state.view)
-    return Verification(len(state.view.entries), blobs, state.file_hash, state.content_hash)
+    # The open's steps first, in its order (the reference's validate fails as its open
+    # does); then the format-level checks the open leaves to first use (the canonical
+    # tables' records, the inlined blobs) on the same view, whose hashes are kept.
+    return verify_view(open_state(data).view)
