@@ -72,14 +72,16 @@ def stem_group(bm25: Bm25Index, stem: str) -> np.ndarray:
 
     A word always begins with its stem minus the stem's last letter (Porter's rules only
     rewrite the end of a word and every rewrite keeps all but the last letter of what it
-    leaves; tests/index/test_stemming.py checks it), so only the terms under that prefix are
-    stemmed: a query stems a few dozen words, not the whole vocabulary.
+    leaves), and with the whole stem unless that ends in e, i or l (the only letters a rewrite
+    puts in place of the word's: ``-ing`` + e, y -> i, ``-ation`` -> ``-ate``, ``-biliti`` ->
+    ``-bl``; tests/index/test_stemming.py checks both), so only the terms under that prefix
+    are stemmed: "do" stems the words under "do", not the thousand under "d".
     """
     with _lock:
         vocab = _vocabulary(bm25)
         group = vocab.groups.get(stem)
         if group is None:
-            prefix = stem[:-1]
+            prefix = stem[:-1] if stem[-1:] in ("e", "i", "l") else stem
             at = bisect.bisect_left(vocab.terms, prefix)
             members = []
             while at < len(vocab.terms) and vocab.terms[at].startswith(prefix):
