@@ -170,10 +170,13 @@ def lazy_spans(raw: bytes | memoryview, expected: int) -> LazySpans | None:
         return None
 
 
-def lazy_texts(raw: bytes | memoryview, expected: int) -> LazyTexts | None:
-    """Canonical texts decoded on use, or None when the eager decoder must judge the payload."""
+def lazy_texts(raw: bytes | memoryview, expected: int, *,
+               utf8_checked: bool = False) -> LazyTexts | None:
+    """Canonical texts decoded on use, or None when the eager decoder must judge the payload
+    (``utf8_checked``: as for ``canonical.string_records``)."""
     try:
-        return LazyTexts(string_records(raw, expected, SECTION_CHUNKS_CANONICAL))
+        return LazyTexts(string_records(raw, expected, SECTION_CHUNKS_CANONICAL,
+                                        utf8_checked=utf8_checked))
     except UrnaError:
         return None
 
