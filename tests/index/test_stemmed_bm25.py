@@ -106,7 +106,8 @@ def test_a_stem_group_is_every_term_with_that_stem(docs) -> None:
 
 
 SHORT_STEMMED = st.lists(st.sampled_from(
-    ["d", "do", "b", "by", "ho", "hop", "happ", "y", "e", "i", "l", "o", "s", "ing", "ed", "ies",
+    ["d", "do", "b", "by", "be", "a", "ay", "ho", "hop", "happ", "y", "e", "i", "l", "o", "s",
+     "ing", "ed", "ies",
      "ation", "biliti", "iviti", "ness", "ful", "ize", "ll", "es", "ly", "ment"]),
     min_size=1, max_size=4).map("".join)
 
@@ -124,10 +125,12 @@ def test_a_short_stems_group_is_every_term_with_that_stem(docs) -> None:
 
 
 def test_a_two_letter_stem_finds_its_longer_forms() -> None:
-    index = Bm25Index.build(["do doing dos does done", "dog dot by bye"])
+    index = Bm25Index.build(["do doing dos does done", "dog dot by bye be being bes", "ays"])
     assert sorted(index.terms[i] for i in stem_group(index, "do")) == ["do", "doing", "dos"]
     assert sorted(index.terms[i] for i in stem_group(index, "by")) == ["by"]
     assert sorted(index.terms[i] for i in stem_group(index, "bye")) == ["bye"]
+    assert sorted(index.terms[i] for i in stem_group(index, "be")) == ["be", "being", "bes"]
+    assert sorted(index.terms[i] for i in stem_group(index, "ai")) == ["ays"]
 
 
 WORDS = ["ab", "cd", "ef", "gh", "ij", "kl"]  # two letters: each is its own stem
