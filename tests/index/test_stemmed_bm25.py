@@ -13,8 +13,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from urna.index.bm25 import Bm25Index
-from urna.index.stemming import porter_stem
 from urna.index.stemmed_bm25 import stem_group, stemmed_evidence
+from urna.index.stemming import porter_stem
 
 DOCS = ["copy the files", "copying file now", "unrelated words here", "the copier"]
 K1, B = 1.5, 0.75
@@ -103,6 +103,34 @@ def test_a_stem_group_is_every_term_with_that_stem(docs) -> None:
         brute.setdefault(porter_stem(term), []).append(i)
     for stem, ids in brute.items():
         assert stem_group(index, stem).tolist() == ids
+
+
+SHORT_STEMMED = st.lists(st.sampled_from(
+    ["d", "do", "b", "by", "be", "a", "ay", "ho", "hop", "happ", "y", "e", "i", "l", "o", "s",
+     "ing", "ed", "ies",
+     "ation", "biliti", "iviti", "ness", "ful", "ize", "ll", "es", "ly", "ment"]),
+    min_size=1, max_size=4).map("".join)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.lists(SHORT_STEMMED, min_size=1, max_size=6), min_size=1, max_size=12))
+def test_a_short_stems_group_is_every_term_with_that_stem(docs) -> None:
+    # short stems ("do", "by"): the narrowed prefix must still find every form
+    index = Bm25Index.build([" ".join(d) for d in docs])
+    brute: dict[str, list[int]] = {}
+    for i, term in enumerate(index.terms):
+        brute.setdefault(porter_stem(term), []).append(i)
+    for stem, ids in brute.items():
+        assert stem_group(index, stem).tolist() == ids
+
+
+def test_a_two_letter_stem_finds_its_longer_forms() -> None:
+    index = Bm25Index.build(["do doing dos does done", "dog dot by bye be being bes", "ays"])
+    assert sorted(index.terms[i] for i in stem_group(index, "do")) == ["do", "doing", "dos"]
+    assert sorted(index.terms[i] for i in stem_group(index, "by")) == ["by"]
+    assert sorted(index.terms[i] for i in stem_group(index, "bye")) == ["bye"]
+    assert sorted(index.terms[i] for i in stem_group(index, "be")) == ["be", "being", "bes"]
+    assert sorted(index.terms[i] for i in stem_group(index, "ai")) == ["ays"]
 
 
 WORDS = ["ab", "cd", "ef", "gh", "ij", "kl"]  # two letters: each is its own stem

@@ -84,3 +84,34 @@ SUFFIX_HEAVY = st.lists(st.sampled_from(
 def test_a_word_begins_with_its_stem_but_the_last_letter(term: str) -> None:
     # stemmed_bm25.stem_group looks a stem's words up by this prefix
     assert term.startswith(porter_stem(term)[:-1])
+
+
+@settings(max_examples=3000)
+@given(st.one_of(SUFFIX_HEAVY, st.text(alphabet="abcdefilmnorstuvyz", min_size=1, max_size=20)))
+def test_a_word_begins_with_its_whole_stem_unless_that_ends_in_i_or_a_late_e_or_l(
+        term: str) -> None:
+    # stemmed_bm25.stem_group narrows its prefix to the whole stem by this
+    stem = porter_stem(term)
+    assert term.startswith(stem) or stem[-1] == "i" or (len(stem) > 2 and stem[-1] in "el")
+
+
+def test_the_rewrites_that_change_a_stems_last_letter() -> None:
+    # one per letter a rewrite can put in place of the word's own
+    assert porter_stem("hoping") == "hope"        # -ing, then + e
+    assert porter_stem("happy") == "happi"        # y -> i
+    assert porter_stem("sensibility") == "sensibl"  # -biliti -> -ble, then - e
+    assert porter_stem("ays") == "ai"  # y -> i even on a two-letter stem
+
+
+def test_every_short_word_begins_with_its_short_stem_but_for_y_to_i() -> None:
+    # all words of up to four letters: a stem of one or two letters other than "?i" is the
+    # word's own beginning
+    letters = "abcdefghijklmnopqrstuvwxyz"
+    for a in letters:
+        for b in letters:
+            for c in letters:
+                for d in ("", *letters):
+                    word = a + b + c + d
+                    stem = porter_stem(word)
+                    if len(stem) <= 2 and not word.startswith(stem):
+                        assert stem[-1] == "i", (word, stem)

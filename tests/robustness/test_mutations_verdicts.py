@@ -5,7 +5,8 @@ already settled, once the body digest proves the bytes are the verified ones. Th
 file changed in place with its stat kept (bit rot, a tool that restores mtime): the stat then
 still points at the old verdict. For every same-length case of ``mutations-0.5.1.json`` the
 source is opened once (its verdict kept), overwritten in place with the case's bytes and its
-mtime restored, and the outcome must be the reference's, exactly as without the verdict_cache.
+mtime restored, and the outcome must be the reference's, exactly as without the verdict_cache;
+the same again when the kept verdict also holds the proof of the stored texts (a retrieve).
 """
 
 from __future__ import annotations
@@ -30,14 +31,20 @@ def test_cases_cover_in_place_damage() -> None:
     assert len(CASES) > 100
 
 
+@pytest.mark.parametrize("prove_texts", [False, True], ids=["open", "texts-proven"])
 @pytest.mark.parametrize("key", sorted(CASES))
-def test_damage_under_a_kept_verdict_fails_like_reference(key: str, verdict_cache: Path,
+def test_damage_under_a_kept_verdict_fails_like_reference(key: str, prove_texts: bool,
+                                                          verdict_cache: Path,
                                                           monkeypatch: pytest.MonkeyPatch) -> None:
     case = CASES[key]
     path = verdict_cache / "case.urna"
     shutil.copyfile(REF_DIR / case["src"], path)
-    with urna.open(path):
-        pass  # the full open keeps the verdict of the undamaged bytes
+    with urna.open(path) as f:  # the full open keeps the verdict of the undamaged bytes
+        if prove_texts:  # and a retrieve adds the proof of its stored texts
+            f.retrieve(_harness.query_vector(f.embedding_dim), 1)
+    if prove_texts:
+        kept = verdicts.lookup(str(path), os.stat(path))
+        assert kept is not None and verdicts.TEXT_RECORDS in kept.checks
     before = os.stat(path)
 
     def write_keeping_stat(buf: bytes, target: Path) -> Path:

@@ -67,19 +67,27 @@ def _vocabulary(bm25: Bm25Index) -> _Vocabulary:
     return vocab
 
 
+def _last_letter_rewritable(stem: str) -> bool:
+    """Whether a word with this stem may hold another letter at the stem's last place."""
+    return stem[-1:] == "i" or (len(stem) > 2 and stem[-1] in "el")
+
+
 def stem_group(bm25: Bm25Index, stem: str) -> np.ndarray:
     """int64 ids of the vocabulary terms whose Porter stem is ``stem`` (sorted, cached).
 
     A word always begins with its stem minus the stem's last letter (Porter's rules only
     rewrite the end of a word and every rewrite keeps all but the last letter of what it
-    leaves; tests/index/test_stemming.py checks it), so only the terms under that prefix are
-    stemmed: a query stems a few dozen words, not the whole vocabulary.
+    leaves), and with the whole stem unless that ends in i, or in e or l past its second letter
+    (the only letters a rewrite puts in place of the word's: y -> i, ``-ing`` + e,
+    ``-ation`` -> ``-ate``, ``-biliti`` -> ``-bl``; the e and l rewrites follow at least two
+    letters; tests/index/test_stemming.py checks both), so only the terms under that prefix
+    are stemmed: "do" or "be" stems the words under "do" or "be", not the thousand under "d".
     """
     with _lock:
         vocab = _vocabulary(bm25)
         group = vocab.groups.get(stem)
         if group is None:
-            prefix = stem[:-1]
+            prefix = stem[:-1] if _last_letter_rewritable(stem) else stem
             at = bisect.bisect_left(vocab.terms, prefix)
             members = []
             while at < len(vocab.terms) and vocab.terms[at].startswith(prefix):

@@ -103,8 +103,14 @@ class UrnaFile:
         if verdict is None:  # a full open: keep its verdict for the next open of this path
             digest = self._st.view.body_digest()
             if digest is not None:
-                verdicts.remember(self.path, stat_now,
-                                  verdicts.Verdict(digest, self._st.content_hash))
+                verdict = verdicts.Verdict(digest, self._st.content_hash)
+                verdicts.remember(self.path, stat_now, verdict)
+        elif not self._st.view.trusted:
+            verdict = None  # another body's: nothing of it holds for these bytes
+        if verdict is not None:  # a proof of 0x02 here is kept with it
+            proven = verdicts.Verdict(verdict.body_digest, verdict.content_hash,
+                                      verdict.checks | {verdicts.TEXT_RECORDS})
+            self._st.on_texts_proven = lambda: verdicts.remember(self.path, stat_now, proven)
         self._texts: list[str] | None = None
         self._by_id: TextsById | None = None
         self._inspect: dict | None = None

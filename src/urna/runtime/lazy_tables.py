@@ -140,11 +140,12 @@ class WalkedSpans(LazySpans):
             if records is None:
                 records, self._pos = SpanRecords(bytes(self._load()), []), PREFIX.size
             data, starts, pos, unpack = records.data, records.starts, self._pos, _U32.unpack_from
+            append = starts.append
             try:
-                while len(starts) <= i:
+                for _ in range(i + 1 - len(starts)):
                     length = unpack(data, pos)[0]
-                    starts.append(pos + 4)  # SpanRecords keeps where each URI begins
-                    pos += 4 + length + 16
+                    append(pos + 4)  # SpanRecords keeps where each URI begins
+                    pos += length + 20  # u32 length, the URI, u64 start, u64 end
             except struct.error:  # never for a verified body: the eager decoder says why
                 from ..format.sections.canonical import decode_spans
 
@@ -170,10 +171,13 @@ def lazy_spans(raw: bytes | memoryview, expected: int) -> LazySpans | None:
         return None
 
 
-def lazy_texts(raw: bytes | memoryview, expected: int) -> LazyTexts | None:
-    """Canonical texts decoded on use, or None when the eager decoder must judge the payload."""
+def lazy_texts(raw: bytes | memoryview, expected: int, *,
+               utf8_checked: bool = False) -> LazyTexts | None:
+    """Canonical texts decoded on use, or None when the eager decoder must judge the payload
+    (``utf8_checked``: as for ``canonical.string_records``)."""
     try:
-        return LazyTexts(string_records(raw, expected, SECTION_CHUNKS_CANONICAL))
+        return LazyTexts(string_records(raw, expected, SECTION_CHUNKS_CANONICAL,
+                                        utf8_checked=utf8_checked))
     except UrnaError:
         return None
 

@@ -46,7 +46,7 @@ from ..format.reader import SPACE_DTYPES, UrnaView
 from ..format.sections.canonical import decode_chunk_ids
 from ..index.exact import Slab
 from .lazy_tables import WalkedSpans, lazy_chunk_ids, lazy_spans, lazy_texts
-from .verdicts import Verdict
+from .verdicts import CITE_RECORDS, TEXT_RECORDS, Verdict
 
 DTYPES = ("float32", "float16", "int8", "int4")
 BLOB_REF_NONE = 0xFFFFFFFF
@@ -94,6 +94,11 @@ class OpenedFile:
     score_type: str
     file_hash: str
     content_hash: str
+    # A verdict of these very bytes says 0x02 parsed as records before (``verdicts``'
+    # TEXT_RECORDS or CITE_RECORDS): its bodies' UTF-8 is not walked again.
+    texts_proven: bool = False
+    # Called once 0x02 is proven here without that verdict, to keep it (``UrnaFile`` sets it).
+    on_texts_proven: Callable[[], None] | None = None
 
     @property
     def hnsw(self) -> Any | None:
@@ -130,8 +135,10 @@ class OpenedFile:
         formed (``lazy_tables.lazy_texts``), else decoded whole (raising the decoder's error)."""
         raw = self.view.decoded(SECTION_CHUNKS_CANONICAL)
         n = self.view.header.n_chunks
-        lazy = lazy_texts(raw, n)
+        lazy = lazy_texts(raw, n, utf8_checked=self.texts_proven)
         if lazy is not None:
+            if not self.texts_proven and self.on_texts_proven is not None:
+                self.on_texts_proven()
             return lazy
         from ..format.sections.canonical import decode_texts
 
@@ -347,6 +354,7 @@ def open_state(buf, verdict: Verdict | None = None) -> OpenedFile:
         view.adopt_content_hash(verdict.content_hash)
         state.file_hash = view.file_hash()
         state.content_hash = verdict.content_hash
+        state.texts_proven = not verdict.checks.isdisjoint((TEXT_RECORDS, CITE_RECORDS))
         return state
     vectors = view.check_embeddings_layout().size  # the first 0x04 entry (checked at parse)
     with Lane() as lane:

@@ -13,7 +13,8 @@ gets the full checks and fails with the reference's first error.
 A verdict names the checks it settled beyond the reader's nineteen and the content hash, and
 is trusted only for those: ``OPEN`` (the runtime open's value walks and index decodes, kept by
 ``UrnaFile``), ``CITE_RECORDS`` (0x01 / 0x02 / 0x03 parsed with the header's chunk count, kept
-by ``urna cite``). ``inspect`` and ``cite`` need neither to trust a body; an open needs
+by ``urna cite``), ``TEXT_RECORDS`` (0x02 alone parsed so, kept by the first retrieve of an
+open file). ``inspect`` and ``cite`` need none to trust a body; an open needs
 ``OPEN``, so a verdict kept by ``cite`` or ``inspect`` never lets an open skip its NaN walk.
 Verdicts of the same bytes merge their checks.
 
@@ -40,6 +41,7 @@ if TYPE_CHECKING:
 SCHEMA = 2
 OPEN = "open"
 CITE_RECORDS = "cite-records"
+TEXT_RECORDS = "text-records"
 OPEN_CHECKS = frozenset({OPEN})
 NO_CHECKS: frozenset[str] = frozenset()
 MIN_BYTES = 4 << 20
