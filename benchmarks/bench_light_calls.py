@@ -15,12 +15,11 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import statistics
-import subprocess
 import sys
 import tempfile
-import time
+
+from bench_cli import run_once  # this folder: one timing of a process for both benchmarks
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SRC = os.path.join(os.path.dirname(HERE), "src")
@@ -42,8 +41,8 @@ if verb == "inspect":
     if view.entry(SECTION_METADATA) is not None:
         metadata_schema(view)
 elif verb == "validate":
-    from urna.format.verify import verify
-    verify(data)
+    from urna.runtime.validation import validate_bytes
+    validate_bytes(data)
 else:
     from urna.format.citation import resolve_citation
     view, known = verdicts.checked(path, data)
@@ -51,18 +50,6 @@ else:
     verdicts.keep_view(path, data, view, frozenset({verdicts.CITE_RECORDS}))
     view.file_hash()
 '''
-
-
-def _children_cpu() -> float:
-    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return usage.ru_utime + usage.ru_stime
-
-
-def run_once(argv: list[str], env: dict) -> tuple[float, float]:
-    """Wall and CPU seconds of one process."""
-    t0, c0 = time.perf_counter(), _children_cpu()
-    subprocess.run(argv, env=env, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    return time.perf_counter() - t0, _children_cpu() - c0
 
 
 def main() -> None:
