@@ -22,7 +22,16 @@ from helpers.vectors import DATA
 from urna.format import layout as L
 from urna.format.sections.bm25 import decode_bm25
 from urna.index._unicode_tables import LOWER, WORD_RANGES
-from urna.index.tokenize import is_word_char, lowercase, tokenize
+from urna.index.tokenize import (
+    _LOOKUPS,
+    _token_runs,
+    class_token_runs,
+    class_word_runs,
+    is_word_char,
+    lowercase,
+    tokenize,
+    word_runs,
+)
 
 TOKENS_DIR = DATA / "ref-0.5.1-tokens"
 
@@ -224,3 +233,22 @@ _MIXED = st.text(alphabet=st.one_of(
 @given(_MIXED)
 def test_fast_path_equals_the_per_character_definition(text: str) -> None:
     assert tokenize(text) == spec_tokenize(text)
+
+
+def test_the_only_ascii_word_characters_are_letters_and_digits() -> None:
+    # the per-character path takes ASCII letters and digits as word characters unlooked
+    ascii_words = "".join(ch for ch in map(chr, range(128)) if is_word_char(ch))
+    assert ascii_words == "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+
+
+@given(_MIXED)
+def test_runs_found_by_lookup_equal_the_compiled_class(text: str) -> None:
+    assert word_runs(text) == class_word_runs(text)
+    assert _token_runs(text) == class_token_runs(text)
+
+
+@given(_MIXED)
+def test_a_text_past_the_lookup_budget_takes_the_compiled_class(text: str) -> None:
+    long = text + " " + "é" * (_LOOKUPS + 1) + text
+    assert tokenize(long) == spec_tokenize(long)
+    assert word_runs(long) == class_word_runs(long)

@@ -73,8 +73,47 @@ def lowercase(ch: str) -> str:
     return ch.translate(_LOWER)
 
 
+# Text with few non-ASCII characters (a man page's hyphens and quotes) is split without the BMP
+# class: candidate runs of ASCII letters and digits (word characters in the reference's table,
+# and the only ASCII ones) and of any non-ASCII character, whose non-ASCII characters are then
+# looked up one by one. Past this many of them the compiled class is the cheaper way.
+_CANDIDATE = re.compile("[0-9A-Za-z\x80-\U0010ffff]+")
+_LOOKUPS = 512
+
+
+def _runs_by_lookup(text: str) -> list[str] | None:
+    """The maximal word runs of ``text`` found by per-character lookup; None when it holds
+    more non-ASCII characters than are worth looking up one by one."""
+    runs: list[str] = []
+    looked = 0
+    for candidate in _CANDIDATE.findall(text):
+        if candidate.isascii():
+            runs.append(candidate)
+            continue
+        looked += len(candidate)
+        if looked > _LOOKUPS:
+            return None
+        start = -1
+        for i, ch in enumerate(candidate):
+            if ch < "\x80" or is_word_char(ch):
+                if start < 0:
+                    start = i
+            elif start >= 0:
+                runs.append(candidate[start:i])
+                start = -1
+        if start >= 0:
+            runs.append(candidate[start:])
+    return runs
+
+
 def word_runs(text: str) -> list[str]:
     """The maximal runs of word characters of ``text``, in order, not yet lowercased."""
+    runs = _runs_by_lookup(text)
+    return runs if runs is not None else class_word_runs(text)
+
+
+def class_word_runs(text: str) -> list[str]:
+    """``word_runs`` by the compiled BMP word class (any text; compiled on first use)."""
     run = _bmp_patterns()[0]
     if _ASTRAL.search(text) is None:
         return run.findall(text)
@@ -104,9 +143,7 @@ def tokenize(text: str) -> list[str]:
     """
     if text.isascii():  # O(1) flag check; ASCII lowercase is the same in every table
         return _ASCII_TOKEN.findall(text.lower())
-    astral = _ASTRAL.search(text) is not None
-    token = _bmp_patterns()[1]
-    runs = _astral_runs(token, text) if astral else token.findall(text)
+    runs = _token_runs(text)
     if not runs:
         return []
     joined = _SEP.join(runs)
@@ -117,6 +154,21 @@ def tokenize(text: str) -> list[str]:
     if not _lower_differs(joined):
         return joined.lower().split(_SEP)
     return joined.translate(_LOWER).split(_SEP)
+
+
+def _token_runs(text: str) -> list[str]:
+    """The runs ``tokenize`` keeps, not yet lowercased: two characters or more, or one that
+    lowercases to two (U+0130)."""
+    runs = _runs_by_lookup(text)
+    if runs is None:
+        return class_token_runs(text)
+    return [r for r in runs if len(r) >= 2 or r in GROWS_WHEN_LOWERED]
+
+
+def class_token_runs(text: str) -> list[str]:
+    """``_token_runs`` by the compiled BMP token pattern (any text; compiled on first use)."""
+    token = _bmp_patterns()[1]
+    return _astral_runs(token, text) if _ASTRAL.search(text) is not None else token.findall(text)
 
 
 # character -> whether ``str.lower`` here differs from the reference's lowercase, filled as
