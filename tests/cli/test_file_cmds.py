@@ -129,3 +129,33 @@ def test_repeat_calls_with_kept_verdicts_print_the_same(name, verdict_cache):
         first, again, third = (run(*args) for _ in range(3))  # full, then trusted by verdicts
         assert first.exit_code == 0, first.output
         assert first.stdout == again.stdout == third.stdout
+
+
+@pytest.mark.parametrize("name", ["quickstart-hybrid.urna", "quickstart-exact.urna"])
+def test_a_passed_validate_keeps_the_open_verdict(name, verdict_cache):
+    import os
+    import shutil
+
+    import urna
+    from urna.runtime import verdicts
+    from urna.runtime.validation import SETTLED
+
+    path = verdict_cache / name
+    shutil.copyfile(REF / name, path)
+    assert run("validate", path).exit_code == 0
+    kept = verdicts.lookup(str(path), os.stat(path), SETTLED)
+    assert kept is not None and kept.content_hash == expected()[name]["content_hash"]
+    with urna.open(path) as f:  # the next open hashes the body once and trusts it
+        assert f._state.view.trusted
+
+
+def test_a_failed_validate_keeps_no_verdict(verdict_cache):
+    import os
+
+    from helpers.mutate import apply_case, load_cases
+    from urna.runtime import verdicts
+
+    bad = verdict_cache / "bad.urna"
+    bad.write_bytes(apply_case(load_cases()["quickstart-hybrid__s07_payload_zero_fixed"]))
+    assert run("validate", bad).exit_code == 1
+    assert verdicts.lookup(str(bad), os.stat(bad), frozenset()) is None

@@ -92,7 +92,7 @@ def validate_cmd(file: str, as_json: bool) -> None:
 
     Example: urna validate corpus.urna
     """
-    result = validate_bytes(read_file(file))
+    result = validate_bytes(read_file(file), path=str(file))
     if as_json:
         emit_json({"ok": True, "file": str(file), "sections": result.n_sections,
                    "blobs_verified": result.blobs_verified, "file_hash": result.file_hash,

@@ -26,7 +26,9 @@ from ..format.layout import (
     URNA_SECTION_ENTRY_SIZE,
     Header,
 )
-from ..format.verify import Verification, verify, verify_view
+from ..format.reader import UrnaView
+from ..format.verify import Verification, verify_view
+from . import verdicts
 
 # The sections format.verify decodes (0x18 is this project's metadata, which the reference
 # ignores and the open decodes on first use); any other section needs the full open.
@@ -53,14 +55,28 @@ def listed_sections(data: bytes | memoryview) -> set[int] | None:
         return None
 
 
-def validate_bytes(data: bytes | memoryview) -> Verification:
-    """Run ``urna validate``'s checks over a file's bytes; raises the first typed error found."""
+# What a passed validate settled on these bytes, beyond the reader's checks: everything an open
+# checks (its value walks and index decodes) and the three canonical tables' records.
+SETTLED = frozenset({verdicts.OPEN, verdicts.CITE_RECORDS, verdicts.TEXT_RECORDS})
+
+
+def validate_bytes(data: bytes | memoryview, path: str | None = None) -> Verification:
+    """Run ``urna validate``'s checks over a file's bytes; raises the first typed error found.
+
+    ``path``: the file the bytes were read from; a pass is kept as its open verdict
+    (``runtime.verdicts``), so the next open, search or cite of the same bytes hashes once.
+    """
     listed = listed_sections(data)
     if listed is None or listed <= VERIFIED_WITHOUT_OPEN:
-        return verify(data)
-    from .opening import open_state  # numpy and the index decoders: only files that have them
+        view = UrnaView.from_bytes(data)
+    else:
+        from .opening import open_state  # numpy and the index decoders: only files with them
 
-    # The open's steps first, in its order (the reference's validate fails as its open
-    # does); then the format-level checks the open leaves to first use (the canonical
-    # tables' records, the inlined blobs) on the same view, whose hashes are kept.
-    return verify_view(open_state(data).view)
+        # The open's steps first, in its order (the reference's validate fails as its open
+        # does); then the format-level checks the open leaves to first use (the canonical
+        # tables' records, the inlined blobs) on the same view, whose hashes are kept.
+        view = open_state(data).view
+    result = verify_view(view)
+    if path is not None:
+        verdicts.keep_view(path, data, view, SETTLED)
+    return result
