@@ -96,9 +96,11 @@ def run_once(argv: list[str], env: dict) -> tuple[float, float]:
     return time.perf_counter() - t0, _children_cpu() - c0
 
 
-def commands(path: str, baseline: str | None = None) -> dict[str, tuple[list[str], dict]]:
+def commands(path: str, baseline: str | None = None,
+             question: str = QUESTION) -> dict[str, tuple[list[str], dict]]:
     """Every timed command: name -> (argv, environment); ``baseline`` adds each ``urna`` one
-    run from that source tree, named ``<name> (baseline)``."""
+    run from that source tree, named ``<name> (baseline)``; ``question`` is what ``ask`` and
+    ``retrieve`` ask."""
     sys.path.insert(0, SRC)
     import urna
 
@@ -116,8 +118,8 @@ def commands(path: str, baseline: str | None = None) -> dict[str, tuple[list[str
         "urna search": (ours + ["search", path, vector, "-k", "3"], ours_env),
         "urna search (first open)": (ours + ["search", path, vector, "-k", "3"],
                                      {**ours_env, "URNA_OPEN_CACHE": "0"}),
-        "urna ask": (ours + ["ask", path, QUESTION], ours_env),
-        "urna retrieve": (ours + ["retrieve", path, QUESTION], ours_env),
+        "urna ask": (ours + ["ask", path, question], ours_env),
+        "urna retrieve": (ours + ["retrieve", path, question], ours_env),
         "urna cite": (ours + ["cite", path, hit.citation_id], ours_env),
         "urna cite (first open)": (ours + ["cite", path, hit.citation_id],
                                    {**ours_env, "URNA_OPEN_CACHE": "0"}),
@@ -210,6 +212,8 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--dir", default=os.path.join(tempfile.gettempdir(), "urna-bench"))
     ap.add_argument("--only", default=None, help="comma-separated verbs (e.g. search,cite)")
+    ap.add_argument("--question", default=QUESTION,
+                    help="what ask and retrieve ask (the default suits the built Zipf file)")
     ap.add_argument("--baseline", default=None,
                     help="another tree's src folder: its commands alternate with this one's")
     ap.add_argument("--layer", action="store_true",
@@ -223,7 +227,7 @@ def main() -> None:
             compileall.compile_dir(src, quiet=1)
         layer(path, (args.only or "inspect").split(","), trees, args.runs)
         return
-    cmds = commands(path, args.baseline)
+    cmds = commands(path, args.baseline, args.question)
     if args.only:
         keep = {"reference search"} | {f"urna {v}" for v in args.only.split(",")}
         cmds = {k: v for k, v in cmds.items() if k.split(" (")[0] in keep}
