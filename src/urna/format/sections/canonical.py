@@ -204,11 +204,12 @@ def _fixed_starts(data: bytes, count: int) -> range | None:
     return range(PREFIX.size + 4, PREFIX.size + 4 + stride * count + 1, stride)
 
 
-def _walked_starts(data: bytes, count: int) -> list[int] | None:
-    """The record starts of ``count`` length-prefixed records, or None if they do not fit."""
+def _record_starts(data: bytes, count: int, tail: int) -> list[int] | None:
+    """Where each of ``count`` ``lp(body) + tail bytes`` records' body begins, or None if they
+    do not fill ``data`` exactly (the strings' walk with ``tail`` 0, the spans' with 16)."""
     end_all = len(data)
-    if count > (end_all - PREFIX.size) // 4:
-        return None  # each record takes at least its 4-byte length
+    if count > (end_all - PREFIX.size) // (4 + tail):
+        return None  # each record takes at least its 4-byte length and its tail
     starts: list[int] = []
     append = starts.append
     unpack = _U32.unpack_from
@@ -218,10 +219,16 @@ def _walked_starts(data: bytes, count: int) -> list[int] | None:
             return None
         pos += 4
         append(pos)
-        pos += unpack(data, pos - 4)[0]
-    if pos != end_all:
-        return None
-    append(end_all + 4)
+        pos += unpack(data, pos - 4)[0] + tail
+    return starts if pos == end_all else None
+
+
+def _walked_starts(data: bytes, count: int) -> list[int] | None:
+    """The record starts of ``count`` length-prefixed strings, then ``len(data) + 4`` (so
+    record i ends at ``starts[i + 1] - 4``), or None if they do not fit."""
+    starts = _record_starts(data, count, 0)
+    if starts is not None:
+        starts.append(len(data) + 4)
     return starts
 
 
@@ -272,7 +279,7 @@ def decode_spans(raw: bytes | memoryview, expected: int | None) -> list[tuple[st
     """Decode raw 0x03 to ``(source_uri, byte_start, byte_end)`` tuples."""
     cur, count = _open(raw, SECTION_CHUNKS_ORIGINAL_SPANS, expected)
     data = bytes(raw)
-    starts = _span_starts(data, count)
+    starts = _record_starts(data, count, _SPAN_TAIL.size)
     if starts is not None:  # fast path; the cursor below explains any failure
         records = SpanRecords(data, starts)
         try:
@@ -306,25 +313,6 @@ class SpanRecords:
         return (self.data[start:end].decode("utf-8"), *_SPAN_TAIL.unpack_from(self.data, end))
 
 
-def _span_starts(data: bytes, count: int) -> list[int] | None:
-    """Where each of ``count`` ``lp(uri) + u64 + u64`` records' URI begins, or None if they
-    do not fill ``data`` exactly."""
-    end_all = len(data)
-    if count > (end_all - PREFIX.size) // 20:  # each record takes at least 4 + 16 bytes
-        return None
-    starts: list[int] = []
-    append = starts.append
-    unpack = _U32.unpack_from
-    pos = PREFIX.size
-    for _ in range(count):
-        if pos + 4 > end_all:
-            return None
-        pos += 4
-        append(pos)
-        pos += unpack(data, pos - 4)[0] + 16
-    return starts if pos == end_all else None
-
-
 def span_records(raw: bytes | memoryview, expected: int | None, *,
                  utf8_checked: bool = False) -> SpanRecords:
     """``decode_spans``'s checks and outcome, as ``SpanRecords`` (no tuple built).
@@ -333,7 +321,7 @@ def span_records(raw: bytes | memoryview, expected: int | None, *,
     """
     _, count = _open(raw, SECTION_CHUNKS_ORIGINAL_SPANS, expected)
     data = raw if isinstance(raw, bytes) else bytes(raw)
-    starts = _span_starts(data, count)
+    starts = _record_starts(data, count, _SPAN_TAIL.size)
     if starts is not None and (utf8_checked or data.isascii() or _uris_utf8(data, starts)):
         return SpanRecords(data, starts)
     decode_spans(raw, expected)  # raises the first failure, in its words
