@@ -101,6 +101,15 @@ def write_case(buf: bytes, path: Path) -> Path:
     return path
 
 
+def check_outcome(check: Callable[[bytes], object], buf: bytes) -> tuple[str, str] | None:
+    """``(error class, message)`` of the typed error ``check(buf)`` raises, None when it passes."""
+    try:
+        check(buf)
+    except errors.UrnaError as exc:
+        return type(exc).__name__, str(exc)
+    return None
+
+
 def view_outcome(buf: bytes) -> Outcome:
     """The outcome of ``UrnaView.from_bytes(buf)``."""
     from urna.format.reader import UrnaView

@@ -12,9 +12,9 @@ leaves to first use), never less.
 from __future__ import annotations
 
 import pytest
+from _harness import check_outcome
 
 from helpers.mutate import apply_case, load_cases
-from urna.errors import UrnaError
 from urna.format.verify import verify
 from urna.runtime.opening import open_state
 from urna.runtime.validation import validate_bytes
@@ -22,12 +22,6 @@ from urna.runtime.validation import validate_bytes
 CASES = load_cases()
 
 
-def outcome(check, data: bytes) -> tuple[str, str] | None:
-    try:
-        check(data)
-    except UrnaError as exc:
-        return type(exc).__name__, str(exc)
-    return None
 
 
 @pytest.mark.parametrize("src", sorted({case["src"] for case in CASES.values()}))
@@ -36,18 +30,18 @@ def test_validate_refuses_what_the_open_refuses(src: str) -> None:
         if case["src"] != src:
             continue
         data = apply_case(case)
-        got = outcome(validate_bytes, data)
+        got = check_outcome(validate_bytes, data)
         if not case["ok"]:
             assert got == (case["variant"], case["message"]), key
-        opened = outcome(open_state, data)
+        opened = check_outcome(open_state, data)
         if opened is not None:
             assert got == opened, key
         else:  # what the open passes, the format-level full check judges
-            assert got == outcome(verify, data), key
+            assert got == check_outcome(verify, data), key
 
 
 def test_a_resealed_hnsw_payload_fails_validate() -> None:
     case = CASES["quickstart-hybrid__s07_payload_zero_fixed"]
     data = apply_case(case)
-    assert outcome(verify, data) is None  # the format-level check never reads 0x07
-    assert outcome(validate_bytes, data) == (case["variant"], case["message"])
+    assert check_outcome(verify, data) is None  # the format-level check never reads 0x07
+    assert check_outcome(validate_bytes, data) == (case["variant"], case["message"])

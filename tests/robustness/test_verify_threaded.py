@@ -12,9 +12,9 @@ indexes, the blob overlay and the space bands; they pass it, threaded or not.)
 from __future__ import annotations
 
 import pytest
+from _harness import check_outcome
 
 from helpers.mutate import apply_case, load_cases
-from urna.errors import UrnaError
 from urna.format import ahead
 from urna.format.verify import verify
 
@@ -22,11 +22,7 @@ CASES = load_cases()
 
 
 def outcome(buf: bytes) -> tuple[str, str] | None:
-    try:
-        verify(buf)
-    except UrnaError as exc:
-        return type(exc).__name__, str(exc)
-    return None
+    return check_outcome(verify, buf)
 
 
 @pytest.mark.parametrize("src", sorted({case["src"] for case in CASES.values()}))
