@@ -25,10 +25,18 @@ from urna.format.sections.canonical import (
     string_records,
 )
 
-TEXTS = st.lists(st.sampled_from(["", "a", "sha256:" + "ab" * 32, "ção", "€uro", "x" * 200,
-                                  "\U0001f600", "line\nbreak"]), max_size=40)
-SPANS = st.lists(st.tuples(st.sampled_from(["a.txt", "docs/ü.md", "", "p.pdf#page=2"]),
-                           st.integers(0, 2**64 - 1), st.integers(0, 2**64 - 1)), max_size=30)
+def _past_127(records: st.SearchStrategy, filler: object) -> st.SearchStrategy:
+    """``records``, some padded past 127 records: from 128 on, the count's bytes are not ASCII."""
+    return st.builds(lambda got, pad, at: got[:at] + [filler] * pad + got[at:],
+                     records, st.sampled_from([0, 0, 130, 300]), st.integers(0, 40))
+
+
+TEXTS = _past_127(st.lists(st.sampled_from(["", "a", "sha256:" + "ab" * 32, "ção", "€uro",
+                                            "x" * 200, "\U0001f600", "line\nbreak"]),
+                           max_size=40), "id")
+SPANS = _past_127(st.lists(st.tuples(st.sampled_from(["a.txt", "docs/ü.md", "", "p.pdf#page=2"]),
+                                     st.integers(0, 2**64 - 1), st.integers(0, 2**64 - 1)),
+                           max_size=30), ("a.txt", 1, 2))
 
 
 def _outcome(fn, *args):
@@ -108,6 +116,23 @@ def test_span_records_end_as_the_decoder(spans: list, data: st.DataObject) -> No
     if want[0] == "ok":
         checked = span_records(payload, expected, utf8_checked=True)
         assert [checked.span(i) for i in range(len(checked))] == want[1]
+
+
+@pytest.mark.parametrize("bad", [b"\xff", b"\xc3", b"\xed\xa0\x80"])
+def test_many_ascii_records_and_one_bad_body_fail_as_the_decoder(bad: bytes) -> None:
+    # 200 records: the count's low byte is 0xc8, so "all bytes ASCII" must leave the prefix out
+    ids = encode_strings([f"id{i}" for i in range(200)])
+    assert [string_records(ids, 200, 0x01).text(i) for i in range(200)] == \
+        decode_strings(ids, 200, 0x01)
+    broken = ids.replace(b"id77", b"id7" + bad[:1], 1)
+    assert _outcome(string_records, broken, 200, 0x01)[0] == "MalformedSectionPayload"
+    assert _outcome(string_records, broken, 200, 0x01) == \
+        _outcome(decode_strings, broken, 200, 0x01)
+    spans = encode_spans([("a.txt", i, i + 1) for i in range(199)] + [("b.txt", 0, 1)])
+    assert span_records(spans, 200).span(199) == ("b.txt", 0, 1)
+    broken = spans.replace(b"b.txt", (b"b" + bad + b"xt.t")[:5], 1)
+    assert _outcome(span_records, broken, 200)[0] == "MalformedSectionPayload"
+    assert _outcome(span_records, broken, 200) == _outcome(decode_spans, broken, 200)
 
 
 def test_a_count_no_payload_can_hold_is_refused_before_walking() -> None:

@@ -232,8 +232,14 @@ def _walked_starts(data: bytes, count: int) -> list[int] | None:
     return starts
 
 
+def _records_ascii(data: bytes) -> bool:
+    """Whether every record byte is ASCII (lengths and bodies alike): then each body is UTF-8.
+    The 12-byte prefix is left out: a count of 128 or more has a byte past 0x7f."""
+    return data[PREFIX.size:].isascii()
+
+
 def _bodies_utf8(records: StringRecords) -> bool:
-    if records.data.isascii():  # lengths and bodies alike: every body is ASCII
+    if _records_ascii(records.data):
         return True
     try:
         for i in range(len(records)):
@@ -322,7 +328,7 @@ def span_records(raw: bytes | memoryview, expected: int | None, *,
     _, count = _open(raw, SECTION_CHUNKS_ORIGINAL_SPANS, expected)
     data = raw if isinstance(raw, bytes) else bytes(raw)
     starts = _record_starts(data, count, _SPAN_TAIL.size)
-    if starts is not None and (utf8_checked or data.isascii() or _uris_utf8(data, starts)):
+    if starts is not None and (utf8_checked or _records_ascii(data) or _uris_utf8(data, starts)):
         return SpanRecords(data, starts)
     decode_spans(raw, expected)  # raises the first failure, in its words
     raise AssertionError("a payload the span walk refused passed the reader")
