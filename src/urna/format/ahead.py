@@ -159,7 +159,10 @@ def _pool() -> Pool:
     if _POOL is None:
         with _POOL_LOCK:
             if _POOL is None:
-                _POOL = Pool(worker_count())
+                # One thread more than the cores: the open's three long passes (body digest,
+                # 0x04 checksum, content hash) then run at once and end after 1.5 passes on
+                # two cores, not 2.
+                _POOL = Pool(worker_count() + 1)
     return _POOL
 
 
@@ -183,6 +186,10 @@ class Lane:
         self._jobs.append(job)
         return job
 
+    def borrowed(self) -> _Borrowed:
+        """This lane as a context that does not wait on exit: its owner's exit waits."""
+        return _Borrowed(self)
+
     def start_over(self, fn: Callable[[memoryview], Any], buf: memoryview, start: int,
                    end: int) -> Job:
         """``start(fn(buf[start:end]))`` with the slice made and released inside the job."""
@@ -194,6 +201,22 @@ class Lane:
     def __exit__(self, *exc: object) -> None:
         for job in self._jobs:
             job.wait()
+
+
+class _Borrowed:
+    """A lane lent to a callee: jobs it starts outlive the callee and are waited for by the
+    lane's owner (a job started ahead for a later step of the owner's)."""
+
+    __slots__ = ("_lane",)
+
+    def __init__(self, lane: Lane) -> None:
+        self._lane = lane
+
+    def __enter__(self) -> Lane:
+        return self._lane
+
+    def __exit__(self, *exc: object) -> None:
+        pass
 
 
 def _over(fn: Callable[[memoryview], Any], buf: memoryview, start: int, end: int) -> Any:

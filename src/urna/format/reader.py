@@ -45,6 +45,7 @@ from .identity import content_hash as _content_hash
 from .identity import file_hash as _file_hash
 from .layout import (
     CANONICAL_SECTIONS,
+    ENCODING_RAW,
     LEGACY_MAGIC,
     SECTION_ALIGNMENT,
     SECTION_CHUNKS_CANONICAL,
@@ -151,15 +152,20 @@ class CheckSteps:
     ``checksum_bytes`` are known once the section table's bounds step has passed; ``view`` is
     the opened ``UrnaView`` once the last step has passed. Run the iterator out, or close it,
     before releasing ``data``: closing waits for the digests still running.
+
+    ``lane``: the caller's lane (``format.ahead``), which then waits for the digests instead;
+    the content hash also starts with them when it reads only bytes of the file (see
+    ``_start_content_hash``), claimed later by ``view.content_hash()``.
     """
 
     def __init__(self, data: bytes | bytearray | memoryview, *,
-                 trusted_body: bytes | None = None) -> None:
+                 trusted_body: bytes | None = None, lane: Lane | None = None) -> None:
         self.buf = _byte_view(data)
         self.planned: int | None = None
         self.checksum_bytes: int | None = None
         self.view: UrnaView | None = None
         self.trusted_body = trusted_body
+        self.lane = lane
 
     def __iter__(self) -> Generator[CheckStep, None, None]:
         return self._run()
@@ -184,12 +190,15 @@ class CheckSteps:
             with buf[:body_end] as body:
                 known = _body_digest(body)
             trusted = known.digest() == self.trusted_body
-        with Lane() as lane:
+        content_job: Job | None = None
+        with Lane() if self.lane is None else self.lane.borrowed() as lane:
             # The body digest and each section checksum are independent passes over the same
             # bytes: they start at once on worker threads and are claimed in the check order.
             body_job = (Job(value=known) if self.trusted_body is not None
                         else lane.start_over(_body_digest, buf, 0, body_end))
             sums, bad_entry = _start_checksums(buf, header, body_end, lane, trusted)
+            if self.lane is not None and not trusted and bad_entry is None:
+                content_job = _start_content_hash(buf, [entry for entry, _ in sums], lane)
             self.planned = 15 + 2 * len(sums)
             self.checksum_bytes = sum(entry.size for entry, _ in sums)
             entries: list[SectionEntry] = []
@@ -239,6 +248,7 @@ class CheckSteps:
         yield _PASSED["15"]
         view = UrnaView(buf, header, entries, manifest, manifest_bytes)
         view._body_hash = body_hash
+        view._content_job = content_job
         view.trusted = trusted
         for section_id, name in CANONICAL_SECTIONS:
             if view.entry(section_id) is None:
@@ -315,6 +325,42 @@ def _start_checksums(buf: memoryview, header: Header, body_end: int, lane: Lane,
     return sums, None
 
 
+def _start_content_hash(buf: memoryview, entries: list[SectionEntry], lane: Lane) -> Job | None:
+    """The content hash started beside the checksums, when it reads only bytes of the file:
+    each canonical section's first entry raw (0x04 in its vector encoding), no dedup map.
+
+    Otherwise it waits its turn: a compressed or repacked section may claim a huge expansion
+    that a later check (a record count) refuses cheaply. Every entry's bounds passed step 9.
+    """
+    first: dict[int, SectionEntry] = {}
+    for entry in entries:
+        first.setdefault(entry.section_id, entry)
+    if SECTION_DEDUP_MAP in first:
+        return None
+    bounds: list[tuple[int, int, int]] = []
+    for section_id, _ in CANONICAL_SECTIONS:
+        entry = first.get(section_id)
+        if entry is None:
+            return None
+        raw = (entry.encoding in VECTOR_ENCODINGS if section_id == SECTION_EMBEDDINGS
+               else entry.encoding == ENCODING_RAW)
+        if not raw:
+            return None
+        bounds.append((section_id, entry.offset, entry.offset + entry.size))
+    return lane.start(sum(end - start for _, start, end in bounds), _content_hash_over, buf,
+                      bounds)
+
+
+def _content_hash_over(buf: memoryview, bounds: list[tuple[int, int, int]]) -> str:
+    """``identity.content_hash`` of sections read in place at ``(id, start, end)``."""
+    parts = {section_id: buf[start:end] for section_id, start, end in bounds}
+    try:
+        return _content_hash(parts.__getitem__)
+    finally:  # released before the job reports: the map may close then
+        for part in parts.values():
+            part.release()
+
+
 def _semantic_steps(view: UrnaView) -> Iterator[CheckStep]:
     """Steps 17-19 on the opened view; the caller stops at the first failure."""
     checks: list[tuple[str, str, Callable[[], object] | None]] = [
@@ -352,20 +398,22 @@ class UrnaView:
         self._decoded: dict[int, bytes | memoryview] = {}
         self._content_hash: str | None = None
         self._body_hash = None  # SHA-256 state after the body, kept from the footer check
+        self._content_job: Job | None = None  # the content hash started with the checksums
         self.trusted = False  # the body's digest is that of a body verified whole before
 
     # -- reading ---------------------------------------------------------------------------
 
     @classmethod
     def from_bytes(cls, data: bytes | bytearray | memoryview, *,
-                   trusted_body: bytes | None = None) -> UrnaView:
+                   trusted_body: bytes | None = None, lane: Lane | None = None) -> UrnaView:
         """Parse and validate ``data`` (steps 1-19 of 01-container §10.1).
 
         ``trusted_body``: the SHA-256 of a body that passed every check before. The body
         digest is computed first; when it equals this one the section checksums are not
         recomputed (same bytes) and ``view.trusted`` is set; otherwise every check runs.
+        ``lane``: as for ``CheckSteps`` (the caller's exit waits for the passes it started).
         """
-        steps = CheckSteps(data, trusted_body=trusted_body)
+        steps = CheckSteps(data, trusted_body=trusted_body, lane=lane)
         error = _first_failure(steps)
         if error is None:
             assert steps.view is not None  # every step passed
@@ -541,6 +589,9 @@ class UrnaView:
         ``keep_texts``: keep the decoded 0x02 for a read that follows (one decode, not two);
         a deduplicated 0x02 is hashed piece by piece all the same.
         """
+        if self._content_hash is None and self._content_job is not None:
+            job, self._content_job = self._content_job, None
+            self._content_hash = job.result()
         if self._content_hash is None:
             keep = keep_texts and self.entry(SECTION_DEDUP_MAP) is None
             self._content_hash = _content_hash(lambda sid: self._hash_input(sid, keep))

@@ -24,8 +24,6 @@ from ..errors import MalformedSectionPayload, SectionNotFound, UnsupportedDType
 from ..format import encodings
 from ..format.ahead import Lane
 from ..format.layout import (
-    CANONICAL_SECTIONS,
-    ENCODING_RAW,
     SECTION_BLOB_DATA,
     SECTION_BLOB_REFS,
     SECTION_BLOB_SPAN_OVERLAY,
@@ -33,7 +31,6 @@ from ..format.layout import (
     SECTION_CHUNK_IDS,
     SECTION_CHUNKS_CANONICAL,
     SECTION_CHUNKS_ORIGINAL_SPANS,
-    SECTION_DEDUP_MAP,
     SECTION_EMBEDDINGS,
     SECTION_EMBEDDINGS_FP,
     SECTION_GRAPH_ADJACENCY,
@@ -317,27 +314,6 @@ def _open_spaces(view: UrnaView) -> list[OpenSpace] | None:
     return out
 
 
-def _content_hash_ahead(view: UrnaView) -> str | None:
-    """The content hash computed ahead of its turn; None when it failed (redone in order)."""
-    try:
-        return view.content_hash()
-    except Exception:  # the in-order call raises it after the earlier steps had their say
-        return None
-
-
-def _hash_reads_file_bytes(view: UrnaView) -> bool:
-    """True when the content hash only reads bytes present in the file: every canonical
-    section raw, no dedup map. Otherwise it waits its turn: a compressed or repacked section
-    may claim a huge expansion that an earlier check (a record count) rejects cheaply."""
-    if view.entry(SECTION_DEDUP_MAP) is not None:
-        return False
-    for section_id, _ in CANONICAL_SECTIONS:
-        entry = view.entry(section_id)
-        if entry is None or (section_id != SECTION_EMBEDDINGS and entry.encoding != ENCODING_RAW):
-            return False
-    return True
-
-
 def open_state(buf, verdict: Verdict | None = None) -> OpenedFile:
     """Validate and decode a mapped file; raises the reference's typed error on failure.
 
@@ -345,35 +321,32 @@ def open_state(buf, verdict: Verdict | None = None) -> OpenedFile:
     body digest shows the same bytes, the passes it settled (checksums, NaN walk, content
     hash) are not repeated and the indexes decode on first use; otherwise all steps run.
     """
-    view = UrnaView.from_bytes(buf, trusted_body=None if verdict is None
-                               else verdict.body_digest)
-    dim, n = view.header.embedding_dim, view.header.n_embeddings
-    if view.trusted:
-        assert verdict is not None  # trusted only against a verdict's digest
-        state = _open_steps(view, dim, n, deferred=True)
-        view.adopt_content_hash(verdict.content_hash)
-        state.file_hash = view.file_hash()
-        state.content_hash = verdict.content_hash
-        state.texts_proven = not verdict.checks.isdisjoint((TEXT_RECORDS, CITE_RECORDS))
-        return state
-    vectors = view.check_embeddings_layout().size  # the first 0x04 entry (checked at parse)
     with Lane() as lane:
-        # The NaN walk of 0x04 and the content hash (another pass over the same bytes) run on
-        # workers while this thread decodes the tables; the walk's error is claimed before any
-        # later step's, so a file fails with the reference's first error.
+        # The body digest, the section checksums and (when it reads only file bytes) the
+        # content hash start at once on workers inside from_bytes; then the NaN walk of 0x04,
+        # while this thread decodes the tables. Each is claimed in the reference's order, so a
+        # file fails with its first error; leaving the lane waits for every pass.
+        view = UrnaView.from_bytes(buf, trusted_body=None if verdict is None
+                                   else verdict.body_digest, lane=lane)
+        dim, n = view.header.embedding_dim, view.header.n_embeddings
+        if view.trusted:
+            assert verdict is not None  # trusted only against a verdict's digest
+            state = _open_steps(view, dim, n, deferred=True)
+            view.adopt_content_hash(verdict.content_hash)
+            state.file_hash = view.file_hash()
+            state.content_hash = verdict.content_hash
+            state.texts_proven = not verdict.checks.isdisjoint((TEXT_RECORDS, CITE_RECORDS))
+            return state
+        vectors = view.check_embeddings_layout().size  # the first 0x04 entry (checked at parse)
         finite = lane.start(vectors, view.validate_embeddings_values)
-        ahead = lane.start(vectors, _content_hash_ahead, view) if _hash_reads_file_bytes(view) \
-            else None
         try:
             state = _open_steps(view, dim, n)
         except BaseException:
             finite.result()
             raise
         finite.result()
-        if ahead is not None:
-            ahead.result()
-    state.file_hash = view.file_hash()
-    state.content_hash = view.content_hash()  # cached by the job ahead, else raises in order
+        state.file_hash = view.file_hash()
+        state.content_hash = view.content_hash()  # the pass started ahead, else in order
     return state
 
 
