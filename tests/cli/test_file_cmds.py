@@ -159,3 +159,23 @@ def test_a_failed_validate_keeps_no_verdict(verdict_cache):
     bad.write_bytes(apply_case(load_cases()["quickstart-hybrid__s07_payload_zero_fixed"]))
     assert run("validate", bad).exit_code == 1
     assert verdicts.lookup(str(bad), os.stat(bad), frozenset()) is None
+
+
+@pytest.mark.parametrize("name", ["quickstart-zstd_f32.urna", "synthetic-exact.urna"])
+def test_cite_of_every_chunk_through_a_kept_verdict_prints_the_full_parse(name, verdict_cache):
+    # a trusted cite walks 0x02 / 0x03 only up to the cited record: first, middle and last
+    import shutil
+
+    info = expected()[name]
+    path = verdict_cache / name
+    shutil.copyfile(REF / name, path)
+    citations = [f"urna://{info['content_hash']}/{chunk}" for chunk in info["chunk_ids"]]
+    fresh = [run("cite", REF / name, c).stdout for c in citations]  # no verdict: full parse
+    run("validate", path)  # keeps the verdict with the records proven
+    trusted = [run("cite", path, c) for c in citations]
+    assert all(r.exit_code == 0 for r in trusted)
+    assert [r.stdout.replace(str(path), str(REF / name)) for r in trusted] == fresh
+    hits = {h["chunk_id"]: h for q in info["queries"] for h in q["retrieve"]}
+    for chunk, out in zip(info["chunk_ids"], fresh, strict=True):
+        if chunk in hits:
+            assert f"text:\n{hits[chunk]['text']}" in out

@@ -21,6 +21,8 @@ from urna.format.sections.canonical import (
     decode_strings,
     encode_spans,
     encode_strings,
+    proven_span,
+    proven_string,
     span_records,
     string_records,
 )
@@ -133,6 +135,25 @@ def test_many_ascii_records_and_one_bad_body_fail_as_the_decoder(bad: bytes) -> 
     broken = spans.replace(b"b.txt", (b"b" + bad + b"xt.t")[:5], 1)
     assert _outcome(span_records, broken, 200)[0] == "MalformedSectionPayload"
     assert _outcome(span_records, broken, 200) == _outcome(decode_spans, broken, 200)
+
+
+@settings(max_examples=200, deadline=None)
+@given(TEXTS, SPANS, st.data())
+def test_a_proven_record_is_the_decoded_one(texts: list[str], spans: list,
+                                            data: st.DataObject) -> None:
+    # cite on bytes a verdict proved walks 0x02 / 0x03 only up to the cited record
+    strings, rows = encode_strings(texts), encode_spans(spans)
+    assert [proven_string(strings, i) for i in range(len(texts))] == texts
+    assert [proven_span(rows, i) for i in range(len(spans))] == decode_spans(rows, None)
+    # bytes that are not the proven ones never crash: None, and the full parse decides
+    cut = data.draw(st.integers(0, max(0, len(strings) - 1)))
+    for i in range(len(texts) + 2):
+        got = proven_string(strings[:cut], i)
+        assert got is None or got == texts[i]
+    cut = data.draw(st.integers(0, max(0, len(rows) - 1)))
+    for i in range(len(spans) + 2):
+        got = proven_span(rows[:cut], i)
+        assert got is None or got == decode_spans(rows, None)[i]
 
 
 def test_a_count_no_payload_can_hold_is_refused_before_walking() -> None:

@@ -14,7 +14,13 @@ from .identity import format_citation, parse_citation
 from .layout import SECTION_CHUNK_IDS, SECTION_CHUNKS_CANONICAL, SECTION_CHUNKS_ORIGINAL_SPANS
 from .reader import UrnaView
 from .record import FrozenRecord
-from .sections.canonical import StringRecords, span_records, string_records
+from .sections.canonical import (
+    StringRecords,
+    proven_span,
+    proven_string,
+    span_records,
+    string_records,
+)
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -63,16 +69,23 @@ def resolve_citation(view: UrnaView, citation: str, *,
     Checks in order: the content hash, 0x01 parsed with ``n_chunks`` records, the citation,
     then 0x02 and 0x03 parsed the same way; only the cited record is built.
     ``records_checked``: these same bytes passed those parses before (a verdict), so their
-    UTF-8 is not walked again.
+    UTF-8 is not walked again, and 0x02 / 0x03 only up to the cited record.
     """
     actual = view.content_hash(keep_texts=True)
     n = view.header.n_chunks
     ids = string_records(view.decoded(SECTION_CHUNK_IDS), n, SECTION_CHUNK_IDS,
                          utf8_checked=records_checked)
     wanted, ordinal = locate_citation(citation, actual, ids)
-    text = string_records(view.decoded(SECTION_CHUNKS_CANONICAL), n, SECTION_CHUNKS_CANONICAL,
-                          utf8_checked=records_checked).text(ordinal)
-    uri, start, end = span_records(view.decoded(SECTION_CHUNKS_ORIGINAL_SPANS), n,
-                                   utf8_checked=records_checked).span(ordinal)
+    texts = view.decoded(SECTION_CHUNKS_CANONICAL)
+    spans = view.decoded(SECTION_CHUNKS_ORIGINAL_SPANS)
+    # Proven records are walked up to the cited one only; else each table is parsed whole.
+    text = proven_string(texts, ordinal) if records_checked else None
+    if text is None:
+        text = string_records(texts, n, SECTION_CHUNKS_CANONICAL,
+                              utf8_checked=records_checked).text(ordinal)
+    span = proven_span(spans, ordinal) if records_checked else None
+    if span is None:
+        span = span_records(spans, n, utf8_checked=records_checked).span(ordinal)
+    uri, start, end = span
     return ResolvedCitation(format_citation(actual, wanted), wanted, actual, ordinal, text, uri,
                             start, end)

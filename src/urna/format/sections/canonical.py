@@ -223,6 +223,50 @@ def _record_starts(data: bytes, count: int, tail: int) -> list[int] | None:
     return starts if pos == end_all else None
 
 
+def _proven_start(data: bytes, i: int, tail: int) -> int | None:
+    """Where record ``i``'s body begins, ``i`` lengths walked; None past the payload."""
+    unpack = _U32.unpack_from
+    pos, end_all = PREFIX.size, len(data)
+    for _ in range(i):
+        if pos + 4 > end_all:
+            return None
+        pos += 4 + unpack(data, pos)[0] + tail
+    return pos + 4 if pos + 4 <= end_all else None
+
+
+# Records of payloads these very bytes proved well formed before (a verdict of the same body:
+# count, every length, no trailing byte, UTF-8): one record is read by walking the lengths up
+# to it, not the whole payload. None when the walk leaves the payload or the bytes do not
+# decode (then they are not the proven ones, and the full parse decides).
+
+def proven_string(raw: bytes | memoryview, i: int) -> str | None:
+    """Record ``i`` of a proven 0x01 / 0x02 payload."""
+    data = raw if isinstance(raw, bytes) else bytes(raw)
+    start = _proven_start(data, i, 0)
+    if start is None:
+        return None
+    end = start + _U32.unpack_from(data, start - 4)[0]
+    try:
+        return data[start:end].decode("utf-8") if end <= len(data) else None
+    except UnicodeDecodeError:
+        return None
+
+
+def proven_span(raw: bytes | memoryview, i: int) -> tuple[str, int, int] | None:
+    """Record ``i`` of a proven 0x03 payload: ``(source_uri, byte_start, byte_end)``."""
+    data = raw if isinstance(raw, bytes) else bytes(raw)
+    start = _proven_start(data, i, _SPAN_TAIL.size)
+    if start is None:
+        return None
+    end = start + _U32.unpack_from(data, start - 4)[0]
+    if end + _SPAN_TAIL.size > len(data):
+        return None
+    try:
+        return (data[start:end].decode("utf-8"), *_SPAN_TAIL.unpack_from(data, end))
+    except UnicodeDecodeError:
+        return None
+
+
 def _walked_starts(data: bytes, count: int) -> list[int] | None:
     """The record starts of ``count`` length-prefixed strings, then ``len(data) + 4`` (so
     record i ends at ``starts[i + 1] - 4``), or None if they do not fit."""
