@@ -120,3 +120,17 @@ def test_a_server_keeps_the_blas_default(tmp_path: Path) -> None:
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert proc.stderr.splitlines()[-1] == "blas threads: None"
+
+
+@pytest.mark.parametrize("args", [["inspect", str(FILE)], ["--help"]])
+def test_a_reader_that_left_ends_the_call_quietly(args: list[str], tmp_path: Path) -> None:
+    # `urna inspect FILE | head -1`: the pipe's reader is gone before the output is written
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        proc = subprocess.run([sys.executable, "-m", "urna.cli", *args], env=_env(tmp_path),
+                              stdout=write_end, stderr=subprocess.PIPE, text=True, timeout=120,
+                              stdin=subprocess.DEVNULL)
+    finally:
+        os.close(write_end)
+    assert (proc.returncode, proc.stderr) == (141, "")

@@ -167,6 +167,13 @@ def main(argv: list[str] | None = None) -> None:
     except CommandLineError as exc:
         echo(f"{exc.prefix}: {exc.message}", err=True)
         code = exc.exit_code
+    except BrokenPipeError:
+        # The reader left (`urna ... | head`): end quietly, as a tool killed by SIGPIPE does;
+        # stdout goes to /dev/null so the interpreter's last flush cannot fail again.
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, sys.stdout.fileno())
+        os.close(null)
+        code = 128 + 13
     except (UrnaError, OSError) as exc:
         if state["debug"]:
             raise
