@@ -7,7 +7,7 @@ Prints the median open of each side and the ratio ours / reference. Two sides of
 ``urna repeat`` (a verdict of an earlier full open is kept, ``runtime.verdicts``: one hash
 pass proves the bytes unchanged) and ``urna first`` (``URNA_OPEN_CACHE=0``: every pass, as
 the first open of a file). ``--baseline-src DIR`` adds another checkout's ``src`` (e.g.
-``/work/main/src``) to show a change's own effect.
+``/work/main/src``), both sides, to show a change's own effect.
 
     .venv/bin/python benchmarks/bench_open.py                   # 100,000 x 384 float32
     .venv/bin/python benchmarks/bench_open.py --n 20000 --rounds 3
@@ -82,7 +82,10 @@ def main() -> None:
              "urna first": (sys.executable, SRC, {**ours, "URNA_OPEN_CACHE": "0"}),
              "reference": (REF_PYTHON, None, {})}
     if args.baseline_src:
-        sides["baseline"] = (sys.executable, args.baseline_src, {})
+        theirs = {"URNA_CACHE_DIR": tempfile.mkdtemp(prefix="urna-bench-cache-")}  # its own
+        sides["baseline repeat"] = (sys.executable, args.baseline_src, theirs)
+        sides["baseline first"] = (sys.executable, args.baseline_src,
+                                   {**theirs, "URNA_OPEN_CACHE": "0"})
     times: dict[str, list[list[float]]] = {name: [] for name in sides}
     for r in range(args.rounds):
         for name, (python, src, env) in sides.items():
@@ -95,7 +98,7 @@ def main() -> None:
     ref = [statistics.median(t[i] for t in times["reference"]) for i in (0, 1)]
     for name, ts in times.items():
         wall, cpu = (statistics.median(t[i] for t in ts) for i in (0, 1))
-        print(f"  {name:12s} wall {wall:7.1f} ms ({wall / ref[0]:.2f}x reference)   "
+        print(f"  {name:15s} wall {wall:7.1f} ms ({wall / ref[0]:.2f}x reference)   "
               f"CPU {cpu:7.1f} ms ({cpu / ref[1]:.2f}x)")
 
 
