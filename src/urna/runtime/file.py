@@ -386,13 +386,16 @@ class UrnaFile:
 
     def validate(self, *, full: bool = False) -> bool:
         """The reference binding's check (reader checks, value walk, contract); True or a typed
-        error. ``full=True`` adds what ``urna validate`` checks beyond this file's open
-        (``format.verify.verify``: the canonical sections and every inlined blob's SHA-256)."""
+        error. ``full=True`` is ``urna validate``'s whole check: this object's full open proved
+        the steps the open makes, so only the rest run (the canonical tables' records, every
+        inlined blob's SHA-256); an open that trusted a kept verdict gets every check again
+        (``runtime.validation.validate_opened``)."""
         from ..format.reader import UrnaView
-        from ..format.verify import verify
 
         if full:
-            verify(self._state.view.buf)
+            from .validation import validate_opened
+
+            validate_opened(self._state.view)
             return True
         # the reference's validate() stops here: the mutation cases pin files that pass it
         # and fail the CLI's fuller check
