@@ -101,10 +101,7 @@ class UrnaFile:
             self._release_map()
             raise
         if verdict is None:  # a full open: keep its verdict for the next open of this path
-            digest = self._st.view.body_digest()
-            if digest is not None:
-                verdict = verdicts.Verdict(digest, self._st.content_hash)
-                verdicts.remember(self.path, stat_now, verdict)
+            verdict = verdicts.keep(self.path, stat_now, self._st.view, verdicts.OPEN_CHECKS)
         elif not self._st.view.trusted:
             verdict = None  # another body's: nothing of it holds for these bytes
         if verdict is not None:  # a proof of 0x02 here is kept with it
