@@ -174,11 +174,13 @@ def _file_checks(path: Path, prefix: str = "") -> Iterator[CheckVerdict]:
     if view is None:
         yield from _skipped(prefix, LATER_CHECKS)
         return
+    rows = iter(Checks(view, VALIDATE_STEPS))
     try:
-        for row in Checks(view, VALIDATE_STEPS):
+        for row in rows:
             detail = row.detail if row.error is None else error_text(row.error)
             yield CheckVerdict(prefix + row.name, row.status, detail)
     finally:
+        rows.close()  # waits for the work started ahead: no worker reads the view released here
         view.release()
 
 
