@@ -175,7 +175,9 @@ def detached(exc: UrnaError) -> UrnaError:
     frame: a frame's ``f_back`` leads to the one holding the error, and a cycle over the
     file's memoryviews may crash CPython's collector."""
     seen: BaseException | None = exc
-    while seen is not None:
+    visited: set[int] = set()
+    while seen is not None and id(seen) not in visited:
+        visited.add(id(seen))
         seen.with_traceback(None)
         seen = seen.__cause__ or seen.__context__
     return exc
