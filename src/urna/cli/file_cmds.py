@@ -1,7 +1,8 @@
 """File verbs: ``inspect``, ``validate``, ``cite`` (04-surface §2.3).
 
-``validate`` runs ``runtime.validation.validate_bytes``: the reference's validate refuses what
-its open refuses, so a file with optional sections gets the full open before the blob check.
+``validate`` runs ``runtime.validation.validate_bytes``, the one list of validate's steps
+(``VALIDATE_STEPS``): the reference's validate refuses what its open refuses, so a file with
+optional sections gets the open's own steps (its index decodes) before the content hash.
 """
 
 from __future__ import annotations

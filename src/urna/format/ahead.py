@@ -101,6 +101,11 @@ class Job:
         if self._done is not None:
             self._done.wait()
 
+    def forget(self) -> None:
+        """Drop an error nobody claimed: its traceback's frames lead back (``f_back``) to the
+        frame holding this job, a cycle over memoryviews the collector may crash on."""
+        self._error = None
+
 
 class Pool:
     """Daemon worker threads taking jobs from one queue; a thread starts when none is idle."""
@@ -201,6 +206,7 @@ class Lane:
     def __exit__(self, *exc: object) -> None:
         for job in self._jobs:
             job.wait()
+            job.forget()  # an outcome not claimed inside the lane is never claimed
 
 
 class _Borrowed:

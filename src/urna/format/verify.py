@@ -1,18 +1,26 @@
 """The full integrity check behind ``urna validate`` (01-container §12.3, 04-surface §2.3).
 
-Runs every check the file format allows before reporting anything: the 19 reader checks,
+``FORMAT_STEPS`` is the one ordered list of what the check runs after the reader's 19 checks:
 the NaN/Inf walk of 0x04, the search contract, the decoded canonical sections (with their
-record counts) and, when 0x17 exists, every inlined blob against its 0x14 SHA-256.
+record counts), the content hash and, when 0x17 exists, every inlined blob against its 0x14
+SHA-256. ``runtime.validation.VALIDATE_STEPS`` is this list with the runtime open's own step
+put in its place; the CLI, ``UrnaFile.validate(full=True)`` and the TUI's rows all run it
+through ``Checks``, so adding a step is one edit.
 
-The three SHA-256 passes run side by side: the reader hashes the body and the section
-checksums on workers (``format.ahead``), and here the content hash (a third pass over the
-slab) runs on a worker while this thread parses the 0x02 records. Each outcome is claimed in
-the reference's order, so the first error is the reference's.
+Which error wins: the reference's ``urna validate`` fails as its open does whenever its open
+refuses, else with the first failure of its own further checks. A step says whether the open
+makes it too (``opens``). The failure of such a step ends the run; a failure of one the open
+does not make (or makes again later, in its own order: ``repeats``) is held while the later
+steps of the open still run, and is the outcome only when they pass.
+
+The big passes run ahead on workers (``format.ahead``): the NaN walk and the 0x02 decode
+start at once, the content hash beside the 0x02 record parse; each outcome is claimed in the
+steps' order.
 """
 
 from __future__ import annotations
 
-from ..errors import MalformedSectionPayload
+from ..errors import MalformedSectionPayload, UrnaError
 from .ahead import Job, Lane
 from .hashing import sha256_digest
 from .layout import (
@@ -25,6 +33,14 @@ from .layout import (
 from .reader import UrnaView
 from .record import FrozenRecord
 from .sections.canonical import span_records, string_records
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable, Generator, Iterable
+    from typing import Any
+
+OK, FAIL, SKIP = "ok", "fail", "skip"
+NOT_RUN = "not run: an earlier check failed"
 
 
 class Verification(FrozenRecord):
@@ -39,6 +55,148 @@ class Verification(FrozenRecord):
     def __init__(self, n_sections: int, blobs_verified: int | None, file_hash: str,
                  content_hash: str) -> None:
         self._set(n_sections, blobs_verified, file_hash, content_hash)
+
+
+class Checking:
+    """One run of the steps over a view that passed the reader: the work started ahead (by
+    step name, claimed once) and what the steps found."""
+
+    def __init__(self, view: UrnaView, lane: Lane) -> None:
+        self.view, self._lane = view, lane
+        self._ahead: dict[str, Job] = {}
+        self.blobs_verified: int | None = None
+
+    def start(self, name: str, size: int, fn: Callable[..., Any], *args: Any) -> None:
+        """Start ``fn(*args)`` for step ``name`` (on a worker when ``size`` bytes warrant it)."""
+        self._ahead[name] = self._lane.start(size, fn, *args)
+
+    def claim(self, name: str, fn: Callable[..., Any], *args: Any) -> Any:
+        """The outcome of ``name``'s work started ahead, else of ``fn(*args)`` run now."""
+        job = self._ahead.pop(name, None)
+        return fn(*args) if job is None else job.result()
+
+
+class Step(FrozenRecord):
+    """One check of ``urna validate`` after the reader's.
+
+    ``run`` returns what the check found (a row's detail) or raises its typed error;
+    ``opens``: the runtime open makes this check too, with the same outcome; ``repeats``: the
+    steps whose open check this one makes again, in the open's order, on the files it
+    ``applies`` to; ``ahead`` starts its big pass before the first step runs.
+    """
+
+    __slots__ = _fields = ("name", "run", "opens", "repeats", "applies", "ahead")
+    name: str
+    run: Callable[[Checking], str]
+    opens: bool
+    repeats: frozenset[str]
+    applies: Callable[[UrnaView], bool] | None
+    ahead: Callable[[Checking], None] | None
+
+    def __init__(self, name: str, run: Callable[[Checking], str], *, opens: bool,
+                 repeats: frozenset[str] = frozenset(),
+                 applies: Callable[[UrnaView], bool] | None = None,
+                 ahead: Callable[[Checking], None] | None = None) -> None:
+        self._set(name, run, opens, repeats, applies, ahead)
+
+    def repeated_on(self, view: UrnaView) -> frozenset[str]:
+        """The steps this one checks again on ``view``'s file (none where it does not apply)."""
+        if self.applies is not None and not self.applies(view):
+            return frozenset()
+        return self.repeats
+
+
+class StepOutcome(FrozenRecord):
+    """One step's row: ``ok`` (``detail`` says what it found), ``fail`` (``error``) or
+    ``skip`` (an earlier failure decided the outcome)."""
+
+    __slots__ = _fields = ("name", "status", "detail", "error")
+    name: str
+    status: str
+    detail: str
+    error: UrnaError | None
+
+    def __init__(self, name: str, status: str, detail: str = "",
+                 error: UrnaError | None = None) -> None:
+        self._set(name, status, detail, error)
+
+
+class Checks:
+    """The steps run over a view that passed the reader, as an iterator of ``StepOutcome``.
+
+    Once it is run out, ``error`` is the outcome (None when every step passed) and, on a pass,
+    ``verification`` what the check established. Closing it early waits for the work ahead.
+    """
+
+    def __init__(self, view: UrnaView, steps: Iterable[Step]) -> None:
+        self.view = view
+        self.steps = tuple(steps)
+        self.error: UrnaError | None = None
+        self.verification: Verification | None = None
+
+    def __iter__(self) -> Generator[StepOutcome, None, None]:
+        return self._run()
+
+    def _run(self) -> Generator[StepOutcome, None, None]:
+        view, steps = self.view, self.steps
+        held: UrnaError | None = None  # a failure the open's later steps may still overrule
+        with Lane() as lane:
+            checking = Checking(view, lane)
+            for step in steps:
+                if step.ahead is not None:
+                    step.ahead(checking)
+            for i, step in enumerate(steps):
+                if held is not None and not step.opens:
+                    yield StepOutcome(step.name, SKIP, NOT_RUN)
+                    continue
+                try:
+                    detail = step.run(checking)
+                except UrnaError as exc:
+                    error = detached(exc)
+                    yield StepOutcome(step.name, FAIL, error=error)
+                    later = steps[i + 1:]
+                    if not step.opens or any(step.name in s.repeated_on(view) for s in later):
+                        held = held or error
+                        continue
+                    self.error = error
+                    for rest in later:
+                        yield StepOutcome(rest.name, SKIP, NOT_RUN)
+                    return
+                yield StepOutcome(step.name, OK, detail)
+            if held is not None:
+                self.error = held
+                return
+            self.verification = Verification(len(view.entries), checking.blobs_verified,
+                                             view.file_hash(), view.content_hash())
+
+
+def detached(exc: UrnaError) -> UrnaError:
+    """``exc`` with no traceback on it or on the errors it chains to, so keeping it keeps no
+    frame: a frame's ``f_back`` leads to the one holding the error, and a cycle over the
+    file's memoryviews may crash CPython's collector."""
+    seen: BaseException | None = exc
+    visited: set[int] = set()
+    while seen is not None and id(seen) not in visited:
+        visited.add(id(seen))
+        seen.with_traceback(None)
+        seen = seen.__cause__ or seen.__context__
+    return exc
+
+
+def check_view(view: UrnaView, steps: Iterable[Step]) -> Verification:
+    """Run ``steps`` over a view that passed the reader; raises the outcome's typed error."""
+    checks = Checks(view, steps)
+    for row in checks:
+        del row  # a failed row holds the error, whose traceback will hold this frame
+    if checks.verification is not None:
+        return checks.verification
+    error = checks.error
+    assert error is not None  # a run ends with one or the other
+    del checks
+    try:
+        raise error
+    finally:
+        del error  # no cycle error -> traceback -> this frame -> error
 
 
 def verify_blobs(view: UrnaView) -> int | None:
@@ -64,34 +222,83 @@ def verify_blobs(view: UrnaView) -> int | None:
     return verified
 
 
+# -- the steps, in order ---------------------------------------------------------------------
+
+VALUES, CONTRACT, CHUNK_IDS, SPANS, TEXTS = ("embedding values", "search contract", "chunk ids",
+                                             "spans", "canonical texts")
+CONTENT_HASH, BLOBS = "content hash", "inlined blobs"
+
+
+def _start_values(c: Checking) -> None:
+    c.start(VALUES, c.view.check_embeddings_layout().size, c.view.validate_embeddings_values)
+
+
+def _values(c: Checking) -> str:
+    c.claim(VALUES, c.view.validate_embeddings_values)
+    return "no NaN or Inf"
+
+
+def _contract(c: Checking) -> str:
+    return f"{len(c.view.search_contract())} keys"
+
+
+def _chunk_ids(c: Checking) -> str:
+    n = c.view.header.n_embeddings
+    string_records(c.view.decoded(SECTION_CHUNK_IDS), n, SECTION_CHUNK_IDS)
+    return f"{n} ids"
+
+
+def _spans(c: Checking) -> str:
+    n = c.view.header.n_embeddings
+    span_records(c.view.decoded(SECTION_CHUNKS_ORIGINAL_SPANS), n)
+    return f"{n} spans"
+
+
+def _start_texts(c: Checking) -> None:
+    # zstd releases the GIL; the decoder bounds its expansion
+    entry = c.view.entry(SECTION_CHUNKS_CANONICAL)
+    assert entry is not None  # a required section (reader step 16)
+    c.start(TEXTS, entry.size, c.view.decoded, SECTION_CHUNKS_CANONICAL)
+
+
+def _texts(c: Checking) -> str:
+    view = c.view
+    decoded = c.claim(TEXTS, view.decoded, SECTION_CHUNKS_CANONICAL)
+    # The content hash reads the decoded tables: it runs on a worker beside this parse.
+    c.start(CONTENT_HASH, view.check_embeddings_layout().size + len(decoded), view.content_hash)
+    n = view.header.n_chunks
+    string_records(decoded, n, SECTION_CHUNKS_CANONICAL)
+    return f"{n} texts"
+
+
+def _content_hash(c: Checking) -> str:
+    return str(c.claim(CONTENT_HASH, c.view.content_hash))
+
+
+def _blobs(c: Checking) -> str:
+    n = c.blobs_verified = verify_blobs(c.view)
+    return "no inlined blobs" if n is None else f"{n} blobs match their sha256"
+
+
+# The format-level steps in the reference's order. The contract, 0x02's records and the blobs'
+# SHA-256 are validate's own; the open walks the values, parses 0x01 and 0x03 with the same
+# outcome, and computes the content hash.
+FORMAT_STEPS: tuple[Step, ...] = (
+    Step(VALUES, _values, opens=True, ahead=_start_values),
+    Step(CONTRACT, _contract, opens=False),
+    Step(CHUNK_IDS, _chunk_ids, opens=True),
+    Step(SPANS, _spans, opens=True),
+    Step(TEXTS, _texts, opens=False, ahead=_start_texts),
+    Step(CONTENT_HASH, _content_hash, opens=True),
+    Step(BLOBS, _blobs, opens=False),
+)
+
+
 def verify(data: bytes | memoryview) -> Verification:
-    """Run the full check over a file's bytes; raises the first typed error found."""
+    """Run the format-level full check over a file's bytes; raises the first typed error."""
     return verify_view(UrnaView.from_bytes(data))
 
 
 def verify_view(view: UrnaView) -> Verification:
-    """The full check's steps after the reader's, on a view that passed them."""
-    texts_entry = view.entry(SECTION_CHUNKS_CANONICAL)
-    assert texts_entry is not None  # a required section (reader step 16)
-    with Lane() as lane:
-        # Every outcome below is claimed in the reference's order (NaN walk, contract, 0x01,
-        # 0x03, 0x02, content hash); the work starts earlier. The 0x02 decode (zstd, which
-        # releases the GIL; its expansion bounded by the decoder) runs on a worker beside the
-        # NaN walk and the smaller tables; the content hash, which reads the decoded tables,
-        # then runs on a worker beside the 0x02 record parse.
-        texts = lane.start(texts_entry.size, view.decoded, SECTION_CHUNKS_CANONICAL)
-        ids = Job.now(view.decoded, SECTION_CHUNK_IDS)
-        spans = ids if ids.failed else Job.now(view.decoded, SECTION_CHUNKS_ORIGINAL_SPANS)
-        view.validate_embeddings_values()
-        view.search_contract()
-        n = view.header.n_embeddings
-        # The parses of the three tables, without building their strings (the same checks).
-        string_records(ids.result(), n, SECTION_CHUNK_IDS)
-        span_records(spans.result(), n)
-        decoded_texts = texts.result()
-        hashed = view.check_embeddings_layout().size + len(decoded_texts)
-        content = lane.start(hashed, view.content_hash)
-        string_records(decoded_texts, view.header.n_chunks, SECTION_CHUNKS_CANONICAL)
-        content_hash = content.result()
-    blobs = verify_blobs(view)
-    return Verification(len(view.entries), blobs, view.file_hash(), content_hash)
+    """The format-level steps after the reader's, on a view that passed them."""
+    return check_view(view, FORMAT_STEPS)

@@ -101,10 +101,7 @@ class UrnaFile:
             self._release_map()
             raise
         if verdict is None:  # a full open: keep its verdict for the next open of this path
-            digest = self._st.view.body_digest()
-            if digest is not None:
-                verdict = verdicts.Verdict(digest, self._st.content_hash)
-                verdicts.remember(self.path, stat_now, verdict)
+            verdict = verdicts.keep(self.path, stat_now, self._st.view, verdicts.OPEN_CHECKS)
         elif not self._st.view.trusted:
             verdict = None  # another body's: nothing of it holds for these bytes
         if verdict is not None:  # a proof of 0x02 here is kept with it
@@ -386,13 +383,16 @@ class UrnaFile:
 
     def validate(self, *, full: bool = False) -> bool:
         """The reference binding's check (reader checks, value walk, contract); True or a typed
-        error. ``full=True`` adds what ``urna validate`` checks beyond this file's open
-        (``format.verify.verify``: the canonical sections and every inlined blob's SHA-256)."""
+        error. ``full=True`` is ``urna validate``'s whole check: this object's full open proved
+        the steps the open makes, so only the rest run (the canonical tables' records, every
+        inlined blob's SHA-256); an open that trusted a kept verdict gets every check again
+        (``runtime.validation.validate_opened``)."""
         from ..format.reader import UrnaView
-        from ..format.verify import verify
 
         if full:
-            verify(self._state.view.buf)
+            from .validation import validate_opened
+
+            validate_opened(self._state.view)
             return True
         # the reference's validate() stops here: the mutation cases pin files that pass it
         # and fail the CLI's fuller check

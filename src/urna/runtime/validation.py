@@ -1,11 +1,17 @@
-"""What ``urna validate`` runs: every check a full open makes, then the format-level ones.
+"""What ``urna validate`` runs: ``VALIDATE_STEPS``, the one ordered list of its checks.
 
 The reference's ``urna validate`` refuses whatever its open refuses, the optional sections
 included: a resealed HNSW, BM25 or graph payload, a blob span overlay or a space band fails it
-with the open's error. ``format.verify`` settles the required sections, the dictionary, the
-dedup map and the blobs without numpy, so a file holding only those is checked there; a file
-with any other section runs the runtime's full open (every step, in the open's order, no
-verdict trusted) and then the format-level check's own steps on the opened view.
+with the open's error. The list is ``format.verify.FORMAT_STEPS`` (which settles the required
+sections, the dictionary, the dedup map and the blobs without numpy) with the runtime open's
+own steps put before the content hash: on a file with any other section, the ``indexes`` step
+runs every step the open makes after its NaN walk (``runtime.opening``: the rerank slab, 0x01
+and 0x03, HNSW, BM25, the graph, the blob overlay, the spaces), in the open's order, no verdict
+trusted. Its failure, or any other step's the open makes, is the outcome; a failure of the
+full check's own parses waits for it (``format.verify.Checks``).
+
+The CLI (``validate_bytes``), ``UrnaFile.validate(full=True)`` (``validate_opened``) and the
+TUI's rows (``format.verify.Checks`` over ``VALIDATE_STEPS``) all run this list.
 """
 
 from __future__ import annotations
@@ -25,25 +31,33 @@ from ..format.layout import (
     SECTION_SEARCH_CONTRACT,
     URNA_SECTION_ENTRY_SIZE,
     Header,
+    section_name,
 )
 from ..format.reader import UrnaView
-from ..format.verify import Verification, verify_view
+from ..format.verify import (
+    CHUNK_IDS,
+    CONTENT_HASH,
+    FORMAT_STEPS,
+    SPANS,
+    Checking,
+    Step,
+    Verification,
+    check_view,
+)
 from . import verdicts
 
 # The sections format.verify decodes (0x18 is this project's metadata, which the reference
-# ignores and the open decodes on first use); any other section needs the full open.
+# ignores and the open decodes on first use); any other section needs the open's steps.
 VERIFIED_WITHOUT_OPEN = frozenset({
     SECTION_CHUNK_IDS, SECTION_CHUNKS_CANONICAL, SECTION_CHUNKS_ORIGINAL_SPANS,
     SECTION_EMBEDDINGS, SECTION_PROVENANCE, SECTION_SEARCH_CONTRACT, SECTION_DICTIONARY,
     SECTION_DEDUP_MAP, SECTION_BLOB_REFS, SECTION_BLOB_DATA, SECTION_METADATA,
 })
+INDEXES = "indexes"
 
 
 def listed_sections(data: bytes | memoryview) -> set[int] | None:
-    """The section ids the table lists, read with no check; None when it cannot be read.
-
-    It only picks the path: both paths start with the reader's checks of header and table.
-    """
+    """The section ids the table lists, read with no check; None when it cannot be read."""
     try:
         header = Header.unpack(data)
         start, count = header.section_table_offset, header.section_table_count
@@ -51,9 +65,35 @@ def listed_sections(data: bytes | memoryview) -> set[int] | None:
             return None
         return {SECTION_ENTRY.unpack_from(data, start + i * URNA_SECTION_ENTRY_SIZE)[0]
                 for i in range(count)}
-    except Exception:  # noqa: BLE001 - any damage: the checks below name it
+    except Exception:  # noqa: BLE001 - any damage: the checks name it
         return None
 
+
+def needs_open(view: UrnaView) -> bool:
+    """Whether ``view`` lists a section only the runtime open decodes (HNSW, BM25, ...)."""
+    return any(e.section_id not in VERIFIED_WITHOUT_OPEN for e in view.entries)
+
+
+def _indexes(c: Checking) -> str:
+    view = c.view
+    others = sorted({e.section_id for e in view.entries} - VERIFIED_WITHOUT_OPEN)
+    if not others:
+        return "none to decode"
+    # numpy and the index decoders: only files with such sections import them
+    from .opening import _open_steps  # the open's steps after its NaN walk, in its order
+
+    _open_steps(view, view.header.embedding_dim, view.header.n_embeddings)
+    return "decoded as the open does: " + ", ".join(section_name(i) or "unknown" for i in others)
+
+
+# The open's steps after its NaN walk: its errors are the open's; it parses 0x01 and 0x03
+# again after the rerank slab, so on these files a failure of those two rows waits for it.
+OPEN_STEPS = Step(INDEXES, _indexes, opens=True, repeats=frozenset({CHUNK_IDS, SPANS}),
+                  applies=needs_open)
+_AT = [s.name for s in FORMAT_STEPS].index(CONTENT_HASH)  # the open ends with the content hash
+VALIDATE_STEPS: tuple[Step, ...] = (*FORMAT_STEPS[:_AT], OPEN_STEPS, *FORMAT_STEPS[_AT:])
+# What a full open of these bytes leaves to validate (``validate_opened``).
+LEFT_BY_OPEN: tuple[Step, ...] = tuple(s for s in VALIDATE_STEPS if not s.opens)
 
 # What a passed validate settled on these bytes, beyond the reader's checks: everything an open
 # checks (its value walks and index decodes) and the three canonical tables' records.
@@ -66,17 +106,17 @@ def validate_bytes(data: bytes | memoryview, path: str | None = None) -> Verific
     ``path``: the file the bytes were read from; a pass is kept as its open verdict
     (``runtime.verdicts``), so the next open, search or cite of the same bytes hashes once.
     """
-    listed = listed_sections(data)
-    if listed is None or listed <= VERIFIED_WITHOUT_OPEN:
-        view = UrnaView.from_bytes(data)
-    else:
-        from .opening import open_state  # numpy and the index decoders: only files with them
-
-        # The open's steps first, in its order (the reference's validate fails as its open
-        # does); then the format-level checks the open leaves to first use (the canonical
-        # tables' records, the inlined blobs) on the same view, whose hashes are kept.
-        view = open_state(data).view
-    result = verify_view(view)
+    view = UrnaView.from_bytes(data)
+    result = check_view(view, VALIDATE_STEPS)
     if path is not None:
         verdicts.keep_view(path, data, view, SETTLED)
     return result
+
+
+def validate_opened(view: UrnaView) -> Verification:
+    """``validate_bytes`` for the view of a passed open: a full open of these bytes proved
+    every step it makes (the reader's, the NaN walk, its decodes, the content hash), so only
+    validate's own run; a view trusted on a kept verdict gets every check again."""
+    if view.trusted:
+        return validate_bytes(view.buf)
+    return check_view(view, LEFT_BY_OPEN)

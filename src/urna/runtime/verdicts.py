@@ -176,14 +176,26 @@ def checked_view(path: str, data: bytes | memoryview) -> UrnaView:
     return checked(path, data)[0]
 
 
+def keep(path: str, st: os.stat_result, view: UrnaView,
+         checks: frozenset[str] = NO_CHECKS) -> Verdict | None:
+    """Keep the verdict of a checked ``view`` of the bytes ``path`` held as of ``st`` (its
+    content hash is computed if it is not known yet), with the further ``checks`` that passed
+    on these bytes; the verdict, or None for a view the checks did not open."""
+    digest = view.body_digest()
+    if digest is None:
+        return None
+    verdict = Verdict(digest, view.content_hash(), checks)
+    remember(path, st, verdict)
+    return verdict
+
+
 def keep_view(path: str, data: bytes | memoryview, view: UrnaView,
               checks: frozenset[str] = NO_CHECKS) -> None:
-    """Keep the verdict of a checked ``view`` of ``path`` (its content hash is computed if it
-    is not known yet), with the further ``checks`` that passed on these bytes."""
-    digest = view.body_digest()
-    if digest is None or (view.trusted and not checks):
+    """``keep`` for the bytes ``data`` just read from ``path`` (its stat taken now); a trusted
+    view with no further checks has nothing new to keep."""
+    if view.body_digest() is None or (view.trusted and not checks):
         return
     with contextlib.suppress(OSError):
         st = os.stat(path)
         if st.st_size == len(data):
-            remember(path, st, Verdict(digest, view.content_hash(), checks))
+            keep(path, st, view, checks)

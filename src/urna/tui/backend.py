@@ -7,13 +7,15 @@ one-line change in this module. Nothing here imports textual.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from urna.errors import UrnaError
+from urna.format.verify import NOT_RUN
 from urna.runtime.searcher import Searcher, open_searcher
+from urna.runtime.validation import VALIDATE_STEPS
 
 from .bars import human_size
 
@@ -104,9 +106,8 @@ def encoding_name(encoding: int) -> str:
     return str(ENCODING_NAMES.get(encoding, f"#{encoding}"))
 
 
-# The validate checks that follow the open's own steps, in order (see _file_checks).
-LATER_CHECKS = ("embedding values", "search contract", "chunk ids", "spans", "canonical texts",
-                "indexes", "content hash", "inlined blobs")
+# The validate checks that follow the open's own steps, in order: the one list's names.
+LATER_CHECKS = tuple(step.name for step in VALIDATE_STEPS)
 # What a passed open step without a count established.
 STEP_DETAILS = {
     "magic": "URNA (or NEST, 0.4.0)", "version": "1.0", "header checksum": "matches",
@@ -151,19 +152,15 @@ def section_label(section_id: int) -> str:
 
 
 def _file_checks(path: Path, prefix: str = "") -> Iterator[CheckVerdict]:
-    """The ``urna validate`` checks of one file, one verdict each; stops at the first failure.
+    """The ``urna validate`` checks of one file, one verdict each, as each ends.
 
     The open's checks come one by one (magic, version, ..., each section's checksum, footer
-    hash, ..., search contract), then the checks ``validate`` adds on the opened view.
+    hash, ..., search contract), then a row per step of ``runtime.validation.VALIDATE_STEPS``.
+    A failure skips the later rows, bar those of checks the open makes (``format.verify.Checks``:
+    their error would be the outcome).
     """
-    from urna.format import verify as v
-    from urna.format.layout import (
-        SECTION_CHUNK_IDS,
-        SECTION_CHUNKS_CANONICAL,
-        SECTION_CHUNKS_ORIGINAL_SPANS,
-    )
     from urna.format.reader import UrnaView
-    from urna.format.sections.canonical import decode_chunk_ids, decode_spans, decode_texts
+    from urna.format.verify import Checks
 
     try:
         data = path.read_bytes()
@@ -177,63 +174,19 @@ def _file_checks(path: Path, prefix: str = "") -> Iterator[CheckVerdict]:
     if view is None:
         yield from _skipped(prefix, LATER_CHECKS)
         return
-
-    def values() -> str:
-        view.validate_embeddings_values()
-        return "no NaN or Inf"
-
-    def contract() -> str:
-        return f"{len(view.search_contract())} keys"
-
-    def chunk_ids() -> str:
-        decode_chunk_ids(view.decoded(SECTION_CHUNK_IDS), view.header.n_embeddings)
-        return f"{view.header.n_embeddings} ids"
-
-    def spans() -> str:
-        decode_spans(view.decoded(SECTION_CHUNKS_ORIGINAL_SPANS), view.header.n_embeddings)
-        return f"{view.header.n_embeddings} spans"
-
-    def texts() -> str:
-        decode_texts(view.decoded(SECTION_CHUNKS_CANONICAL), view.header.n_chunks)
-        return f"{view.header.n_chunks} texts"
-
-    def indexes() -> str:
-        # urna validate refuses what the open refuses: the optional sections run the full open
-        from urna.runtime.validation import VERIFIED_WITHOUT_OPEN
-
-        others = sorted({e.section_id for e in view.entries} - VERIFIED_WITHOUT_OPEN)
-        if not others:
-            return "none to decode"
-        from urna.runtime.opening import open_state
-
-        open_state(view.buf)
-        return "decoded as the open does: " + ", ".join(section_label(i) for i in others)
-
-    def content() -> str:
-        return view.content_hash()
-
-    def blobs() -> str:
-        n = v.verify_blobs(view)
-        return "no inlined blobs" if n is None else f"{n} blobs match their sha256"
-
-    later: list[Callable[[], str]] = [values, contract, chunk_ids, spans, texts, indexes, content,
-                                      blobs]
+    rows = iter(Checks(view, VALIDATE_STEPS))
     try:
-        for i, (name, check) in enumerate(zip(LATER_CHECKS, later, strict=True)):
-            try:
-                detail = check()
-            except UrnaError as e:
-                yield CheckVerdict(prefix + name, "fail", error_text(e))
-                yield from _skipped(prefix, LATER_CHECKS[i + 1:])
-                return
-            yield CheckVerdict(prefix + name, "ok", detail)
+        for row in rows:
+            detail = row.detail if row.error is None else error_text(row.error)
+            yield CheckVerdict(prefix + row.name, row.status, detail)
     finally:
+        rows.close()  # waits for the work started ahead: no worker reads the view released here
         view.release()
 
 
 def _skipped(prefix: str, names: Iterable[str]) -> Iterator[CheckVerdict]:
     for name in names:
-        yield CheckVerdict(prefix + name, "skip", "not run: an earlier check failed")
+        yield CheckVerdict(prefix + name, "skip", NOT_RUN)
 
 
 def file_check_count(path: Path) -> int:
