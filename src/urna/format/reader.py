@@ -339,14 +339,14 @@ def _start_content_hash(buf: memoryview, entries: list[SectionEntry], lane: Lane
         return None
     bounds: list[tuple[int, int, int]] = []
     for section_id, _ in CANONICAL_SECTIONS:
-        entry = first.get(section_id)
-        if entry is None:
+        found = first.get(section_id)
+        if found is None:
             return None
-        raw = (entry.encoding in VECTOR_ENCODINGS if section_id == SECTION_EMBEDDINGS
-               else entry.encoding == ENCODING_RAW)
+        raw = (found.encoding in VECTOR_ENCODINGS if section_id == SECTION_EMBEDDINGS
+               else found.encoding == ENCODING_RAW)
         if not raw:
             return None
-        bounds.append((section_id, entry.offset, entry.offset + entry.size))
+        bounds.append((section_id, found.offset, found.offset + found.size))
     return lane.start(sum(end - start for _, start, end in bounds), _content_hash_over, buf,
                       bounds)
 

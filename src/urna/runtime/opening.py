@@ -328,10 +328,9 @@ def open_state(buf, verdict: Verdict | None = None) -> OpenedFile:
         # file fails with its first error; leaving the lane waits for every pass.
         view = UrnaView.from_bytes(buf, trusted_body=None if verdict is None
                                    else verdict.body_digest, lane=lane)
-        dim, n = view.header.embedding_dim, view.header.n_embeddings
         if view.trusted:
             assert verdict is not None  # trusted only against a verdict's digest
-            state = _open_steps(view, dim, n, deferred=True)
+            state = open_steps(view, deferred=True)
             view.adopt_content_hash(verdict.content_hash)
             state.file_hash = view.file_hash()
             state.content_hash = verdict.content_hash
@@ -340,7 +339,7 @@ def open_state(buf, verdict: Verdict | None = None) -> OpenedFile:
         vectors = view.check_embeddings_layout().size  # the first 0x04 entry (checked at parse)
         finite = lane.start(vectors, view.validate_embeddings_values)
         try:
-            state = _open_steps(view, dim, n)
+            state = open_steps(view)
         except BaseException:
             finite.result()
             raise
@@ -350,11 +349,13 @@ def open_state(buf, verdict: Verdict | None = None) -> OpenedFile:
     return state
 
 
-def _open_steps(view: UrnaView, dim: int, n: int, deferred: bool = False) -> OpenedFile:
-    """Steps 5-13 after the NaN walk: dtype, slabs, tables and the optional indexes.
+def open_steps(view: UrnaView, deferred: bool = False) -> OpenedFile:
+    """The open's steps 5-13 after the NaN walk, on a checked view: dtype, slabs, tables and
+    the optional indexes (``urna validate`` runs them too, in this order).
 
     ``deferred``: the body was verified whole before, so HNSW and BM25 decode on first use.
     """
+    dim, n = view.header.embedding_dim, view.header.n_embeddings
     m = view.manifest
     if m.dtype not in DTYPES:
         raise UnsupportedDType(m.dtype)

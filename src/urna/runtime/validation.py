@@ -80,9 +80,9 @@ def _indexes(c: Checking) -> str:
     if not others:
         return "none to decode"
     # numpy and the index decoders: only files with such sections import them
-    from .opening import _open_steps  # the open's steps after its NaN walk, in its order
+    from .opening import open_steps  # the open's steps after its NaN walk, in its order
 
-    _open_steps(view, view.header.embedding_dim, view.header.n_embeddings)
+    open_steps(view)
     return "decoded as the open does: " + ", ".join(section_name(i) or "unknown" for i in others)
 
 
