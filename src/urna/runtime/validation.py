@@ -17,8 +17,6 @@ TUI's rows (``format.verify.Checks`` over ``VALIDATE_STEPS``) all run this list.
 from __future__ import annotations
 
 from ..format.layout import (
-    SECTION_BLOB_DATA,
-    SECTION_BLOB_REFS,
     SECTION_CHUNK_IDS,
     SECTION_CHUNKS_CANONICAL,
     SECTION_CHUNKS_ORIGINAL_SPANS,
@@ -46,12 +44,14 @@ from ..format.verify import (
 )
 from . import verdicts
 
-# The sections format.verify decodes (0x18 is this project's metadata, which the reference
-# ignores and the open decodes on first use); any other section needs the open's steps.
+# The sections format.verify decodes as the open does (0x18 is this project's metadata, which
+# the reference ignores and the open decodes on first use); any other section needs the open's
+# steps. Blob refs and data are not among them: the open reads 0x14 without 0x17 and refuses a
+# 0x17 that is not raw or whose count is not 0x14's, which verify_blobs does not ask.
 VERIFIED_WITHOUT_OPEN = frozenset({
     SECTION_CHUNK_IDS, SECTION_CHUNKS_CANONICAL, SECTION_CHUNKS_ORIGINAL_SPANS,
     SECTION_EMBEDDINGS, SECTION_PROVENANCE, SECTION_SEARCH_CONTRACT, SECTION_DICTIONARY,
-    SECTION_DEDUP_MAP, SECTION_BLOB_REFS, SECTION_BLOB_DATA, SECTION_METADATA,
+    SECTION_DEDUP_MAP, SECTION_METADATA,
 })
 INDEXES = "indexes"
 
