@@ -27,6 +27,7 @@ from urna.format.sections.canonical import (
     string_records,
 )
 
+
 def _past_127(records: st.SearchStrategy, filler: object) -> st.SearchStrategy:
     """``records``, some padded past 127 records: from 128 on, the count's bytes are not ASCII."""
     return st.builds(lambda got, pad, at: got[:at] + [filler] * pad + got[at:],

@@ -77,9 +77,8 @@ def test_a_failed_open_leaves_no_pass_reading_the_map(tmp_path, on_workers) -> N
     with open(path, "rb") as fh:
         mapped = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
     view = memoryview(mapped)
-    with pytest.raises(UrnaError):
-        with ahead.Lane() as lane:
-            UrnaView.from_bytes(view, lane=lane)
+    with pytest.raises(UrnaError), ahead.Lane() as lane:
+        UrnaView.from_bytes(view, lane=lane)
     view.release()
     mapped.close()  # BufferError if a job still held a slice of it
     assert mapped.closed
