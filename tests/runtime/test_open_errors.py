@@ -42,7 +42,12 @@ def _outcome(path) -> tuple:
     return ("ok", None, None)
 
 
-def test_every_mutation_case_ends_as_in_the_reference(tmp_path) -> None:
+@pytest.mark.parametrize("on_workers", [False, True], ids=["as-sized", "all-on-workers"])
+def test_every_mutation_case_ends_as_in_the_reference(tmp_path, monkeypatch, on_workers) -> None:
+    if on_workers:  # every pass of the open started ahead on the pool, as for a large file
+        from urna.format import ahead
+
+        monkeypatch.setattr(ahead, "INLINE_BYTES", 0)
     path = tmp_path / "case.urna"
     wrong = []
     for name, case in sorted(CASES.items()):
