@@ -20,8 +20,10 @@ of the query's groups; no array of the index's size is allocated per query.
 from __future__ import annotations
 
 import bisect
+import operator
 import threading
 import weakref
+from itertools import islice
 
 import numpy as np
 
@@ -70,7 +72,7 @@ def _vocabulary(bm25: Bm25Index) -> _Vocabulary:
         terms = list(bm25.terms)
         ids = list(range(len(terms)))
         # a v1 payload may list its terms unsorted
-        if any(a > b for a, b in zip(terms, terms[1:], strict=False)):
+        if any(map(operator.gt, terms, islice(terms, 1, None))):  # C-level pairs
             ids.sort(key=terms.__getitem__)
             terms = [terms[i] for i in ids]
         vocab = _vocabularies[bm25] = _Vocabulary(terms, ids)

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import string
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -38,7 +37,9 @@ from urna.format.record import FrozenRecord
 _DROP = {c: None for c in range(0x20) if chr(c) not in "\t\n\r"} | {0x7F: None}
 _SPACE = {ord("\t"): " ", ord("\n"): " ", ord("\r"): " "}
 _CLEAN = str.maketrans({**_DROP, **_SPACE})
-_PUNCT = str.maketrans({c: f" {c} " for c in string.punctuation})  # ASCII P* and S*
+# ASCII P* and S*: string.punctuation, spelled out (``import string`` costs ~0.7 ms of an ask)
+_ASCII_PUNCTUATION = "!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~"
+_PUNCT = str.maketrans({c: f" {c} " for c in _ASCII_PUNCTUATION})
 _NORMALIZER_FLAGS = {"type": "BertNormalizer", "clean_text": True, "handle_chinese_chars": True,
                      "lowercase": True}
 
