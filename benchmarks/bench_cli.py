@@ -26,6 +26,12 @@ importing ``urna.cli`` and parsing the verb's arguments is the figure (this tree
 The default file: 20,000 Zipf-text documents embedded with potion-base-8M (256-d) and built
 by the reference wheel with preset ``hybrid`` (HNSW + BM25), cached in ``--dir``. ``ask`` and
 ``retrieve`` embed their question with the file's model (potion, as the file says).
+``--question`` may be given several times: round ``r`` asks the ``r``-th question (cycling),
+the same one for every command of that round, so a median spans real questions of different
+lengths, not the one that happens to be cheapest.
+
+    .venv/bin/python benchmarks/bench_cli.py --file F.urna --only ask,retrieve,search \
+        --question "how do I list files sorted by size" --question "find text in files"
 """
 
 from __future__ import annotations
@@ -45,6 +51,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 SRC = os.path.join(os.path.dirname(HERE), "src")
 REF_BIN = "/work/refvenv/bin"
 QUESTION = "w12x w7x w300x"
+ASKED = "\0question"  # stands in the argv of ask and retrieve for the round's question
 
 _BUILD = """
 import json, sys
@@ -197,6 +204,11 @@ def layer(path: str, verbs: list[str], trees: dict[str, str], runs: int) -> None
                                              f"(min {min(ms):.1f})" for name, ms in got.items()))
 
 
+def asking(argv: list[str], question: str) -> list[str]:
+    """``argv`` with the round's question in place of :data:`ASKED` (other argvs unchanged)."""
+    return [question if a == ASKED else a for a in argv]
+
+
 def _vector(path: str, dim: int):
     import numpy as np
 
@@ -212,8 +224,9 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--dir", default=os.path.join(tempfile.gettempdir(), "urna-bench"))
     ap.add_argument("--only", default=None, help="comma-separated verbs (e.g. search,cite)")
-    ap.add_argument("--question", default=QUESTION,
-                    help="what ask and retrieve ask (the default suits the built Zipf file)")
+    ap.add_argument("--question", action="append", default=None,
+                    help="what ask and retrieve ask (repeatable: round r asks the r-th, "
+                         "cycling; the default suits the built Zipf file)")
     ap.add_argument("--baseline", default=None,
                     help="another tree's src folder: its commands alternate with this one's")
     ap.add_argument("--layer", action="store_true",
@@ -227,13 +240,14 @@ def main() -> None:
             compileall.compile_dir(src, quiet=1)
         layer(path, (args.only or "inspect").split(","), trees, args.runs)
         return
-    cmds = commands(path, args.baseline, args.question)
+    questions = args.question or [QUESTION]
+    cmds = commands(path, args.baseline, ASKED)
     if args.only:
         keep = {"reference search"} | {f"urna {v}" for v in args.only.split(",")}
         cmds = {k: v for k, v in cmds.items() if k.split(" (")[0] in keep}
     compileall.compile_dir(SRC, quiet=1)
     for argv, env in cmds.values():  # warm-up: page cache, bytecode, the open verdicts
-        run_once(argv, env)
+        run_once(asking(argv, questions[0]), env)
     times: dict[str, list[tuple[float, float]]] = {name: [] for name in cmds}
     names = list(cmds)
     for r in range(args.runs):
@@ -241,11 +255,13 @@ def main() -> None:
         # meets colder caches, so no command is always first.
         for name in names if r % 2 == 0 else names[::-1]:
             argv, env = cmds[name]
-            times[name].append(run_once(argv, env))
+            times[name].append(run_once(asking(argv, questions[r % len(questions)]), env))
     ref_wall = statistics.median(t[0] for t in times["reference search"])
     ref_cpu = statistics.median(t[1] for t in times["reference search"])
     ref_rounds = times["reference search"]
     print(f"{path}: process start to answer, {args.runs} runs each (commands alternating)")
+    if len(questions) > 1:
+        print(f"  questions, one a round in turn: {'; '.join(questions)}")
     print(f"  {'command':38s} {'median ms':>10s} {'min ms':>8s} {'CPU ms':>8s}"
           "   vs reference search (wall, CPU; median of the rounds' CPU ratios)")
     for name, ts in times.items():

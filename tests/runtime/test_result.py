@@ -130,3 +130,36 @@ def test_full_validate_is_the_cli_check(tmp_path: Path) -> None:
     res = invoke(["validate", str(bad)])
     assert res.exit_code == 1
     assert res.output.strip() == f"Error: SectionCountMismatch: {err.value}"
+
+
+def test_hit_and_explain_records_keep_the_dataclass_behaviour() -> None:
+    from urna.runtime.hits import RetrieveHit, SearchExplain, SearchHit
+
+    args = ("c1", 0.5, "cosine", "doc.txt", 0, 4, "m", "exact", False, "fh", "ch", "urna://ch/c1")
+    hit = SearchHit(*args, metadata={"lang": "en"})
+    same = SearchHit(*args, metadata={"lang": "pt"})  # metadata never splits equal hits
+    assert hit == same and hash(hit) == hash(same) and hit != SearchHit(*args, lexical_score=1.0)
+    assert hit != RetrieveHit("c1", "urna://ch/c1", "ch", "fh", 0, 4, "full_precision", 0.5,
+                              "cosine", "doc.txt", "text")
+    assert repr(SearchHit(*args)) == (
+        "SearchHit(chunk_id='c1', score=0.5, score_type='cosine', source_uri='doc.txt', "
+        "offset_start=0, offset_end=4, embedding_model='m', index_type='exact', "
+        "reranked=False, file_hash='fh', content_hash='ch', citation_id='urna://ch/c1', "
+        "lexical_score=None, fused_score=None, metadata=None)")
+    with pytest.raises(AttributeError):
+        hit.score = 1.0  # type: ignore[misc]
+    again = pickle.loads(pickle.dumps(hit))
+    assert again == hit and again.metadata == {"lang": "en"}
+    assert list(hit.to_dict()) == ["chunk_id", "score", "score_type", "source_uri",
+                                   "offset_start", "offset_end", "embedding_model",
+                                   "index_type", "reranked", "file_hash", "content_hash",
+                                   "citation_id", "metadata"]
+    explain = SearchExplain("hybrid", ann_candidates=3, filter={"path": "exact-filtered"})
+    fused = explain.replace(fusion_mode="gated-z")
+    assert (fused.route, fused.ann_candidates, fused.fusion_mode) == ("hybrid", 3, "gated-z")
+    assert explain.fusion_mode == "none" and fused != explain
+    assert fused == SearchExplain("hybrid", 0, 3, 0, 0, "gated-z", "full_precision", 1.0,
+                                  {"path": "exact-filtered"})
+    doc = SearchResult([], "hybrid", 1.0, False, 1, 0.0, explain).to_dict()
+    doc["explain"]["filter"]["path"] = "changed"  # the JSON form is a copy of the envelope
+    assert explain.filter == {"path": "exact-filtered"}

@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Callable
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import CommandLineError, SpaceNotFound
@@ -21,12 +20,15 @@ from .command import Command, argument, command, option
 from .options import BEAM, COUNT, ENGINE_K, HOPS, SEED, Choice, PathType, input_file
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from ..runtime import SearchResult, UrnaFile
     from ..runtime.searcher import Searcher
 
 # The runtime, filters, stats and benchmark are imported by the verbs that call them: a
-# process runs one verb, and the CLI's start-up is part of every answer's time.
-FILE = input_file(dir_okay=False)
+# process runs one verb, and the CLI's start-up is part of every answer's time. FILE is the
+# text ``str(Path(value))`` spells (how the verbs print it), so pathlib stays out of a search.
+FILE = input_file(dir_okay=False, as_path=False, shown=True)
 
 
 def _b(value: bool) -> str:
@@ -104,7 +106,7 @@ def parse_where(text: str | None) -> dict[str, Any] | None:
     return parse_where_json(text)
 
 
-def _search(file: Path, run: Callable[[Searcher], SearchResult]) -> SearchResult:
+def _search(file: str, run: Callable[[Searcher], SearchResult]) -> SearchResult:
     """Run one search on FILE: a .urna file, or a shard catalog (its hits merged)."""
     from ..runtime.searcher import open_searcher
 
@@ -118,7 +120,7 @@ def _search(file: Path, run: Callable[[Searcher], SearchResult]) -> SearchResult
 @_k_opt
 @where_option
 @_json_flag
-def search_cmd(file: Path, query: str, k: int, where: str | None, as_json: bool) -> None:
+def search_cmd(file: str, query: str, k: int, where: str | None, as_json: bool) -> None:
     """[engine] Exact top-k of QUERY (a JSON array of numbers) over all chunks of FILE.
 
     Example: urna search corpus.urna "[0.1, 0.2, 0.3, 0.4]" -k 5 --where '{"lang": "en"}'
@@ -135,7 +137,7 @@ def search_cmd(file: Path, query: str, k: int, where: str | None, as_json: bool)
               help="HNSW beam width (never below the file's ef_construction).")
 @where_option
 @_json_flag
-def search_ann_cmd(file: Path, query: str, k: int, ef: int, where: str | None,
+def search_ann_cmd(file: str, query: str, k: int, ef: int, where: str | None,
                    as_json: bool) -> None:
     """[engine] HNSW candidates reranked by exact cosine; exact without an HNSW section.
 
@@ -153,7 +155,7 @@ def search_ann_cmd(file: Path, query: str, k: int, ef: int, where: str | None,
 @option("--ef", type=BEAM, default=100, show_default=True, help="Exact seed budget.")
 @where_option
 @_json_flag
-def search_graph_cmd(file: Path, query: str, k: int, hops: int, ef: int, where: str | None,
+def search_graph_cmd(file: str, query: str, k: int, hops: int, ef: int, where: str | None,
                      as_json: bool) -> None:
     """[engine] Exact seeds expanded over the chunk graph, reranked; exact without a graph.
 
@@ -171,7 +173,7 @@ def search_graph_cmd(file: Path, query: str, k: int, hops: int, ef: int, where: 
 @option("--expect-model-hash", default=None, help="Refuse a space built with another model.")
 @where_option
 @_json_flag
-def search_space_cmd(file: Path, query: str, space: str, k: int, expect_model_hash: str | None,
+def search_space_cmd(file: str, query: str, space: str, k: int, expect_model_hash: str | None,
                      where: str | None, as_json: bool) -> None:
     """[engine] Exact search over one named vector space of FILE.
 
@@ -185,7 +187,7 @@ def search_space_cmd(file: Path, query: str, space: str, k: int, expect_model_ha
 @command("stats")
 @argument("file", type=FILE)
 @_json_flag
-def stats_cmd(file: Path, as_json: bool) -> None:
+def stats_cmd(file: str, as_json: bool) -> None:
     """[engine] Size, counts, dtype, contract, sections, spaces and hashes of FILE.
 
     Example: urna stats corpus.urna
@@ -237,7 +239,7 @@ def stats_cmd(file: Path, as_json: bool) -> None:
               show_default=True, help="Queries drawn from the file's own rows, or random unit "
               "vectors (the reference's benchmark).")
 @_json_flag
-def benchmark_cmd(file: Path, n_queries: int, k: int, ann_ef: int | None, madvise_cold: bool,
+def benchmark_cmd(file: str, n_queries: int, k: int, ann_ef: int | None, madvise_cold: bool,
                   space: str | None, seed: int, source: str, as_json: bool) -> None:
     """[engine] Latency (mean, p50, p95, p99) and QPS of exact, ANN or space search.
 
@@ -281,7 +283,7 @@ def benchmark_cmd(file: Path, n_queries: int, k: int, ann_ef: int | None, madvis
 @option("--export", "export", type=PathType(file_okay=False, as_path=True),
               default=None, help="Write each inlined blob (hash-checked first) into this folder.")
 @_json_flag
-def media_cmd(file: Path, export: Path | None, as_json: bool) -> None:
+def media_cmd(file: str, export: Path | None, as_json: bool) -> None:
     """[engine] List the media blobs FILE references; export the inlined ones.
 
     Example: urna media corpus.urna --export ./media
@@ -312,7 +314,7 @@ def media_cmd(file: Path, export: Path | None, as_json: bool) -> None:
         emit_json({"file": str(file), "blobs": refs, "exported": exported})
 
 
-def _export(f: UrnaFile, file: Path, refs: list[dict], folder: Path) -> list[str]:
+def _export(f: UrnaFile, file: str, refs: list[dict], folder: Path) -> list[str]:
     """Write each inlined blob (hash-checked, safe names) under ``folder``."""
     if not f.has_blob_data:
         raise CommandLineError(

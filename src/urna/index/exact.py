@@ -33,11 +33,11 @@ import math
 import os
 import threading
 import time
-from dataclasses import dataclass, field
 
 import numpy as np
 
 from ..errors import InvalidInput
+from ..format.record import Record
 from .arrays import sorted_distinct
 from .cpu import simd_backend
 from .kernel_rent import KernelRent
@@ -101,21 +101,23 @@ def _order() -> str:
 
 # --- slabs ----------------------------------------------------------------------------------
 
-@dataclass
-class Slab:
+# Slotted records, not dataclasses: every search imports this module (format/record.py says
+# why; the generated classes cost ~2 ms of a one-shot ``urna search``).
+class Slab(Record):
     """A read-only view of ``n`` stored rows of width ``dim`` in one dtype.
 
     float32: ``a`` (n, dim) float32. float16: ``a`` (n, dim) float16. int8: ``a`` codes
     (n, dim) int8 and ``scales`` (n,) float32. int4: ``a`` packed (n, dim/2) uint8 and
-    ``scales`` (n, dim/64) float16.
+    ``scales`` (n, dim/64) float16. ``_cache`` (not a field) keeps what ``_get`` derived.
     """
 
-    dtype: str
-    n: int
-    dim: int
-    a: np.ndarray
-    scales: np.ndarray | None = None
-    _cache: dict = field(default_factory=dict, repr=False)
+    _fields = ("dtype", "n", "dim", "a", "scales")
+    __slots__ = (*_fields, "_cache")
+
+    def __init__(self, dtype: str, n: int, dim: int, a: np.ndarray,
+                 scales: np.ndarray | None = None, _cache: dict | None = None) -> None:
+        self.dtype, self.n, self.dim, self.a, self.scales = dtype, n, dim, a, scales
+        self._cache = {} if _cache is None else _cache
 
     @classmethod
     def float32(cls, a: np.ndarray) -> Slab:
@@ -392,13 +394,15 @@ def _ranges(n: int, threads: int) -> list[tuple[int, int]]:
     return [(cuts[p], cuts[p + 1]) for p in range(parts)]
 
 
-@dataclass
-class _Probe:
-    """The query as one dtype's screen takes it, with the norms the bound needs."""
+class _Probe(Record):
+    """The query as one dtype's screen takes it, with the norms the bound needs: ``err`` is
+    ``|q - q'|``, ``norm`` is ``|q'|``."""
 
-    args: tuple
-    err: float  # |q - q'|
-    norm: float  # |q'|
+    _fields = ("args", "err", "norm")
+    __slots__ = _fields
+
+    def __init__(self, args: tuple, err: float, norm: float) -> None:
+        self.args, self.err, self.norm = args, err, norm
 
 
 def _probe(slab: Slab, q: np.ndarray, bits: int = 16, quantise=None) -> _Probe:
@@ -489,12 +493,14 @@ def screen(slab: Slab, q: np.ndarray, threads: int | None = None,
     return got.scores, got.delta
 
 
-@dataclass
-class _Screened:
+class _Screened(Record):
     """A screen's scores and their bound."""
 
-    scores: np.ndarray
-    delta: float
+    _fields = ("scores", "delta")
+    __slots__ = _fields
+
+    def __init__(self, scores: np.ndarray, delta: float) -> None:
+        self.scores, self.delta = scores, delta
 
 
 # A row list keeping at least this share of the rows is screened by scanning every row in

@@ -37,11 +37,11 @@ from __future__ import annotations
 
 import math
 from collections.abc import Container, Iterable, Mapping
-from dataclasses import dataclass
 
 import numpy as np
 
 from ..errors import InvalidInput
+from ..format.record import FrozenRecord
 
 GAP_DEPTH = 10
 POWER = 1.0
@@ -49,15 +49,22 @@ COVERAGE_POWER = 3.0
 ROW_COVERAGE_POWER = 2.0
 
 
-@dataclass(frozen=True)
-class FusedRanking:
-    """A fused order of candidate rows with the evidence of each."""
+class FusedRanking(FrozenRecord):
+    """A fused order of candidate rows with the evidence of each (a slotted record: a
+    one-shot ``urna ask`` imports this module, format/record.py says why not a dataclass)."""
+
+    _fields = ("ids", "scores", "cosine", "lexical", "weights")
+    __slots__ = _fields
 
     ids: np.ndarray           # int64 candidate row ids, best first
     scores: np.ndarray        # float64 fused score of each
     cosine: np.ndarray        # float64 exact cosine of each (the score a hit reports)
     lexical: np.ndarray       # float64 BM25 score of each (0: no lexical match)
     weights: tuple[float, float]  # (cosine, lexical) weight this query used
+
+    def __init__(self, ids: np.ndarray, scores: np.ndarray, cosine: np.ndarray,
+                 lexical: np.ndarray, weights: tuple[float, float]) -> None:
+        self._set(ids, scores, cosine, lexical, weights)
 
 
 def relative_gap(scores: np.ndarray, depth: int = GAP_DEPTH) -> float:

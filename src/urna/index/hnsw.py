@@ -21,11 +21,11 @@ import sys
 import threading
 import time
 import weakref
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
 
+from ..format.record import FrozenRecord
 from ..format.sections.hnsw import HnswPayload
 from . import hnsw_beam
 from ._hnsw_heap import EPOCH_LIMIT
@@ -153,13 +153,20 @@ def _ranges(starts: np.ndarray, counts: np.ndarray) -> np.ndarray:
 _MIN_TABLE_WIDTH = 8
 
 
-@dataclass(frozen=True, eq=False)  # holds arrays
-class _WalkPlan:
+class _WalkPlan(FrozenRecord):
     """What the kernels take of one graph besides its payload: layer 0's table, the CSR rows."""
+
+    _fields = ("table", "row_start", "row_end")
+    __slots__ = _fields
+    __eq__ = object.__eq__  # holds arrays: identity, as the dataclass's eq=False gave
+    __hash__ = object.__hash__
 
     table: np.ndarray
     row_start: np.ndarray
     row_end: np.ndarray
+
+    def __init__(self, table: np.ndarray, row_start: np.ndarray, row_end: np.ndarray) -> None:
+        self._set(table, row_start, row_end)
 
 
 # keyed by id(graph); each entry leaves with its graph (weakref.finalize), so ids never clash
@@ -209,19 +216,27 @@ def _layer0_table(graph: HnswPayload) -> np.ndarray:
     return table
 
 
-@dataclass(frozen=True, eq=False)  # holds arrays
-class PackedRows:
+class PackedRows(FrozenRecord):
     """Quantised stored rows as the beam reads them, in place (nothing is dequantised ahead).
 
     ``codes``: float16 rows as their uint16 bits (n, dim), int8 codes (n, dim) or int4
     nibbles (n, dim/2) uint8, low nibble = even column. ``scales``: empty for float16, the
     per-row f32 scales (n,) for int8, the per-group scales (n, dim/64) as f32 for int4. Rows
     must be finite (an opened file's are). Distances equal those over ``dequantize``'s rows.
+    (A slotted record, not a dataclass: format/record.py says why.)
     """
+
+    _fields = ("codes", "scales", "dim")
+    __slots__ = _fields
+    __eq__ = object.__eq__  # holds arrays: identity, as the dataclass's eq=False gave
+    __hash__ = object.__hash__
 
     codes: np.ndarray
     scales: np.ndarray
     dim: int
+
+    def __init__(self, codes: np.ndarray, scales: np.ndarray, dim: int) -> None:
+        self._set(codes, scales, dim)
 
     @property
     def n(self) -> int:

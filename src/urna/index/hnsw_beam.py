@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from ..format.sections.hnsw import BlockIds
 
 _F32 = np.float32
+_BLOCK = np.dtype((np.void, 32))  # one block of eight float32 products
 _CHUNK = 64  # neighbours marked and measured per batch, as the kernel does
 _INF = float("inf")
 
@@ -30,15 +31,18 @@ def dist8_rows(q: np.ndarray, rows: np.ndarray) -> np.ndarray:
     m, dim = rows.shape
     nb = dim // 8
     if nb:
-        # block-major products, so the block sum is a reduction over the outer axis: numpy
-        # adds those in order (pairwise summation only ever runs along the fast axis), the
-        # kernel's lane chains. They start at +0.0 in the kernel, here at the first block's
-        # products: that changes only the sign of an all-zero lane, which ``1 - dot`` never
-        # shows (1 - +0 == 1 - -0; inf and NaN propagate alike).
-        prod = np.empty((nb, m, 8), dtype=_F32)
-        np.multiply(rows[:, :nb * 8].reshape(m, nb, 8).transpose(1, 0, 2),
-                    q[:nb * 8].reshape(nb, 1, 8), out=prod)
-        lanes = np.add.reduce(prod, axis=0)
+        # The products row by row (one contiguous multiply), then moved block-major with each
+        # block's eight products as one 32-byte item (a copy of m * nb items; multiplying
+        # into a block-major view instead steps numpy's inner loop eight floats at a time),
+        # so the block sum is a reduction over the outer axis: numpy adds those in order
+        # (pairwise summation only ever runs along the fast axis), the kernel's lane chains.
+        # They start at +0.0 in the kernel, here at the first block's products: that changes
+        # only the sign of an all-zero lane, which ``1 - dot`` never shows (1 - +0 == 1 - -0;
+        # inf and NaN propagate alike).
+        prod = np.empty((m, nb * 8), dtype=_F32)
+        np.multiply(rows[:, :nb * 8], q[:nb * 8], out=prod)
+        blocks = prod.view(_BLOCK).T.copy().view(_F32)  # (nb, m * 8)
+        lanes = np.add.reduce(blocks, axis=0).reshape(m, 8)
         pairs = lanes[:, 0::2] + lanes[:, 1::2]  # (l0 + l1), (l2 + l3), (l4 + l5), (l6 + l7)
         quads = pairs[:, 0::2] + pairs[:, 1::2]
         dot = quads[:, 0] + quads[:, 1]

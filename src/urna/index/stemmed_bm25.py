@@ -20,12 +20,14 @@ of the query's groups; no array of the index's size is allocated per query.
 from __future__ import annotations
 
 import bisect
+import operator
 import threading
 import weakref
-from dataclasses import dataclass, field
+from itertools import islice
 
 import numpy as np
 
+from ..format.record import FrozenRecord, Record
 from .arrays import sorted_distinct
 from .bm25 import Bm25Index
 from .fusion import bm25_idf
@@ -33,21 +35,31 @@ from .stemming import porter_stem
 from .tokenize import tokenize
 
 
-@dataclass(frozen=True)
-class StemmedEvidence:
+# Slotted records, not dataclasses: a one-shot ``urna ask`` imports this module (the generated
+# classes cost more than a query's stem groups; format/record.py says why).
+class StemmedEvidence(FrozenRecord):
     """The stem-widened BM25 score and query coverage of each asked row."""
+
+    _fields = ("scores", "coverage")
+    __slots__ = _fields
 
     scores: np.ndarray    # float64, >= 0 (0: no query stem in the row)
     coverage: np.ndarray  # float64 in [0, 1]
 
+    def __init__(self, scores: np.ndarray, coverage: np.ndarray) -> None:
+        self._set(scores, coverage)
 
-@dataclass
-class _Vocabulary:
+
+class _Vocabulary(Record):
     """An index's terms in code point order (= UTF-8 byte order) and the groups found so far."""
 
-    terms: list[str]
-    ids: list[int]
-    groups: dict[str, np.ndarray] = field(default_factory=dict)
+    _fields = ("terms", "ids", "groups")
+    __slots__ = _fields
+
+    def __init__(self, terms: list[str], ids: list[int],
+                 groups: dict[str, np.ndarray] | None = None) -> None:
+        self.terms, self.ids = terms, ids
+        self.groups = {} if groups is None else groups
 
 
 _vocabularies: weakref.WeakKeyDictionary[Bm25Index, _Vocabulary] = weakref.WeakKeyDictionary()
@@ -60,7 +72,7 @@ def _vocabulary(bm25: Bm25Index) -> _Vocabulary:
         terms = list(bm25.terms)
         ids = list(range(len(terms)))
         # a v1 payload may list its terms unsorted
-        if any(a > b for a, b in zip(terms, terms[1:], strict=False)):
+        if any(map(operator.gt, terms, islice(terms, 1, None))):  # C-level pairs
             ids.sort(key=terms.__getitem__)
             terms = [terms[i] for i in ids]
         vocab = _vocabularies[bm25] = _Vocabulary(terms, ids)
@@ -105,9 +117,11 @@ def _group_postings(bm25: Bm25Index, members: np.ndarray) -> tuple[np.ndarray, n
             np.concatenate([f for _, f in postings]).astype(np.float64))
 
 
-@dataclass(frozen=True)
-class QueryStem:
+class QueryStem(FrozenRecord):
     """One distinct Porter stem of a query: its vocabulary group and the group's postings."""
+
+    _fields = ("stem", "members", "docs", "tfs", "df")
+    __slots__ = _fields
 
     stem: str
     members: np.ndarray  # int64 vocabulary term ids (may be empty)
@@ -115,13 +129,22 @@ class QueryStem:
     tfs: np.ndarray      # float64 tf of each member posting
     df: int              # rows holding any member
 
+    def __init__(self, stem: str, members: np.ndarray, docs: np.ndarray, tfs: np.ndarray,
+                 df: int) -> None:
+        self._set(stem, members, docs, tfs, df)
 
-@dataclass(frozen=True)
-class QueryStems:
+
+class QueryStems(FrozenRecord):
     """A query's distinct stems (first occurrence first) and, per token, its stem's index."""
+
+    _fields = ("stems", "tokens")
+    __slots__ = _fields
 
     stems: list[QueryStem]
     tokens: list[int]
+
+    def __init__(self, stems: list[QueryStem], tokens: list[int]) -> None:
+        self._set(stems, tokens)
 
 
 def query_stems(bm25: Bm25Index, text: str) -> QueryStems:

@@ -13,11 +13,11 @@ import json
 import threading
 from collections import OrderedDict
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ..format.record import FrozenRecord
 from .opening import OpenedFile
 
 if TYPE_CHECKING:
@@ -35,13 +35,19 @@ HNSW_FILTERED, EXACT_FILTERED = "hnsw-filtered", "exact-filtered"
 _lock = threading.Lock()
 
 
-@dataclass(frozen=True, slots=True)
-class RowMask:
-    """One filter evaluated on one file: the mask, the matching rows and their share."""
+class RowMask(FrozenRecord):
+    """One filter evaluated on one file: the mask, the matching rows and their share (a
+    slotted record, not a dataclass: every search imports this module)."""
+
+    _fields = ("mask", "rows", "selectivity")
+    __slots__ = _fields
 
     mask: np.ndarray  # bool, one per row
     rows: np.ndarray  # int64, the matching rows ascending
     selectivity: float
+
+    def __init__(self, mask: np.ndarray, rows: np.ndarray, selectivity: float) -> None:
+        self._set(mask, rows, selectivity)
 
     @property
     def matches(self) -> int:

@@ -12,10 +12,9 @@ the cosine order and says so (:data:`NO_BM25`). ``rank="cosine"`` is the referen
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
+from ..format.record import FrozenRecord
 from ..index import exact
 from ..index.arrays import sorted_distinct
 from ..index.fusion import fuse, lexical_evidence
@@ -28,14 +27,20 @@ NO_BM25 = "none (no BM25 section)"  # explain.fusion_mode when fused fell back t
 NO_TEXT = "none (no query text)"
 
 
-@dataclass(frozen=True)
-class FusedOrder:
+class FusedOrder(FrozenRecord):
     """The first ``k`` rows of a fused pool with each one's evidence."""
+
+    _fields = ("ids", "cosine", "lexical", "fused")
+    __slots__ = _fields
 
     ids: np.ndarray      # int64 rows, best first
     cosine: np.ndarray   # float32 exact cosine (the hit's score)
     lexical: np.ndarray  # float64 BM25 score (the reference's, as search_bm25 gives it)
     fused: np.ndarray    # float64 fused score (what ordered the list)
+
+    def __init__(self, ids: np.ndarray, cosine: np.ndarray, lexical: np.ndarray,
+                 fused: np.ndarray) -> None:
+        self._set(ids, cosine, lexical, fused)
 
 
 def pool_proximity(st: OpenedFile, text: str, pool: np.ndarray, lexical: np.ndarray,

@@ -17,9 +17,10 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable
-from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from typing import Any, TypeVar
+
+from ..format.record import FrozenRecord
 
 FULL_PRECISION = "full_precision"
 STORED_PRECISION = "stored_precision"
@@ -52,9 +53,45 @@ def _json_cell(v: Any) -> Any:
     return list(v) if isinstance(v, list) else v  # a copy, as asdict gave
 
 
-@dataclass(frozen=True, slots=True)
-class SearchHit:
-    """One ranked chunk with its real cosine score and citation."""
+class _Hit(FrozenRecord):
+    """A hit record: equality and hash over every field but ``metadata`` (as the dataclass
+    field's ``compare=False`` had it: a metadata row never splits two equal hits)."""
+
+    __slots__ = ()
+
+    def _compared(self) -> tuple[object, ...]:
+        return tuple(getattr(self, name) for name in self._fields[:-1])
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        assert isinstance(other, _Hit)
+        return self._compared() == other._compared()
+
+    def __hash__(self) -> int:
+        return hash(self._compared())
+
+    def to_dict(self) -> dict[str, Any]:
+        """The hit as a plain dict (field order as declared; fused fields only when set,
+        ``metadata`` only when present)."""
+        return _plain(self)
+
+
+# Slotted records, not dataclasses: every text question imports this module, and the three
+# generated classes cost ~4 ms of a one-shot ``urna ask`` (format/record.py says why).
+class SearchHit(_Hit):
+    """One ranked chunk with its real cosine score and citation.
+
+    ``lexical_score`` is the BM25 score and ``fused_score`` the score that ordered a fused
+    list (``rank="fused"`` only); ``metadata`` is the chunk's row of section 0x18 (null keys
+    left out), None when the file has none.
+    """
+
+    _fields = ("chunk_id", "score", "score_type", "source_uri", "offset_start", "offset_end",
+               "embedding_model", "index_type", "reranked", "file_hash", "content_hash",
+               "citation_id", "lexical_score", "fused_score", "metadata")
+    __slots__ = _fields
+    __match_args__ = _fields
 
     chunk_id: str
     score: float
@@ -68,20 +105,28 @@ class SearchHit:
     file_hash: str
     content_hash: str
     citation_id: str
-    lexical_score: float | None = None  # BM25 score, set by rank="fused" only
-    fused_score: float | None = None    # the score that ordered a fused list
-    # The chunk's row of section 0x18 (null keys left out); None when the file has none.
-    metadata: dict[str, Any] | None = field(default=None, compare=False)
+    lexical_score: float | None
+    fused_score: float | None
+    metadata: dict[str, Any] | None
 
-    def to_dict(self) -> dict[str, Any]:
-        """The hit as a plain dict (field order as declared; fused fields only when set,
-        ``metadata`` only when present)."""
-        return _plain(self)
+    def __init__(self, chunk_id: str, score: float, score_type: str, source_uri: str,
+                 offset_start: int, offset_end: int, embedding_model: str, index_type: str,
+                 reranked: bool, file_hash: str, content_hash: str, citation_id: str,
+                 lexical_score: float | None = None, fused_score: float | None = None,
+                 metadata: dict[str, Any] | None = None) -> None:
+        self._set(chunk_id, score, score_type, source_uri, offset_start, offset_end,
+                  embedding_model, index_type, reranked, file_hash, content_hash, citation_id,
+                  lexical_score, fused_score, metadata)
 
 
-@dataclass(frozen=True, slots=True)
-class RetrieveHit:
+class RetrieveHit(_Hit):
     """A retrieve() hit: a SearchHit's identity plus the stored text and precision marker."""
+
+    _fields = ("chunk_id", "citation_id", "content_hash", "file_hash", "offset_start",
+               "offset_end", "rerank_source", "score", "score_type", "source_uri", "text",
+               "lexical_score", "fused_score", "metadata")
+    __slots__ = _fields
+    __match_args__ = _fields
 
     chunk_id: str
     citation_id: str
@@ -94,30 +139,52 @@ class RetrieveHit:
     score_type: str
     source_uri: str
     text: str
-    lexical_score: float | None = None
-    fused_score: float | None = None
-    metadata: dict[str, Any] | None = field(default=None, compare=False)
+    lexical_score: float | None
+    fused_score: float | None
+    metadata: dict[str, Any] | None
 
-    def to_dict(self) -> dict[str, Any]:
-        """The hit as a plain dict (field order as declared; fused fields only when set,
-        ``metadata`` only when present)."""
-        return _plain(self)
+    def __init__(self, chunk_id: str, citation_id: str, content_hash: str, file_hash: str,
+                 offset_start: int, offset_end: int, rerank_source: str, score: float,
+                 score_type: str, source_uri: str, text: str,
+                 lexical_score: float | None = None, fused_score: float | None = None,
+                 metadata: dict[str, Any] | None = None) -> None:
+        self._set(chunk_id, citation_id, content_hash, file_hash, offset_start, offset_end,
+                  rerank_source, score, score_type, source_uri, text, lexical_score,
+                  fused_score, metadata)
 
 
-@dataclass(frozen=True, slots=True)
-class SearchExplain:
-    """How a search produced its candidates (computed per call, never stored)."""
+class SearchExplain(FrozenRecord):
+    """How a search produced its candidates (computed per call, never stored).
+
+    ``filter`` is set with ``where=`` only: ``{"path": "exact-filtered" | "hnsw-filtered" |
+    ..., "selectivity", "matches"}``.
+    """
+
+    _fields = ("route", "exact_candidates", "ann_candidates", "bm25_candidates",
+               "graph_candidates", "fusion_mode", "rerank_source", "recall_estimate", "filter")
+    __slots__ = _fields
+    __match_args__ = _fields
 
     route: str
-    exact_candidates: int = 0
-    ann_candidates: int = 0
-    bm25_candidates: int = 0
-    graph_candidates: int = 0
-    fusion_mode: str = "none"
-    rerank_source: str = FULL_PRECISION
-    recall_estimate: float = 1.0
-    # With where=: {"path": "exact-filtered"|"hnsw-filtered"|..., "selectivity", "matches"}
-    filter: dict[str, Any] | None = None
+    exact_candidates: int
+    ann_candidates: int
+    bm25_candidates: int
+    graph_candidates: int
+    fusion_mode: str
+    rerank_source: str
+    recall_estimate: float
+    filter: dict[str, Any] | None
+
+    def __init__(self, route: str, exact_candidates: int = 0, ann_candidates: int = 0,
+                 bm25_candidates: int = 0, graph_candidates: int = 0,
+                 fusion_mode: str = "none", rerank_source: str = FULL_PRECISION,
+                 recall_estimate: float = 1.0, filter: dict[str, Any] | None = None) -> None:
+        self._set(route, exact_candidates, ann_candidates, bm25_candidates, graph_candidates,
+                  fusion_mode, rerank_source, recall_estimate, filter)
+
+    def replace(self, **changes: Any) -> SearchExplain:
+        """A copy with ``changes`` applied (what ``dataclasses.replace`` gave)."""
+        return SearchExplain(**{**self.as_dict(), **changes})
 
 
 HitT = TypeVar("HitT", bound="SearchHit | RetrieveHit")
@@ -176,8 +243,10 @@ class SearchResult(list[HitT]):
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form (recall NaN becomes None)."""
-        ex = asdict(self.explain)
-        if ex["filter"] is None:  # the envelope without where= stays as it was
+        ex = self.explain.as_dict()
+        if ex["filter"] is not None:
+            ex["filter"] = dict(ex["filter"])  # a copy, as asdict gave
+        else:  # the envelope without where= stays as it was
             del ex["filter"]
         if math.isnan(ex["recall_estimate"]):
             ex["recall_estimate"] = None

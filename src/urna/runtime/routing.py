@@ -9,7 +9,7 @@ shard and the text verbs (through ``urna.forge.query.ask``) all take their route
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from ..format.record import FrozenRecord
 
 EXACT, HNSW, HYBRID, GRAPH = "exact", "hnsw", "hybrid", "graph"
 
@@ -19,14 +19,24 @@ def default_candidates(k: int) -> int:
     return max(max(k, 0) * 4, 64)
 
 
-@dataclass(frozen=True, slots=True)
-class Route:
-    """Which path a routed query takes, and with how many candidates per path."""
+class Route(FrozenRecord):
+    """Which path a routed query takes, and with how many candidates per path.
+
+    ``declared``: routed by the manifest (0.5.1), so the ANN beam is ``max(ef, candidates)``.
+    """
+
+    _fields = ("path", "candidates", "query_text", "declared")
+    __slots__ = _fields
+    __match_args__ = _fields
 
     path: str
     candidates: int
     query_text: str
-    declared: bool = False  # routed by the manifest (0.5.1): the ANN beam is max(ef, candidates)
+    declared: bool
+
+    def __init__(self, path: str, candidates: int, query_text: str,
+                 declared: bool = False) -> None:
+        self._set(path, candidates, query_text, declared)
 
     def budget(self, n: int, has_ann: bool) -> dict[str, int]:
         """Candidates asked of each source, ``min(candidates, n)`` (what ask's explain prints)."""

@@ -18,7 +18,6 @@ routed query comes from :mod:`.routing`.
 
 from __future__ import annotations
 
-import dataclasses
 import threading
 import time
 from collections.abc import Mapping, Sequence
@@ -104,8 +103,8 @@ def ranked_hits(st: OpenedFile, q: np.ndarray, cand: np.ndarray, k: int, label: 
         fo = _fused.fused_order(st, q, text, cand, k) if text else None
         if fo is not None:
             return (_hits(st, fo.ids, fo.cosine, label, True, FUSED, fo),
-                    dataclasses.replace(explain, fusion_mode=_fused.FUSION_MODE))
-        explain = dataclasses.replace(explain, fusion_mode=_fused.fallback_reason(st))
+                    explain.replace(fusion_mode=_fused.FUSION_MODE))
+        explain = explain.replace(fusion_mode=_fused.fallback_reason(st))
     cand = np.asarray(cand, dtype=np.int64)
     ids, sc = _rerank(st, q, cand, k) if scores is None else order(cand, scores[cand], k)
     return _hits(st, ids, sc, label, True), explain
@@ -361,7 +360,7 @@ def routed_envelope(st: OpenedFile, route: Route, res: SearchResult,
     if rank == FUSED and ran.path not in (HYBRID, GRAPH):  # no lexical pool: cosine
         from .fused import fallback_reason
 
-        explain = dataclasses.replace(explain, fusion_mode=fallback_reason(st))
+        explain = explain.replace(fusion_mode=fallback_reason(st))
     return SearchResult(res.hits, res.index_type, res.recall, res.truncated, res.k_requested,
                         res.query_time_ms, explain, res.space, budget)
 
