@@ -134,3 +134,34 @@ def test_a_reader_that_left_ends_the_call_quietly(args: list[str], tmp_path: Pat
     finally:
         os.close(write_end)
     assert (proc.returncode, proc.stderr) == (141, "")
+
+
+def _timeless(doc):
+    """The JSON answer without its timings (they differ from call to call)."""
+    if isinstance(doc, dict):
+        return {k: _timeless(v) for k, v in doc.items() if not k.endswith("time_ms")}
+    if isinstance(doc, list):
+        return [_timeless(v) for v in doc]
+    return doc
+
+
+@pytest.mark.parametrize("entry", ENTRIES)
+def test_a_one_request_verb_ends_with_its_whole_output_and_code(entry: list[str],
+                                                                tmp_path: Path) -> None:
+    # the command line ends a one-request verb without the interpreter's teardown: neither
+    # the output nor the exit code may be lost (compared with main() run as a library call)
+    import urna
+    from helpers.cli_runner import invoke
+
+    with urna.open(FILE) as f:
+        query = json.dumps([0.25] * f.embedding_dim)
+    args = ["search", str(FILE), query, "-k", "12", "--json"]
+    proc = _run(entry, *args, tmp_path=tmp_path)
+    assert (proc.returncode, proc.stderr) == (0, "")
+    got, want = json.loads(proc.stdout), json.loads(invoke(args).stdout)
+    assert _timeless(got) == _timeless(want) and len(got["hits"]) == 12
+    bad = tmp_path / "bad.urna"
+    bad.write_bytes(FILE.read_bytes()[:-1] + b"\x00")
+    proc = _run(entry, "validate", str(bad), tmp_path=tmp_path)
+    assert proc.returncode == 1 and proc.stdout == ""
+    assert proc.stderr.startswith("Error: FooterHashMismatch")

@@ -100,7 +100,7 @@ def _group_usage(word: str) -> UsageError:
                       "urna")
 
 
-def _run(args: list[str], state: dict[str, bool], files: list[str]) -> int:
+def _run(args: list[str], state: dict[str, object], files: list[str]) -> int:
     """Parse the group's options, then run the verb; errors propagate to ``main``."""
     if not args and sys.stdin.isatty() and sys.stdout.isatty() and "tui" in _verbs():
         args = ["tui"]  # bare `urna` on a terminal opens the TUI
@@ -130,6 +130,7 @@ def _run(args: list[str], state: dict[str, bool], files: list[str]) -> int:
     if at == len(args):
         raise UsageError("Missing command.", "urna")
     verb, rest = args[at], args[at + 1:]
+    state["verb"] = verb
     if verb in ONE_REQUEST_VERBS:
         os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     command = load_command(verb)
@@ -152,10 +153,13 @@ def _run(args: list[str], state: dict[str, bool], files: list[str]) -> int:
     return 0
 
 
-def main(argv: list[str] | None = None) -> None:
-    """Console entry point: exits 0 on success, 1 on a failed check, 2 on usage errors."""
+def main(argv: list[str] | None = None, *, quick_exit: bool = False) -> None:
+    """Console entry point: exits 0 on success, 1 on a failed check, 2 on usage errors.
+
+    ``quick_exit``: the process ends right after a one-request verb (``console``).
+    """
     args = sys.argv[1:] if argv is None else list(argv)
-    state = {"debug": False, "in_verb": False}
+    state: dict[str, object] = {"debug": False, "in_verb": False, "verb": None}
     files: list[str] = []  # every input file of this call, so an error can name the bad one
     try:
         code = _run(args, state, files)
@@ -189,4 +193,30 @@ def main(argv: list[str] | None = None) -> None:
         echo(f"Error: internal error: {type(exc).__name__}: {exc} (run with --debug "
              "for the traceback)", err=True)
         code = 1
+    if quick_exit and state["verb"] in ONE_REQUEST_VERBS:
+        _exit_now(code)
     sys.exit(code)
+
+
+def console() -> None:
+    """The ``urna`` command (console script and ``python -m urna.cli``)."""
+    main(quick_exit=True)
+
+
+def _exit_now(code: int) -> None:
+    """End the process once the output is flushed, skipping the interpreter's teardown.
+
+    With numpy loaded, finalising the modules and unloading its libraries costs 15-30 ms, paid
+    on every call an agent makes; a one-request verb has nothing left to do by then (its files
+    are written and closed, every lane has waited for its jobs). ``os._exit`` skips atexit
+    handlers, so only the command line, never ``main()`` as a library call, ends this way.
+    """
+    try:
+        sys.stdout.flush()
+    except BrokenPipeError:
+        code = 128 + 13
+    try:  # noqa: SIM105 - contextlib is not imported on this path
+        sys.stderr.flush()
+    except (BrokenPipeError, ValueError):
+        pass
+    os._exit(code)

@@ -1,5 +1,5 @@
 """``python -m urna.cli``: the console script, run as a module."""
 
-from urna.cli import main
+from urna.cli import console
 
-main()
+console()
