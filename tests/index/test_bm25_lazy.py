@@ -41,7 +41,7 @@ def _bits(a: np.ndarray) -> bytes:
 
 def _same_answers(eager: Bm25Index, lazy: Bm25Index, text: str, k: int,
                   mask: np.ndarray | None) -> None:
-    assert lazy.terms == eager.terms and lazy.offsets.tolist() == eager.offsets.tolist()
+    assert list(lazy.terms) == eager.terms and lazy.offsets.tolist() == eager.offsets.tolist()
     assert lazy.doc_lens.tolist() == np.asarray(eager.doc_lens).tolist()
     ids_e, sc_e = eager.search_arrays(text, k, mask)
     ids_l, sc_l = lazy.search_arrays(text, k, mask)
