@@ -202,10 +202,8 @@ class TermTable(Sequence[str]):
             if bool((b < a).any()):
                 return False
             ties = ties[a == b]
-        for i in ties.tolist():  # still tied after 16 bytes: the bytes decide
-            if not self._raw_name(i) < self._raw_name(i + 1):
-                return False
-        return True
+        # still tied after 16 bytes: the bytes decide
+        return all(self._raw_name(i) < self._raw_name(i + 1) for i in ties.tolist())
 
     def _raw_name(self, i: int) -> bytes:
         at = int(self.starts[i]) + 4
