@@ -31,9 +31,19 @@ import numpy as np
 
 _U32 = struct.Struct("<I")
 _GUESS_ROUNDS = 8      # guesses before the rest is walked record by record
-_BYTES_PER_TERM = 32   # window of a guess: this many bytes per term still to find, at first
+_BYTES_PER_TERM = 16   # window of a guess: this many bytes per term still to find, at first
 _KEY_BYTES = 8
 _NL = 0x0A
+# a name's first 1..8 bytes of a big-endian u64 (index: the name's length, at most 8)
+_KEY_MASKS = np.array([0] + [((1 << (8 * j)) - 1) << (8 * (8 - j)) for j in range(1, 9)],
+                      dtype=np.uint64)
+
+
+def _words(buf: bytes | memoryview, dtype: str) -> np.ndarray:
+    """The ``dtype`` word (``"<u4"`` or ``">u8"``) at every byte offset of ``buf`` that has one
+    (a zero-copy view: one gather reads a word at any offsets)."""
+    size = np.dtype(dtype).itemsize
+    return np.ndarray((max(len(buf) - size + 1, 0),), dtype=dtype, buffer=buf, strides=(1,))
 
 
 def _guess(raw: np.ndarray, at: int, want: int, window: int) -> tuple[np.ndarray, np.ndarray]:
@@ -111,28 +121,20 @@ def _walk(buf: bytes | memoryview, pos: int,
     if pos > len(buf):  # the last df runs past the end
         return None
     at = np.asarray(starts, dtype=np.int64)
-    raw = np.frombuffer(buf, np.uint8)
-    lens = raw[at[:, None] + np.arange(4)].copy().view("<u4").ravel().astype(np.int64)
-    return at, lens, pos
+    return at, _words(buf, "<u4")[at].astype(np.int64), pos
 
 
-def _u32_at(raw: np.ndarray, at: np.ndarray) -> np.ndarray:
-    """The little-endian ``u32`` at each of ``at``, as int64."""
-    out = raw[at].astype(np.int64)
-    for j in (1, 2, 3):
-        out |= raw[at + j].astype(np.int64) << (8 * j)
-    return out
-
-
-def _keys(raw: np.ndarray, at: np.ndarray, lens: np.ndarray, skip: int) -> np.ndarray:
+def _keys(buf: bytes | memoryview, at: np.ndarray, lens: np.ndarray, skip: int) -> np.ndarray:
     """Bytes ``skip:skip + 8`` of each name (name ``i`` at ``at[i]``, ``lens[i]`` long), zero
     padded, as big-endian ``u64``."""
+    first = at + skip
+    take = np.clip(lens - skip, 0, _KEY_BYTES)
+    words = _words(buf, ">u8")
+    inside = first < len(words)  # a short name at the buffer's very end has no whole word
     out = np.zeros(len(at), np.uint64)
-    last = len(raw) - 1
-    for j in range(_KEY_BYTES):
-        col = raw[np.minimum(at + skip + j, last)].astype(np.uint64)
-        col[lens <= skip + j] = 0
-        out |= col << np.uint64(8 * (_KEY_BYTES - 1 - j))
+    out[inside] = words[first[inside]] & _KEY_MASKS[take[inside]]
+    for i in np.flatnonzero(~inside).tolist():
+        out[i] = _key(bytes(buf[int(first[i]):int(first[i] + take[i])]))
     return out
 
 
@@ -187,9 +189,8 @@ class TermTable(Sequence[str]):
         return self._strict
 
     def _check_order(self) -> bool:
-        raw = np.frombuffer(self.buf, np.uint8)
         at = self.starts + 4
-        keys = _keys(raw, at, self.lens, 0)
+        keys = _keys(self.buf, at, self.lens, 0)
         self._keys = keys
         if len(keys) < 2:
             return True
@@ -197,8 +198,8 @@ class TermTable(Sequence[str]):
             return False
         ties = np.flatnonzero(keys[1:] == keys[:-1])
         if len(ties):  # the next 8 bytes of the tied pairs
-            a = _keys(raw, at[ties], self.lens[ties], _KEY_BYTES)
-            b = _keys(raw, at[ties + 1], self.lens[ties + 1], _KEY_BYTES)
+            a = _keys(self.buf, at[ties], self.lens[ties], _KEY_BYTES)
+            b = _keys(self.buf, at[ties + 1], self.lens[ties + 1], _KEY_BYTES)
             if bool((b < a).any()):
                 return False
             ties = ties[a == b]
@@ -261,20 +262,16 @@ class TermTable(Sequence[str]):
         return self._by_order
 
 
-def _framing_positions(starts: np.ndarray, lens: np.ndarray, pos: int) -> np.ndarray:
-    """Offsets (from ``pos``) of every record's 8 length and df bytes."""
-    rel = starts - pos
-    ends = rel + 4 + lens
-    return np.concatenate([rel + j for j in range(4)] + [ends + j for j in range(4)])
-
-
 def _framed_text(buf: bytes | memoryview, pos: int, end: int, starts: np.ndarray,
                  lens: np.ndarray) -> tuple[str, bool] | None:
     """The table as text, its framing bytes turned to line feeds, and whether those are its
     only line feeds; None when a name is not UTF-8."""
     table = bytearray(buf[pos:end])
-    np.frombuffer(table, np.uint8)[_framing_positions(starts, lens, pos)] = _NL
-    only_framing = table.count(_NL) == 8 * len(starts)
+    view, at = np.frombuffer(table, np.uint8), starts - pos
+    for field in (at, at + 4 + lens):  # each record's length and df
+        for j in range(4):
+            view[field + j] = _NL
+    only_framing = int(np.count_nonzero(view == _NL)) == 8 * len(starts)
     try:
         return table.decode("utf-8"), only_framing
     except UnicodeDecodeError:
@@ -300,8 +297,7 @@ def read_term_table(buf: bytes | memoryview, pos: int, n_terms: int, *,
     if found is None:
         return None
     starts, lens, end = found
-    raw = np.frombuffer(buf, np.uint8)
-    dfs = _u32_at(raw, starts + 4 + lens)
+    dfs = _words(buf, "<u4")[starts + 4 + lens].astype(np.int64)
     table = TermTable(buf, pos, starts, lens, dfs, end)
     if n_terms == 0:
         return table
