@@ -25,14 +25,11 @@ decoded :class:`~urna.format.sections.bm25.Bm25Payload` and produces one.
 
 from __future__ import annotations
 
-import bisect
 import math
-import operator
 import sys
 import threading
 import types
 from collections.abc import Sequence
-from itertools import islice
 from typing import Any
 
 import numpy as np
@@ -43,6 +40,7 @@ from ..format.sections.bm25 import (
     decode_bm25,
     encode_bm25,
 )
+from ..format.sections.bm25_terms import NameOrder
 from .cpu import force_scalar
 
 DEFAULT_K1 = 1.5
@@ -384,23 +382,10 @@ class Bm25Index:
 
     def prefixed_terms(self, prefix: str) -> list[int]:
         """Ids of the vocabulary terms that begin with ``prefix``, in code point order."""
-        with _PREPARE_LOCK:
-            order = self.__dict__.get("_by_order")
-            if order is None:
-                terms = list(self.terms)
-                ids = list(range(len(terms)))
-                # a v1 payload may list its terms unsorted
-                if any(map(operator.gt, terms, islice(terms, 1, None))):  # C-level pairs
-                    ids.sort(key=terms.__getitem__)
-                    terms = [terms[i] for i in ids]
-                order = self._by_order = (terms, ids)
-        terms, ids = order
-        at = bisect.bisect_left(terms, prefix)
-        out = []
-        while at < len(terms) and terms[at].startswith(prefix):
-            out.append(ids[at])
-            at += 1
-        return out
+        order = self.__dict__.get("_by_order")
+        if order is None:
+            order = self._by_order = NameOrder(self.terms)  # racing threads: equal copies
+        return order.prefixed(prefix)
 
     def _query_terms(self, text: str) -> list[int]:
         """The index's term ids of ``text``'s tokens, in query order, repeats kept."""

@@ -23,9 +23,11 @@ the caller's cursor reads it record by record to name the fault, as the referenc
 from __future__ import annotations
 
 import bisect
+import operator
 import struct
 import threading
 from collections.abc import Iterator, Sequence
+from itertools import islice
 
 import numpy as np
 
@@ -158,7 +160,7 @@ class TermTable(Sequence[str]):
         self._keys: np.ndarray | None = None
         self._strict: bool | None = None
         self._by_name: dict[str, int] | None = None
-        self._by_order: tuple[list[str], list[int]] | None = None
+        self._by_order: NameOrder | None = None
         self._finds = self._gets = 0
         self._lock = threading.Lock()
 
@@ -241,13 +243,9 @@ class TermTable(Sequence[str]):
     def prefixed(self, prefix: str) -> list[int]:
         """Indexes of the names that begin with ``prefix``, in byte order."""
         if not self.strictly_sorted():
-            names, ids = self._name_order()
-            at = bisect.bisect_left(names, prefix)
-            out = []
-            while at < len(names) and names[at].startswith(prefix):
-                out.append(ids[at])
-                at += 1
-            return out
+            if self._by_order is None:
+                self._by_order = NameOrder(self.names())
+            return self._by_order.prefixed(prefix)
         raw = prefix.encode("utf-8", "surrogatepass")
         keys = self._keys
         assert keys is not None
@@ -266,12 +264,30 @@ class TermTable(Sequence[str]):
             self._by_name = {name: i for i, name in enumerate(self.names())}
         return self._by_name
 
-    def _name_order(self) -> tuple[list[str], list[int]]:
-        if self._by_order is None:
-            names = self.names()
-            ids = sorted(range(len(names)), key=names.__getitem__)
-            self._by_order = ([names[i] for i in ids], ids)
-        return self._by_order
+
+
+class NameOrder:
+    """Names in code point order (= UTF-8 byte order) with their indexes: prefix lookups over a
+    list of names that may not be sorted (a version-1 payload, a hand-made one)."""
+
+    __slots__ = ("names", "ids")
+
+    def __init__(self, names: Sequence[str]) -> None:
+        names = list(names)
+        ids = list(range(len(names)))
+        if any(map(operator.gt, names, islice(names, 1, None))):  # C-level pairs
+            ids.sort(key=names.__getitem__)
+            names = [names[i] for i in ids]
+        self.names, self.ids = names, ids
+
+    def prefixed(self, prefix: str) -> list[int]:
+        """Indexes of the names that begin with ``prefix``, in code point order."""
+        names, at = self.names, bisect.bisect_left(self.names, prefix)
+        out = []
+        while at < len(names) and names[at].startswith(prefix):
+            out.append(self.ids[at])
+            at += 1
+        return out
 
 
 def _framed_text(buf: bytes | memoryview, pos: int, end: int, starts: np.ndarray,
