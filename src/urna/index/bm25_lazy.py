@@ -4,8 +4,9 @@ A file opened against its verdict (``runtime.verdicts``) had its BM25 payload de
 by an earlier open, so its bytes are known to decode. Decoding all of it again costs more
 than a one-shot ``urna ask``'s query: 650,000 postings on a 19,000-chunk file are ~35 ms of
 intpack, gap and contribution arrays, of which a query reads a few thousand. Here only the
-header, the doc lengths and the term table are read up front (the term table must be walked
-to know where each term's postings start); a term's postings are decoded from the intpack
+header, the doc lengths and the term table are read up front, the table in place
+(``format.sections.bm25_terms``: its records found and its names checked, no dict of 20,000
+names; a query's terms are binary-searched there); a term's postings are decoded from the intpack
 blocks that hold them the first time a query reads that term, and its contributions are
 computed with the same f32 operations, in the same order, as ``Bm25Index._prepare`` (the
 answers are the eager index's, bit for bit). Whatever a version-1 payload, a repeated term or
