@@ -8,6 +8,7 @@ libraries measured this way are what to read. Not a test. Run:
 
     .venv/bin/python benchmarks/bench_bm25.py --docs 50000 --queries 200
     .venv/bin/python benchmarks/bench_bm25.py --only urna,tantivy     # the issue-20 comparison
+    .venv/bin/python benchmarks/bench_bm25.py --file F.urna --question "..."  # a file's 0x08 open
 
 The corpus: ``--vocab`` synthetic words drawn with Zipf exponent 1.1, document lengths
 uniform in [20, 180]; queries are 2-5 words drawn from the same distribution (restricted to
@@ -19,7 +20,9 @@ same documents and queries.
   ``urna + 0x08 bytes`` adds ``to_bytes``, the payload a file stores (most of it is
   ``format.encodings.intpack.pack_u64s``). Queries run through ``Bm25Index.search`` twice:
   ``urna (numba)`` with the compiled top-k kernel, ``urna (numpy)`` with the numpy path a
-  process that has not imported numba takes on an index under 4M postings (the CLI's case).
+  process that has not imported numba takes on an index under 4M postings (the CLI's case),
+  and ``urna (numpy, per-term)`` the same on the index a verified file's open makes of the
+  payload (``index.bm25_lazy``: terms looked up in place, postings decoded on first use).
 * tantivy (Rust, via its Python binding) is an in-RAM index, one text field indexed with term
   frequencies only (``index_option="freq"``: BM25 needs no positions), BM25 with its fixed
   k1 = 1.2, b = 0.75; queries go through ``parse_query`` (its disjunction of the terms) and
@@ -129,6 +132,45 @@ def tantivy_builder(texts: list[str], tokenizer: str, threads: int,
     return build
 
 
+def _fastest(fn: Callable[[], object], runs: int = 25) -> str:
+    """"fastest / median" ms of ``runs`` calls."""
+    times = []
+    for _ in range(runs):
+        t = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t)
+    return f"{min(times) * 1e3:.2f} / {statistics.median(times) * 1e3:.2f}"
+
+
+def open_of_file(path: str, questions: list[str]) -> None:
+    """A file's 0x08 payload opened as a verified body's is (``index.bm25_lazy``) and as a first
+    open's (the whole decode), alone and with each question's BM25 and stem-group work (what
+    ``urna ask`` does with it), in this process: fastest and median of 25."""
+    from urna.format.layout import SECTION_BM25_INDEX
+    from urna.format.reader import UrnaView
+    from urna.index.bm25 import Bm25Index
+    from urna.index.bm25_lazy import lazy_index
+    from urna.index.stemmed_bm25 import query_stems
+
+    with open(path, "rb") as f:
+        raw = bytes(UrnaView.from_bytes(f.read()).decoded(SECTION_BM25_INDEX))
+    first = lazy_index(raw)
+    assert first is not None, "this payload is decoded whole by every open"
+    first.search_arrays(questions[0], 50)  # load the tokenizer and logf
+    print(f"{path}: 0x08 payload {len(raw) / 1e6:.2f} MB, {first.n_terms} terms, "
+          f"{first.n_docs} docs; ms, fastest / median of 25, in one process")
+    print(f"  per-term open (verified body)   {_fastest(lambda: lazy_index(raw))}")
+    print(f"  whole decode (first open)       "
+          f"{_fastest(lambda: Bm25Index.from_bytes(raw), 9)}")
+    for q in questions:
+        def asked(q: str = q) -> None:
+            index = lazy_index(raw)
+            assert index is not None
+            index.search_arrays(q, 50)
+            query_stems(index, q)
+        print(f"  per-term open + {q!r}: {_fastest(asked)}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--docs", type=int, default=50_000)
@@ -138,7 +180,14 @@ def main() -> None:
     ap.add_argument("--build-rounds", type=int, default=3)
     ap.add_argument("--only", default=",".join(LIBRARIES),
                     help=f"comma-separated subset of {', '.join(LIBRARIES)}")
+    ap.add_argument("--file", default=None,
+                    help="instead: time the 0x08 open of this .urna file (see open_of_file)")
+    ap.add_argument("--question", action="append", default=None,
+                    help="with --file: a question (repeatable)")
     args = ap.parse_args()
+    if args.file:
+        open_of_file(args.file, args.question or ["how do I list files sorted by size"])
+        return
     only = set(args.only.split(","))
 
     docs, queries = make_corpus(args.docs, args.vocab, args.seed)
@@ -151,6 +200,7 @@ def main() -> None:
 
     import urna.index.bm25 as ub
     from urna.index.bm25 import Bm25Index
+    from urna.index.bm25_lazy import lazy_index
     from urna.index.tokenize import tokenize
 
     Bm25Index.build(docs[:2000]).search(queries[0], 10)  # load numba's kernel before timing
@@ -202,17 +252,24 @@ def main() -> None:
     print(f"urna: 0x08 payload {len(payload) / 1e6:.1f} MB ({len(idx.docs)} postings), "
           f"encode {t_enc:.2f} s (median), decode+prepare {t_open:.2f} s")
 
-    def numpy_search(q: str) -> object:
+    t = time.perf_counter()
+    per_term = lazy_index(payload)
+    t_lazy = time.perf_counter() - t
+    assert per_term is not None
+    print(f"urna: per-term open of the same payload (a verified file's) {t_lazy * 1e3:.1f} ms")
+
+    def numpy_search(q: str, index: Bm25Index = idx) -> object:
         # what a process that has not imported numba runs on an index under 4M postings
         saved = ub.NUMBA_MIN_POSTINGS, ub.NUMBA_LOADED_MIN_POSTINGS
         ub.NUMBA_MIN_POSTINGS = ub.NUMBA_LOADED_MIN_POSTINGS = 1 << 62
         try:
-            return idx.search(q, 10)
+            return index.search(q, 10)
         finally:
             ub.NUMBA_MIN_POSTINGS, ub.NUMBA_LOADED_MIN_POSTINGS = saved
 
     ub.NUMBA_MIN_POSTINGS = 0  # the kernel for "urna (numba)"
     searches = {urna_name: searches[urna_name], "urna (numpy)": numpy_search,
+                "urna (numpy, per-term)": lambda q: numpy_search(q, per_term),
                 **{k: v for k, v in searches.items() if k != urna_name}}
     bytes_name = "urna + 0x08 bytes"
 

@@ -28,7 +28,8 @@ from urna.errors import UrnaError
 from urna.format.sections.bm25 import Bm25Payload, decode_bm25, encode_bm25
 from urna.index.bm25 import Bm25Index
 from urna.index.bm25_lazy import LazyBm25Index, lazy_index
-from urna.index.stemmed_bm25 import stemmed_evidence
+from urna.index.stemmed_bm25 import stem_group, stemmed_evidence
+from urna.index.stemming import porter_stem
 
 _WORDS = ["copy", "copies", "copied", "file", "files", "a", "the", "run", "running", "zeta"]
 _DOC = st.lists(st.sampled_from(_WORDS), max_size=12).map(" ".join)
@@ -41,7 +42,7 @@ def _bits(a: np.ndarray) -> bytes:
 
 def _same_answers(eager: Bm25Index, lazy: Bm25Index, text: str, k: int,
                   mask: np.ndarray | None) -> None:
-    assert lazy.terms == eager.terms and lazy.offsets.tolist() == eager.offsets.tolist()
+    assert list(lazy.terms) == eager.terms and lazy.offsets.tolist() == eager.offsets.tolist()
     assert lazy.doc_lens.tolist() == np.asarray(eager.doc_lens).tolist()
     ids_e, sc_e = eager.search_arrays(text, k, mask)
     ids_l, sc_l = lazy.search_arrays(text, k, mask)
@@ -215,3 +216,20 @@ def test_concurrent_first_queries_on_a_repeat_open_answer_alike(verdict_cache: P
                     lambda i: f.retrieve(q, 4, query_text=texts[i % 4],
                                          rank="fused").to_dict()["hits"], range(16)))
         assert got == [want[i % 4] for i in range(16)]
+
+
+def test_stem_groups_and_prefixes_of_the_per_term_index_are_the_eager_ones() -> None:
+    rng = np.random.default_rng(3)
+    stems = ["copi", "file", "run", "do", "be", "i", "sort", "size", "list"]
+    ends = ["", "s", "ed", "ing", "y", "ies", "e", "er"]
+    words = sorted({s + e for s in stems for e in ends} | {"\u00e9t\u00e9", "zz"})
+    docs = [" ".join(rng.choice(words, size=int(rng.integers(1, 12)))) for _ in range(400)]
+    data = Bm25Index.build(docs).to_bytes()
+    eager, lazy = Bm25Index.from_bytes(data), lazy_index(data)
+    assert lazy is not None
+    for word in [*words, "absent", ""]:
+        for prefix in (word, word[:1], word[:-1]):
+            assert lazy.prefixed_terms(prefix) == eager.prefixed_terms(prefix)
+        stem = porter_stem(word)
+        assert stem_group(lazy, stem).tolist() == stem_group(eager, stem).tolist()
+        assert lazy.term_id(word) == eager.term_id(word)

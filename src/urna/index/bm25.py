@@ -40,6 +40,7 @@ from ..format.sections.bm25 import (
     decode_bm25,
     encode_bm25,
 )
+from ..format.sections.bm25_terms import NameOrder
 from .cpu import force_scalar
 
 DEFAULT_K1 = 1.5
@@ -276,7 +277,7 @@ class Bm25Index:
         self.avgdl = _F32(payload.avgdl)
         self.n_docs = int(payload.n_docs)
         self.n_terms = int(payload.n_terms)
-        self.terms = payload.terms
+        self.terms: Sequence[str] = payload.terms
         self.offsets = np.asarray(payload.post_offsets, dtype=np.int64)
         self.doc_lens = payload.doc_lens
 
@@ -375,10 +376,20 @@ class Bm25Index:
         with np.errstate(all="ignore"):
             return f32_ln((n - d + half) / (d + half) + _F32(1.0))
 
+    def term_id(self, term: str) -> int | None:
+        """The id of ``term`` in the vocabulary, or None."""
+        return self.term_index.get(term)
+
+    def prefixed_terms(self, prefix: str) -> list[int]:
+        """Ids of the vocabulary terms that begin with ``prefix``, in code point order."""
+        order = self.__dict__.get("_by_order")
+        if order is None:
+            order = self._by_order = NameOrder(self.terms)  # racing threads: equal copies
+        return order.prefixed(prefix)
+
     def _query_terms(self, text: str) -> list[int]:
         """The index's term ids of ``text``'s tokens, in query order, repeats kept."""
-        get = self.term_index.get
-        return [t for t in map(get, tokenize(text)) if t is not None]
+        return [t for t in map(self.term_id, tokenize(text)) if t is not None]
 
     def _dense_scores(self, tids: list[int]) -> np.ndarray:
         """Every doc's f32 score for the query terms ``tids`` (0 where untouched)."""
@@ -443,12 +454,12 @@ class Bm25Index:
 
     def document_frequency(self, term: str) -> int:
         """How many docs contain ``term`` (0 for a term the index lacks)."""
-        t = self.term_index.get(term)
+        t = self.term_id(term)
         return 0 if t is None else int(self.offsets[t + 1] - self.offsets[t])
 
     def doc_has_term(self, doc: int, term: str) -> bool:
         """Whether ``doc``'s postings hold ``term`` (a binary search in the term's postings)."""
-        t = self.term_index.get(term)
+        t = self.term_id(term)
         if t is None:
             return False
         posts, _, simple, _ = self._term(t)
@@ -471,8 +482,8 @@ class Bm25Index:
             n_posts >= NUMBA_LOADED_MIN_POSTINGS and "numba" in sys.modules))
         kernel = _numba_kernel() if use_kernel else None
         if kernel is not None:
-            get = self.term_index.get
-            tids = np.asarray([t for t in map(get, tokenize(text)) if t is not None], np.intp)
+            tids = np.asarray([t for t in map(self.term_id, tokenize(text)) if t is not None],
+                              np.intp)
             if len(tids) == 0:
                 return np.zeros(0, np.intp), np.zeros(0, _F32)
             m = min(k, self.n_docs)

@@ -4,8 +4,9 @@ A file opened against its verdict (``runtime.verdicts``) had its BM25 payload de
 by an earlier open, so its bytes are known to decode. Decoding all of it again costs more
 than a one-shot ``urna ask``'s query: 650,000 postings on a 19,000-chunk file are ~35 ms of
 intpack, gap and contribution arrays, of which a query reads a few thousand. Here only the
-header, the doc lengths and the term table are read up front (the term table must be walked
-to know where each term's postings start); a term's postings are decoded from the intpack
+header, the doc lengths and the term table are read up front, the table in place
+(``format.sections.bm25_terms``: its records found and its names checked, no dict of 20,000
+names; a query's terms are binary-searched there); a term's postings are decoded from the intpack
 blocks that hold them the first time a query reads that term, and its contributions are
 computed with the same f32 operations, in the same order, as ``Bm25Index._prepare`` (the
 answers are the eager index's, bit for bit). Whatever a version-1 payload, a repeated term or
@@ -24,7 +25,8 @@ import numpy as np
 from ..errors import MalformedSectionPayload
 from ..format.encodings.intpack import INTPACK_BLOCK, IntpackReader
 from ..format.layout import SECTION_BM25_INDEX
-from ..format.sections.bm25 import decode_bm25, scan_terms
+from ..format.sections.bm25 import decode_bm25
+from ..format.sections.bm25_terms import TermTable, read_term_table
 from .bm25 import Bm25Index, doc_knorms, posting_contributions
 
 _F32 = np.float32
@@ -81,17 +83,16 @@ class LazyBm25Index(Bm25Index):
     """A :class:`Bm25Index` over a verified version-2 payload, its postings decoded per term."""
 
     def __init__(self, data: bytes, head: tuple[int, float, float, float, int, int],
-                 doc_lens: np.ndarray, terms: list[str], offsets: np.ndarray,
+                 doc_lens: np.ndarray, terms: TermTable, offsets: np.ndarray,
                  gaps: IntpackReader, tfs: IntpackReader) -> None:
         # no Bm25Index.__init__: the payload object is built only when asked for
         _, k1, b, avgdl, n_docs, n_terms = head
         self._data, self._gaps, self._tfs = data, gaps, tfs
         self.k1, self.b, self.avgdl = _F32(k1), _F32(b), _F32(avgdl)
         self.n_docs, self.n_terms = int(n_docs), int(n_terms)
-        self.terms = terms
+        self.terms: TermTable = terms  # names read in place: a query looks up a few
         self.offsets = offsets
         self.doc_lens = doc_lens
-        self.term_index = {t: i for i, t in enumerate(terms)}
         self._knorm = doc_knorms(self.k1, self.b, self.avgdl, doc_lens)
         self._terms: dict[int, tuple[np.ndarray, np.ndarray, bool, bool, np.ndarray]] = {}
 
@@ -105,6 +106,14 @@ class LazyBm25Index(Bm25Index):
             if name == "payload":
                 return self.__dict__["payload"]
         return super().__getattr__(name)
+
+    def term_id(self, term: str) -> int | None:
+        """The id of ``term`` in the vocabulary, or None (looked up in the payload)."""
+        return self.terms.find(term)
+
+    def prefixed_terms(self, prefix: str) -> list[int]:
+        """Ids of the vocabulary terms that begin with ``prefix``, in code point order."""
+        return self.terms.prefixed(prefix)
 
     def _decoded(self, t: int) -> tuple[np.ndarray, np.ndarray, bool, bool, np.ndarray]:
         got = self._terms.get(t)
@@ -144,22 +153,22 @@ def lazy_index(raw: bytes | memoryview) -> LazyBm25Index | None:
     lens = _column(data, _HEAD.size)
     if lens is None or len(lens[0]) != n_docs:
         return None
-    scanned = scan_terms(data, lens[1], n_terms)
-    if scanned is None:
+    terms = read_term_table(data, lens[1], n_terms)
+    if terms is None:
         return None
-    terms, counts, pos = scanned
-    gaps = _column(data, pos)
+    gaps = _column(data, terms.end)
     if gaps is None:
         return None
     tfs = _column(data, gaps[1])
-    offsets = np.zeros(len(counts) + 1, dtype=np.int64)
-    np.cumsum(counts, out=offsets[1:])
+    offsets = np.zeros(len(terms) + 1, dtype=np.int64)
+    np.cumsum(terms.dfs, out=offsets[1:])
     if tfs is None or len(gaps[0]) != offsets[-1] or len(tfs[0]) != offsets[-1]:
         return None
     try:  # block by block: IntpackReader.all's np.unique would import numpy.ma (~12 ms)
         doc_lens = (_values(lens[0], 0, n_docs) & _U32_MASK).astype(np.uint32)
     except MalformedSectionPayload:  # the eager decoder gives its error
         return None
-    index = LazyBm25Index(data, head, doc_lens, terms, offsets, gaps[0], tfs[0])
     # a repeated term: the eager rule (the last one wins) drops the others' postings
-    return index if len(index.term_index) == len(terms) else None
+    if not terms.strictly_sorted() and len(terms.names()) != len(set(terms.names())):
+        return None
+    return LazyBm25Index(data, head, doc_lens, terms, offsets, gaps[0], tfs[0])

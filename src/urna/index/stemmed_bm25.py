@@ -19,15 +19,12 @@ of the query's groups; no array of the index's size is allocated per query.
 
 from __future__ import annotations
 
-import bisect
-import operator
 import threading
 import weakref
-from itertools import islice
 
 import numpy as np
 
-from ..format.record import FrozenRecord, Record
+from ..format.record import FrozenRecord
 from .arrays import sorted_distinct
 from .bm25 import Bm25Index
 from .fusion import bm25_idf
@@ -50,33 +47,9 @@ class StemmedEvidence(FrozenRecord):
         self._set(scores, coverage)
 
 
-class _Vocabulary(Record):
-    """An index's terms in code point order (= UTF-8 byte order) and the groups found so far."""
-
-    _fields = ("terms", "ids", "groups")
-    __slots__ = _fields
-
-    def __init__(self, terms: list[str], ids: list[int],
-                 groups: dict[str, np.ndarray] | None = None) -> None:
-        self.terms, self.ids = terms, ids
-        self.groups = {} if groups is None else groups
-
-
-_vocabularies: weakref.WeakKeyDictionary[Bm25Index, _Vocabulary] = weakref.WeakKeyDictionary()
+# Each index's stem groups found so far.
+_groups: weakref.WeakKeyDictionary[Bm25Index, dict[str, np.ndarray]] = weakref.WeakKeyDictionary()
 _lock = threading.Lock()
-
-
-def _vocabulary(bm25: Bm25Index) -> _Vocabulary:
-    vocab = _vocabularies.get(bm25)
-    if vocab is None:
-        terms = list(bm25.terms)
-        ids = list(range(len(terms)))
-        # a v1 payload may list its terms unsorted
-        if any(map(operator.gt, terms, islice(terms, 1, None))):  # C-level pairs
-            ids.sort(key=terms.__getitem__)
-            terms = [terms[i] for i in ids]
-        vocab = _vocabularies[bm25] = _Vocabulary(terms, ids)
-    return vocab
 
 
 def _last_letter_rewritable(stem: str) -> bool:
@@ -96,17 +69,15 @@ def stem_group(bm25: Bm25Index, stem: str) -> np.ndarray:
     are stemmed: "do" or "be" stems the words under "do" or "be", not the thousand under "d".
     """
     with _lock:
-        vocab = _vocabulary(bm25)
-        group = vocab.groups.get(stem)
+        groups = _groups.get(bm25)
+        if groups is None:
+            groups = _groups[bm25] = {}
+        group = groups.get(stem)
         if group is None:
             prefix = stem[:-1] if _last_letter_rewritable(stem) else stem
-            at = bisect.bisect_left(vocab.terms, prefix)
-            members = []
-            while at < len(vocab.terms) and vocab.terms[at].startswith(prefix):
-                if porter_stem(vocab.terms[at]) == stem:
-                    members.append(vocab.ids[at])
-                at += 1
-            group = vocab.groups[stem] = np.sort(np.asarray(members, dtype=np.int64))
+            terms = bm25.terms
+            members = [t for t in bm25.prefixed_terms(prefix) if porter_stem(terms[t]) == stem]
+            group = groups[stem] = np.sort(np.asarray(members, dtype=np.int64))
         return group
 
 

@@ -24,6 +24,7 @@ from ...errors import MalformedSectionPayload, UnsupportedSectionVersion
 from ..cursor import Cursor, utf8_error_text
 from ..encodings.intpack import pack_u64s, unpack_u64s
 from ..layout import SECTION_BM25_INDEX
+from .bm25_terms import read_term_table
 
 BM25_PAYLOAD_VERSION = 2
 _HEAD_U = struct.Struct("<IfffII")
@@ -204,10 +205,9 @@ def _decode_v2(cur: _Reader, n_docs: int, n_terms: int):
     if len(dls) != n_docs:
         raise _malformed("bm25 v2: doc-length column mismatch")
     doc_lens = (dls & _U32_MASK).astype(np.uint32)
-    scanned = scan_terms(cur.buf, cur.pos, n_terms)
-    if scanned is not None:
-        names, dfs, cur.pos = scanned
-        counts = dfs.tolist()
+    table = read_term_table(cur.buf, cur.pos, n_terms, names=True)
+    if table is not None:
+        names, counts, cur.pos = table.names(), table.dfs.tolist(), table.end
     else:  # the cursor reports the first term that runs out or is not UTF-8, as the reference
         names, counts = [], []
         for _ in range(n_terms):
@@ -220,49 +220,6 @@ def _decode_v2(cur: _Reader, n_docs: int, n_terms: int):
         raise _malformed("bm25 v2: posting column mismatch")
     docs = _undo_gaps(gaps, counts)
     return doc_lens, names, counts, docs, (tfs & _U32_MASK).astype(np.uint32)
-
-
-def scan_terms(buf: bytes | memoryview, pos: int,
-               n_terms: int) -> tuple[list[str], np.ndarray, int] | None:
-    """Fast path of the v2 term table at ``pos``: (names, int64 dfs, end) when all of it is
-    well formed, else None (the cursor then reads it record by record and names the fault).
-
-    Records are ``u32 len | UTF-8 name | u32 df``; each takes >= 8 bytes, so a count beyond
-    the bytes left is refused before looping. One walk finds where each starts, then the
-    names are decoded as one string: joined by line feeds, they split back into ``n_terms``
-    names exactly when no name holds a line feed, and the join is valid UTF-8 with no name
-    opening on a continuation byte exactly when every name is valid on its own.
-    """
-    if 8 * n_terms > len(buf) - pos:
-        return None
-    starts = [0] * n_terms
-    unpack = _U32.unpack_from
-    try:
-        for i in range(n_terms):
-            starts[i] = pos
-            pos += unpack(buf, pos)[0] + 8
-    except struct.error:
-        return None
-    if pos > len(buf):  # the last df runs past the end
-        return None
-    if n_terms == 0:
-        return [], np.zeros(0, np.int64), pos
-    raw = np.frombuffer(buf, np.uint8)
-    at = np.asarray(starts, dtype=np.int64)
-    lens = raw[at[:, None] + np.arange(4)].copy().view("<u4").ravel().astype(np.int64)
-    dfs = raw[(at + 4 + lens)[:, None] + np.arange(4)].copy().view("<u4").ravel()
-    ends = np.cumsum(lens)
-    body = raw[np.arange(int(ends[-1]), dtype=np.int64) + np.repeat(at + 4 - (ends - lens), lens)]
-    firsts = (ends - lens)[lens > 0]
-    if bool(((body[firsts] & 0xC0) == 0x80).any()):
-        return None
-    try:
-        names = np.insert(body, ends[:-1], 0x0A).tobytes().decode("utf-8").split("\n")
-    except UnicodeDecodeError:
-        return None
-    if len(names) != n_terms:
-        return None
-    return names, dfs.astype(np.int64), pos
 
 
 def _undo_gaps(gaps: np.ndarray, counts: list[int]) -> np.ndarray:
