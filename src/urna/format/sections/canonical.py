@@ -12,6 +12,7 @@ import struct
 import threading
 from bisect import bisect_left
 from collections.abc import Sequence
+from itertools import repeat
 
 from ...errors import (
     InvalidInput,
@@ -228,16 +229,18 @@ class RecordWalk:
         if len(self.starts) >= n:
             return True
         with self._lock:
-            starts, pos, tail = self.starts, self.end, self.tail
-            data, end_all = self.data, len(self.data)
-            append, unpack = starts.append, _U32.unpack_from
-            for _ in range(n - len(starts)):
-                if pos + 4 > end_all:
-                    break
-                pos += 4
-                append(pos)
-                pos += unpack(data, pos - 4)[0] + tail
-            self.end = pos
+            starts, data, step = self.starts, self.data, 4 + self.tail
+            walked: list[int] = []  # joined at once: a reader never sees a start taken back
+            append, unpack = walked.append, _U32.unpack_from
+            pos = self.end + 4  # where the next body begins, if its length field fits
+            try:  # a length field past the end raises: no bounds test in the loop
+                for _ in repeat(None, n - len(starts)):
+                    append(pos)
+                    pos += unpack(data, pos - 4)[0] + step
+            except struct.error:
+                walked.pop()  # its length field does not fit; ``pos`` is still its body
+            starts.extend(walked)
+            self.end = pos - 4
             return len(starts) >= n
 
     def bounds(self, i: int) -> tuple[int, int] | None:
