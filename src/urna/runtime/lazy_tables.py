@@ -6,7 +6,9 @@ caller proves, cheaply, that the eager decoder would succeed (``canonical.string
 ``span_records``: prefix, count, every record inside the payload, no trailing byte, UTF-8)
 and keeps the records' offsets; a record becomes a ``str`` when read. Whenever the proof does
 not go through, ``None`` is returned and the caller decodes eagerly, so every malformed file
-fails exactly as before, with the same error.
+fails exactly as before, with the same error. On a verified body whose verdict proved the
+records (the same bytes parsed whole before), :class:`WalkedTexts` and :class:`WalkedSpans`
+skip the proof and walk the records only as far as the rows read.
 :class:`TextsById` answers the reference's text-by-chunk-id map (the last ordinal wins on a
 repeated id) for the few ids a result holds, without building it.
 """
