@@ -6,29 +6,37 @@ caller proves, cheaply, that the eager decoder would succeed (``canonical.string
 ``span_records``: prefix, count, every record inside the payload, no trailing byte, UTF-8)
 and keeps the records' offsets; a record becomes a ``str`` when read. Whenever the proof does
 not go through, ``None`` is returned and the caller decodes eagerly, so every malformed file
-fails exactly as before, with the same error.
+fails exactly as before, with the same error. On a verified body whose verdict proved the
+records (the same bytes parsed whole before), :class:`WalkedTexts` and :class:`WalkedSpans`
+skip the proof and walk the records only as far as the rows read.
 :class:`TextsById` answers the reference's text-by-chunk-id map (the last ordinal wins on a
 repeated id) for the few ids a result holds, without building it.
 """
 
 from __future__ import annotations
 
-import struct
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, overload
 
 from ..errors import UrnaError
-from ..format.layout import PREFIX, SECTION_CHUNK_IDS, SECTION_CHUNKS_CANONICAL
+from ..format.layout import (
+    PREFIX,
+    SECTION_CHUNK_IDS,
+    SECTION_CHUNKS_CANONICAL,
+    SECTION_PAYLOAD_VERSION,
+)
 from ..format.sections.canonical import (
+    ProvenSpans,
+    ProvenStrings,
+    RecordWalk,
     SpanRecords,
     StringRecords,
+    decode_spans,
+    decode_texts,
     span_records,
     string_records,
 )
-
-_U32 = struct.Struct("<I")
-_SPAN_TAIL = struct.Struct("<QQ")
 
 
 class _Strings(Sequence):
@@ -50,10 +58,13 @@ class _Strings(Sequence):
         """Record ``i`` (a list for a slice)."""
         if isinstance(i, slice):
             return [self[j] for j in range(*i.indices(len(self)))]
-        return self._records.text(range(len(self))[i])
+        return self._text(range(len(self))[i])
 
     def __iter__(self) -> Iterator[str]:
-        return (self._records.text(i) for i in range(len(self)))
+        return (self._text(i) for i in range(len(self)))
+
+    def _text(self, i: int) -> str:
+        return self._records.text(i)
 
 
 class LazyChunkIds(_Strings):
@@ -113,46 +124,84 @@ class LazySpans(Sequence):
         self._replaced[range(len(self))[i]] = span
 
 
+class _ProvenRows:
+    """The payload of a verified body whose verdict proved its records (a full parse of these
+    very bytes succeeded), read row by row through one kept ``canonical.RecordWalk``: the
+    payload is loaded on the first read, and walked only as far as the rows asked for.
+
+    A row the walk cannot read (a prefix that is not ``version 1 | count``, a record past the
+    payload, a body that is not UTF-8: the bytes are not the proven ones) is answered by the
+    full parse, so it raises the eager decoder's error. Thread-safe: one thread loads.
+    """
+
+    def __init__(self, load: Callable[[], bytes | memoryview], count: int,
+                 walker: Callable[[bytes], RecordWalk],
+                 decode: Callable[[bytes, int], list[Any]]) -> None:
+        self._load, self._count, self._walker, self._decode = load, count, walker, decode
+        self._data: bytes | None = None
+        self._walk: RecordWalk | None = None
+        self._eager: list[Any] | None = None
+        self._lock = threading.Lock()
+
+    def walk(self) -> RecordWalk | None:
+        """The kept walk (the payload loaded on the first call); None when the prefix is not
+        the proven one."""
+        if self._data is None:
+            with self._lock:
+                if self._data is None:
+                    raw = self._load()
+                    data = raw if isinstance(raw, bytes) else bytes(raw)
+                    if (len(data) >= PREFIX.size and PREFIX.unpack_from(data, 0)
+                            == (SECTION_PAYLOAD_VERSION, self._count)):
+                        self._walk = self._walker(data)
+                    self._data = data
+        return self._walk
+
+    def parsed(self, i: int) -> Any:
+        """Row ``i`` as the full parse gives it (its error when the payload is malformed)."""
+        self.walk()
+        eager = self._eager
+        if eager is None:
+            assert self._data is not None
+            eager = self._eager = self._decode(self._data, self._count)
+        return eager[i]
+
+
+class WalkedTexts(LazyTexts):
+    """The texts of a verified body whose verdict proved 0x02's records (``TEXT_RECORDS`` or
+    ``CITE_RECORDS``): none is walked until read, then the records only up to the row asked
+    for (``_ProvenRows``)."""
+
+    def __init__(self, load: Callable[[], bytes | memoryview], count: int) -> None:
+        self._rows = _ProvenRows(load, count, ProvenStrings, decode_texts)
+        self._count = count
+
+    def __len__(self) -> int:
+        return self._count
+
+    def _text(self, i: int) -> str:
+        walk = self._rows.walk()
+        text = walk.text(i) if isinstance(walk, ProvenStrings) else None
+        return text if text is not None else self._rows.parsed(i)
+
+
 class WalkedSpans(LazySpans):
     """The spans of a verified body (a full open decoded these bytes before): nothing is read
     at open; the first read decodes the section and walks its records only as far as the
-    rows asked for (UTF-8 bodies, as the eager decoder accepted them)."""
+    rows asked for (``_ProvenRows``)."""
 
     def __init__(self, load: Callable[[], bytes | memoryview], count: int) -> None:
         super().__init__(None)
-        self._load, self._count = load, count
-        self._pos = -1  # where the next record starts; -1: the section is not read yet
-        self._lock = threading.Lock()
+        self._rows = _ProvenRows(load, count, ProvenSpans, decode_spans)
+        self._count = count
 
     def __len__(self) -> int:
         return self._count
 
     def _span(self, i: int) -> tuple[str, int, int]:
-        records = self._records
-        if records is None or i >= len(records.starts):
-            records = self._walk_to(i)
-        return records.span(i)
-
-    def _walk_to(self, i: int) -> SpanRecords:
-        """The records, walked at least as far as row ``i`` (one thread at a time)."""
-        with self._lock:
-            records = self._records
-            if records is None:
-                records, self._pos = SpanRecords(bytes(self._load()), []), PREFIX.size
-            data, starts, pos, unpack = records.data, records.starts, self._pos, _U32.unpack_from
-            append = starts.append
-            try:
-                for _ in range(i + 1 - len(starts)):
-                    length = unpack(data, pos)[0]
-                    append(pos + 4)  # SpanRecords keeps where each URI begins
-                    pos += length + 20  # u32 length, the URI, u64 start, u64 end
-            except struct.error:  # never for a verified body: the eager decoder says why
-                from ..format.sections.canonical import decode_spans
-
-                decode_spans(data, self._count)
-                raise
-            self._pos, self._records = pos, records
-            return records
+        walk = self._rows.walk()
+        span = walk.span(i) if isinstance(walk, ProvenSpans) else None
+        return span if span is not None else self._rows.parsed(i)
 
 
 def lazy_chunk_ids(raw: bytes | memoryview, expected: int) -> LazyChunkIds | None:

@@ -42,7 +42,7 @@ from ..format.layout import (
 from ..format.reader import SPACE_DTYPES, UrnaView
 from ..format.sections.canonical import decode_chunk_ids
 from ..index.exact import Slab
-from .lazy_tables import WalkedSpans, lazy_chunk_ids, lazy_spans, lazy_texts
+from .lazy_tables import WalkedSpans, WalkedTexts, lazy_chunk_ids, lazy_spans, lazy_texts
 from .verdicts import CITE_RECORDS, TEXT_RECORDS, Verdict
 
 DTYPES = ("float32", "float16", "int8", "int4")
@@ -129,12 +129,18 @@ class OpenedFile:
     @cached_property
     def texts(self) -> Sequence[str]:
         """The canonical texts (0x02), each decoded when read when the payload is proven well
-        formed (``lazy_tables.lazy_texts``), else decoded whole (raising the decoder's error)."""
-        raw = self.view.decoded(SECTION_CHUNKS_CANONICAL)
+        formed (``lazy_tables.lazy_texts``), else decoded whole (raising the decoder's error).
+
+        A verdict that proved these records (``texts_proven``) leaves the proof out: the
+        records are walked only as far as the rows read (``lazy_tables.WalkedTexts``).
+        """
+        raw = self.view.decoded(SECTION_CHUNKS_CANONICAL)  # here: on the caller's worker
         n = self.view.header.n_chunks
-        lazy = lazy_texts(raw, n, utf8_checked=self.texts_proven)
+        if self.texts_proven:
+            return WalkedTexts(lambda: raw, n)
+        lazy = lazy_texts(raw, n)
         if lazy is not None:
-            if not self.texts_proven and self.on_texts_proven is not None:
+            if self.on_texts_proven is not None:
                 self.on_texts_proven()
             return lazy
         from ..format.sections.canonical import decode_texts

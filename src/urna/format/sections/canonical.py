@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import json
 import struct
+import threading
 from bisect import bisect_left
 from collections.abc import Sequence
+from itertools import repeat
 
 from ...errors import (
     InvalidInput,
@@ -204,67 +206,117 @@ def _fixed_starts(data: bytes, count: int) -> range | None:
     return range(PREFIX.size + 4, PREFIX.size + 4 + stride * count + 1, stride)
 
 
+class RecordWalk:
+    """The record starts of an ``lp(body) + tail`` payload (strings: tail 0, spans: 16),
+    walked from the 12-byte prefix only as far as a caller asks, and kept.
+
+    The one walk of these records: the full proof (``_record_starts``) and the on-demand reads
+    of proven payloads (``ProvenStrings``, ``ProvenSpans``) both take it. Thread-safe: one
+    thread extends ``starts`` at a time; an entry, once there, never changes. Each step
+    consumes >= 4 bytes, so a walk never passes the payload's end by more than one record.
+    """
+
+    __slots__ = ("_lock", "data", "end", "starts", "tail")
+
+    def __init__(self, data: bytes, tail: int) -> None:
+        self.data, self.tail = data, tail
+        self.starts: list[int] = []  # where each walked record's body begins
+        self.end = PREFIX.size  # where the last walked record ends (its tail included)
+        self._lock = threading.Lock()
+
+    def walk(self, n: int) -> bool:
+        """Walk until ``n`` record starts are known; False when the payload ends before."""
+        if len(self.starts) >= n:
+            return True
+        with self._lock:
+            starts, data, step = self.starts, self.data, 4 + self.tail
+            walked: list[int] = []  # joined at once: a reader never sees a start taken back
+            append, unpack = walked.append, _U32.unpack_from
+            pos = self.end + 4  # where the next body begins, if its length field fits
+            try:  # a length field past the end raises: no bounds test in the loop
+                for _ in repeat(None, n - len(starts)):
+                    append(pos)
+                    pos += unpack(data, pos - 4)[0] + step
+            except struct.error:
+                walked.pop()  # its length field does not fit; ``pos`` is still its body
+            starts.extend(walked)
+            self.end = pos - 4
+            return len(starts) >= n
+
+    def bounds(self, i: int) -> tuple[int, int] | None:
+        """Where record ``i``'s body begins and ends; None when it (or its tail) does not lie
+        inside the payload."""
+        if i < 0 or not self.walk(i + 1):
+            return None
+        start = self.starts[i]
+        end = start + _U32.unpack_from(self.data, start - 4)[0]
+        return (start, end) if end + self.tail <= len(self.data) else None
+
+
 def _record_starts(data: bytes, count: int, tail: int) -> list[int] | None:
     """Where each of ``count`` ``lp(body) + tail bytes`` records' body begins, or None if they
     do not fill ``data`` exactly (the strings' walk with ``tail`` 0, the spans' with 16)."""
-    end_all = len(data)
-    if count > (end_all - PREFIX.size) // (4 + tail):
+    if count > (len(data) - PREFIX.size) // (4 + tail):
         return None  # each record takes at least its 4-byte length and its tail
-    starts: list[int] = []
-    append = starts.append
-    unpack = _U32.unpack_from
-    pos = PREFIX.size
-    for _ in range(count):
-        if pos + 4 > end_all:
-            return None
-        pos += 4
-        append(pos)
-        pos += unpack(data, pos - 4)[0] + tail
-    return starts if pos == end_all else None
-
-
-def _proven_start(data: bytes, i: int, tail: int) -> int | None:
-    """Where record ``i``'s body begins, ``i`` lengths walked; None past the payload."""
-    unpack = _U32.unpack_from
-    pos, end_all = PREFIX.size, len(data)
-    for _ in range(i):
-        if pos + 4 > end_all:
-            return None
-        pos += 4 + unpack(data, pos)[0] + tail
-    return pos + 4 if pos + 4 <= end_all else None
+    walk = RecordWalk(data, tail)
+    return walk.starts if walk.walk(count) and walk.end == len(data) else None
 
 
 # Records of payloads these very bytes proved well formed before (a verdict of the same body:
-# count, every length, no trailing byte, UTF-8): one record is read by walking the lengths up
-# to it, not the whole payload. None when the walk leaves the payload or the bytes do not
-# decode (then they are not the proven ones, and the full parse decides).
+# count, every length, no trailing byte, UTF-8): a record is read by walking the lengths up
+# to it, not the whole payload, and the walk is kept for the next read. None when the walk
+# leaves the payload or the bytes do not decode (then they are not the proven ones, and the
+# full parse decides).
+
+class ProvenStrings(RecordWalk):
+    """A proven 0x01 / 0x02 payload, read record by record."""
+
+    __slots__ = ()
+
+    def __init__(self, data: bytes) -> None:
+        super().__init__(data, 0)
+
+    def text(self, i: int) -> str | None:
+        """Record ``i`` as a string; None when it is not inside the payload or not UTF-8."""
+        at = self.bounds(i)
+        try:
+            return None if at is None else self.data[at[0]:at[1]].decode("utf-8")
+        except UnicodeDecodeError:
+            return None
+
+
+class ProvenSpans(RecordWalk):
+    """A proven 0x03 payload, read record by record."""
+
+    __slots__ = ()
+
+    def __init__(self, data: bytes) -> None:
+        super().__init__(data, _SPAN_TAIL.size)
+
+    def span(self, i: int) -> tuple[str, int, int] | None:
+        """``(source_uri, byte_start, byte_end)`` of record ``i``; None as for ``text``."""
+        at = self.bounds(i)
+        if at is None:
+            return None
+        try:
+            return (self.data[at[0]:at[1]].decode("utf-8"),
+                    *_SPAN_TAIL.unpack_from(self.data, at[1]))
+        except UnicodeDecodeError:
+            return None
+
+
+def _as_bytes(raw: bytes | memoryview) -> bytes:
+    return raw if isinstance(raw, bytes) else bytes(raw)
+
 
 def proven_string(raw: bytes | memoryview, i: int) -> str | None:
-    """Record ``i`` of a proven 0x01 / 0x02 payload."""
-    data = raw if isinstance(raw, bytes) else bytes(raw)
-    start = _proven_start(data, i, 0)
-    if start is None:
-        return None
-    end = start + _U32.unpack_from(data, start - 4)[0]
-    try:
-        return data[start:end].decode("utf-8") if end <= len(data) else None
-    except UnicodeDecodeError:
-        return None
+    """Record ``i`` of a proven 0x01 / 0x02 payload (one read: ``ProvenStrings``)."""
+    return ProvenStrings(_as_bytes(raw)).text(i)
 
 
 def proven_span(raw: bytes | memoryview, i: int) -> tuple[str, int, int] | None:
-    """Record ``i`` of a proven 0x03 payload: ``(source_uri, byte_start, byte_end)``."""
-    data = raw if isinstance(raw, bytes) else bytes(raw)
-    start = _proven_start(data, i, _SPAN_TAIL.size)
-    if start is None:
-        return None
-    end = start + _U32.unpack_from(data, start - 4)[0]
-    if end + _SPAN_TAIL.size > len(data):
-        return None
-    try:
-        return (data[start:end].decode("utf-8"), *_SPAN_TAIL.unpack_from(data, end))
-    except UnicodeDecodeError:
-        return None
+    """Record ``i`` of a proven 0x03 payload (one read: ``ProvenSpans``)."""
+    return ProvenSpans(_as_bytes(raw)).span(i)
 
 
 def _walked_starts(data: bytes, count: int) -> list[int] | None:
@@ -304,7 +356,7 @@ def string_records(raw: bytes | memoryview, expected: int | None, section_id: in
     Any failure is raised by ``decode_string_bodies`` itself, so the error is its error.
     """
     _open(raw, section_id, expected)
-    data = raw if isinstance(raw, bytes) else bytes(raw)
+    data = _as_bytes(raw)
     count = PREFIX.unpack_from(data, 0)[1]
     starts = _fixed_starts(data, count)
     records = StringRecords(data, starts if starts is not None else
@@ -370,7 +422,7 @@ def span_records(raw: bytes | memoryview, expected: int | None, *,
     ``utf8_checked`` as for ``string_records``; any failure is ``decode_spans``'s own error.
     """
     _, count = _open(raw, SECTION_CHUNKS_ORIGINAL_SPANS, expected)
-    data = raw if isinstance(raw, bytes) else bytes(raw)
+    data = _as_bytes(raw)
     starts = _record_starts(data, count, _SPAN_TAIL.size)
     if starts is not None and (utf8_checked or _records_ascii(data) or _uris_utf8(data, starts)):
         return SpanRecords(data, starts)
