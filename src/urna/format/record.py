@@ -34,6 +34,11 @@ class Record:
     def _values(self) -> tuple[object, ...]:
         return tuple(getattr(self, name) for name in self._fields)
 
+    def _compared(self) -> tuple[object, ...]:
+        """What equality (and a frozen record's hash) compares: every field, unless a
+        subclass leaves one out (a dataclass field's ``compare=False``)."""
+        return self._values()
+
     def as_dict(self) -> dict[str, Any]:
         """The fields by name, in order (what ``dataclasses.asdict`` gave, without copies)."""
         return {name: getattr(self, name) for name in self._fields}
@@ -42,7 +47,7 @@ class Record:
         if other.__class__ is not self.__class__:
             return NotImplemented
         assert isinstance(other, Record)
-        return self._values() == other._values()
+        return self._compared() == other._compared()
 
     def __repr__(self) -> str:
         inner = ", ".join(f"{name}={getattr(self, name)!r}" for name in self._fields)
@@ -66,7 +71,7 @@ class FrozenRecord(Record):
         raise AttributeError(f"cannot delete field {name!r}")
 
     def __hash__(self) -> int:
-        return hash(self._values())
+        return hash(self._compared())
 
     def __reduce__(self) -> tuple[Callable[..., FrozenRecord], tuple[object, ...]]:
         # positional construction in field order: every subclass's __init__ takes them so

@@ -62,15 +62,6 @@ class _Hit(FrozenRecord):
     def _compared(self) -> tuple[object, ...]:
         return tuple(getattr(self, name) for name in self._fields[:-1])
 
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        assert isinstance(other, _Hit)
-        return self._compared() == other._compared()
-
-    def __hash__(self) -> int:
-        return hash(self._compared())
-
     def to_dict(self) -> dict[str, Any]:
         """The hit as a plain dict (field order as declared; fused fields only when set,
         ``metadata`` only when present)."""
