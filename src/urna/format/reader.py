@@ -222,13 +222,13 @@ class CheckSteps:
             try:
                 manifest = Manifest.from_json_bytes(manifest_bytes)
             except UrnaError as exc:
-                yield CheckStep("12", "manifest JSON", _detached(exc))
+                yield CheckStep("12", "manifest JSON", detached(exc))
                 return
             yield _PASSED["12"]
             try:
                 manifest.validate()
             except UrnaError as exc:
-                yield CheckStep("13", "manifest fields", _detached(exc))
+                yield CheckStep("13", "manifest fields", detached(exc))
                 return
             yield _PASSED["13"]
             footer = Footer.unpack(buf, body_end)
@@ -262,13 +262,21 @@ class CheckSteps:
         self.view = view
 
 
-def _detached(exc: UrnaError) -> UrnaError:
-    """``exc`` without its traceback: a kept step must not keep the check's frames alive.
+def detached(exc: UrnaError) -> UrnaError:
+    """``exc`` with no traceback on it or on the errors it chains to: a kept error (a check's
+    step, a validate row) must not keep the check's frames alive.
 
-    Those frames hold memoryviews of the file and arrays over them; kept in a reference cycle,
-    the collector may clear a memoryview that still exports a buffer, which crashes CPython.
+    Those frames hold memoryviews of the file and arrays over them, and a frame's ``f_back``
+    leads to the one holding the error; kept in a reference cycle, the collector may clear a
+    memoryview that still exports a buffer, which crashes CPython.
     """
-    return exc.with_traceback(None)
+    seen: BaseException | None = exc
+    visited: set[int] = set()
+    while seen is not None and id(seen) not in visited:  # a chain may loop
+        visited.add(id(seen))
+        seen.with_traceback(None)
+        seen = seen.__cause__ or seen.__context__
+    return exc
 
 
 def _first_failure(steps: CheckSteps) -> UrnaError | None:
@@ -318,7 +326,7 @@ def _start_checksums(buf: memoryview, header: Header, body_end: int, lane: Lane,
         try:
             UrnaView._check_entry_bounds(entry, body_end)
         except UrnaError as exc:
-            bad = CheckStep("7-9", "section entry", _detached(exc), entry.section_id, entry.size)
+            bad = CheckStep("7-9", "section entry", detached(exc), entry.section_id, entry.size)
             return sums, bad
         sums.append((entry, Job(value=entry.checksum) if trusted
                      else lane.start_over(h8, buf, entry.offset, entry.offset + entry.size)))
@@ -380,7 +388,7 @@ def _semantic_steps(view: UrnaView) -> Iterator[CheckStep]:
         try:
             check()
         except UrnaError as exc:
-            yield CheckStep(number, name, _detached(exc))
+            yield CheckStep(number, name, detached(exc))
             return
         yield _PASSED[number]
 

@@ -30,7 +30,7 @@ from .layout import (
     SECTION_CHUNKS_CANONICAL,
     SECTION_CHUNKS_ORIGINAL_SPANS,
 )
-from .reader import UrnaView
+from .reader import UrnaView, detached
 from .record import FrozenRecord
 from .sections.canonical import span_records, string_records
 
@@ -168,19 +168,6 @@ class Checks:
                 return
             self.verification = Verification(len(view.entries), checking.blobs_verified,
                                              view.file_hash(), view.content_hash())
-
-
-def detached(exc: UrnaError) -> UrnaError:
-    """``exc`` with no traceback on it or on the errors it chains to, so keeping it keeps no
-    frame: a frame's ``f_back`` leads to the one holding the error, and a cycle over the
-    file's memoryviews may crash CPython's collector."""
-    seen: BaseException | None = exc
-    visited: set[int] = set()
-    while seen is not None and id(seen) not in visited:
-        visited.add(id(seen))
-        seen.with_traceback(None)
-        seen = seen.__cause__ or seen.__context__
-    return exc
 
 
 def check_view(view: UrnaView, steps: Iterable[Step]) -> Verification:
