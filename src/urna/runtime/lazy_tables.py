@@ -29,7 +29,6 @@ from ..format.layout import (
 from ..format.sections.canonical import (
     ProvenSpans,
     ProvenStrings,
-    RecordWalk,
     SpanRecords,
     StringRecords,
     decode_spans,
@@ -135,15 +134,15 @@ class _ProvenRows:
     """
 
     def __init__(self, load: Callable[[], bytes | memoryview], count: int,
-                 walker: Callable[[bytes], RecordWalk],
+                 walker: Callable[[bytes], ProvenStrings | ProvenSpans],
                  decode: Callable[[bytes, int], list[Any]]) -> None:
         self._load, self._count, self._walker, self._decode = load, count, walker, decode
         self._data: bytes | None = None
-        self._walk: RecordWalk | None = None
+        self._walk: ProvenStrings | ProvenSpans | None = None
         self._eager: list[Any] | None = None
         self._lock = threading.Lock()
 
-    def walk(self) -> RecordWalk | None:
+    def walk(self) -> ProvenStrings | ProvenSpans | None:
         """The kept walk (the payload loaded on the first call); None when the prefix is not
         the proven one."""
         if self._data is None:
@@ -156,6 +155,12 @@ class _ProvenRows:
                         self._walk = self._walker(data)
                     self._data = data
         return self._walk
+
+    def row(self, i: int) -> Any:
+        """Row ``i``: read through the walk, else (bytes not the proven ones) parsed."""
+        walk = self.walk()
+        got = None if walk is None else walk.row(i)
+        return got if got is not None else self.parsed(i)
 
     def parsed(self, i: int) -> Any:
         """Row ``i`` as the full parse gives it (its error when the payload is malformed)."""
@@ -180,9 +185,7 @@ class WalkedTexts(LazyTexts):
         return self._count
 
     def _text(self, i: int) -> str:
-        walk = self._rows.walk()
-        text = walk.text(i) if isinstance(walk, ProvenStrings) else None
-        return text if text is not None else self._rows.parsed(i)
+        return self._rows.row(i)
 
 
 class WalkedSpans(LazySpans):
@@ -199,9 +202,7 @@ class WalkedSpans(LazySpans):
         return self._count
 
     def _span(self, i: int) -> tuple[str, int, int]:
-        walk = self._rows.walk()
-        span = walk.span(i) if isinstance(walk, ProvenSpans) else None
-        return span if span is not None else self._rows.parsed(i)
+        return self._rows.row(i)
 
 
 def lazy_chunk_ids(raw: bytes | memoryview, expected: int) -> LazyChunkIds | None:

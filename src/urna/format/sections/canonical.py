@@ -284,6 +284,8 @@ class ProvenStrings(RecordWalk):
         except UnicodeDecodeError:
             return None
 
+    row = text
+
 
 class ProvenSpans(RecordWalk):
     """A proven 0x03 payload, read record by record."""
@@ -303,6 +305,8 @@ class ProvenSpans(RecordWalk):
                     *_SPAN_TAIL.unpack_from(self.data, at[1]))
         except UnicodeDecodeError:
             return None
+
+    row = span
 
 
 def _as_bytes(raw: bytes | memoryview) -> bytes:
