@@ -144,12 +144,22 @@ def _run(args: list[str], state: dict[str, object], files: list[str]) -> int:
 
         echo(command_help(command, path))
         return 0
+    if verb in ONE_REQUEST_VERBS and files:
+        # The open's first SHA-256 pass runs on the other core during the verb's imports.
+        from ..format.mapped import start_body_digest
+
+        start_body_digest(files[0])
     try:
         command.callback(**values)
     except UsageError as exc:  # a verb's own check of its options
         if exc.command is None:
             exc.command = path
         raise
+    finally:
+        if verb in ONE_REQUEST_VERBS and files:
+            from ..format.mapped import drop_started
+
+            drop_started()
     return 0
 
 

@@ -7,16 +7,8 @@ optional sections gets the open's own steps (its index decodes) before the conte
 
 from __future__ import annotations
 
-import json
-import mmap
-
-from ..format.citation import resolve_citation
-from ..format.inspect import inspect_view
-from ..format.layout import ENCODING_NAMES, SECTION_METADATA
-from ..runtime import verdicts
-from ..runtime.catalog_paths import is_catalog_path
-from ..runtime.stats import SECTION_ENCODING_LABELS, display_section_name, metadata_schema
-from ..runtime.validation import validate_bytes
+# The reader, the verdicts and the checks are imported inside each verb, after the CLI has
+# started the file's head start (format.mapped): their import then runs beside its digest.
 from ._output import echo, emit_json, labelled
 from .command import argument, command, option
 from .options import input_file
@@ -30,7 +22,15 @@ def read_file(path: str) -> bytes | memoryview:
 
     A map costs a third of a read here: the page cache is not copied into a fresh buffer
     whose every page faults on first touch. An empty or unmappable file is read instead.
+    The CLI's head start (``format.mapped``) may have mapped it already.
     """
+    import mmap
+
+    from ..format.mapped import take_map
+
+    started = take_map(path)
+    if started is not None:
+        return memoryview(started.mm)
     with open(path, "rb") as fh:
         try:
             return memoryview(mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ))
@@ -53,6 +53,13 @@ def inspect_cmd(file: str, as_json: bool) -> None:
 
     Example: urna inspect corpus.urna --json
     """
+    import json
+
+    from ..format.inspect import inspect_view
+    from ..format.layout import ENCODING_NAMES, SECTION_METADATA
+    from ..runtime import verdicts
+    from ..runtime.stats import SECTION_ENCODING_LABELS, display_section_name, metadata_schema
+
     data = read_file(file)
     view = verdicts.checked_view(str(file), data)
     # The kernels' label is only in the JSON document; finding it imports the kernels (numpy).
@@ -93,6 +100,8 @@ def validate_cmd(file: str, as_json: bool) -> None:
 
     Example: urna validate corpus.urna
     """
+    from ..runtime.validation import validate_bytes
+
     result = validate_bytes(read_file(file), path=str(file))
     if as_json:
         emit_json({"ok": True, "file": str(file), "sections": result.n_sections,
@@ -139,6 +148,10 @@ def cite_cmd(file: str, citation: str, as_json: bool) -> None:
 
     Example: urna cite corpus.urna 'urna://sha256:.../sha256:...'
     """
+    from ..format.citation import resolve_citation
+    from ..runtime import verdicts
+    from ..runtime.catalog_paths import is_catalog_path
+
     if is_catalog_path(file):
         from .living_cmds import cite_living
 

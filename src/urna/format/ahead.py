@@ -171,11 +171,21 @@ def _pool() -> Pool:
     return _POOL
 
 
+def submit(job: Job) -> None:
+    """Run ``job`` on a worker of the open pool, outside any lane: its taker waits for it."""
+    _pool().submit(job)
+
+
 class Lane:
     """A context that starts jobs ahead and, on exit, waits for all of them."""
 
     def __init__(self) -> None:
         self._jobs: list[Job] = []
+
+    def adopt(self, job: Job) -> Job:
+        """Wait for ``job`` (started elsewhere, e.g. a head start) on exit, as for its own."""
+        self._jobs.append(job)
+        return job
 
     def start(self, size: int, fn: Callable[..., Any], *args: Any) -> Job:
         """Run ``fn(*args)`` on a worker when ``size`` bytes make it worth it, else inline now.

@@ -25,6 +25,11 @@ def sha256_digest(data: bytes | bytearray | memoryview) -> bytes:
     return hashlib.sha256(data).digest()
 
 
+def sha256_state(data: bytes | bytearray | memoryview) -> hashlib._Hash:
+    """The SHA-256 state after ``data``, to be extended (the body digest, then the file's)."""
+    return hashlib.sha256(data)
+
+
 def sha256_hex(data: bytes | bytearray | memoryview) -> str:
     """Bare lowercase hex SHA-256 of ``data`` (sidecars that store no prefix)."""
     return hashlib.sha256(data).hexdigest()

@@ -11,7 +11,6 @@ n_chunks, and the contents of 0x01..0x05 (decoded on demand).
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Callable, Generator, Iterable, Iterator
 
 from ..errors import (
@@ -41,6 +40,7 @@ from ..errors import (
 from . import encodings
 from .ahead import Job, Lane
 from .dtypes import DTYPE_ENCODINGS, SPACE_DTYPES
+from .hashing import sha256_state
 from .identity import content_hash as _content_hash
 from .identity import file_hash as _file_hash
 from .layout import (
@@ -72,6 +72,7 @@ from .layout import (
     header_checksum,
 )
 from .manifest import Manifest
+from .mapped import take_body_digest
 from .record import FrozenRecord
 from .sections.canonical import CONTRACT_KEYS, decode_contract
 
@@ -80,11 +81,6 @@ _CONTRACT_ERRORS = {
     "normalize": UnsupportedNormalize, "index_type": UnsupportedIndexType,
     "rerank_policy": UnsupportedRerankPolicy,
 }
-
-
-def _body_digest(body: memoryview) -> hashlib._Hash:
-    """SHA-256 state after the body: the footer check's digest, later extended to file_hash."""
-    return hashlib.sha256(body)
 
 
 def checked_size(dtype: str, n: int, dim: int) -> int | None:
@@ -183,19 +179,28 @@ class CheckSteps:
             if step.error is not None:
                 return
         body_end = length - URNA_FOOTER_SIZE
+        # The CLI's head start (format.mapped) may be hashing this very map's body already.
+        ahead = take_body_digest(buf, body_end)
         trusted = False
         if self.trusted_body is not None:
             # A body once verified whole (runtime.verdicts): its digest, one pass, decides
             # whether these are the same bytes; if so every checksum is known to hold.
-            with buf[:body_end] as body:
-                known = _body_digest(body)
+            if ahead is not None:
+                known = ahead.result()
+            else:
+                with buf[:body_end] as body:
+                    known = sha256_state(body)
             trusted = known.digest() == self.trusted_body
         content_job: Job | None = None
         with Lane() if self.lane is None else self.lane.borrowed() as lane:
             # The body digest and each section checksum are independent passes over the same
             # bytes: they start at once on worker threads and are claimed in the check order.
-            body_job = (Job(value=known) if self.trusted_body is not None
-                        else lane.start_over(_body_digest, buf, 0, body_end))
+            if self.trusted_body is not None:
+                body_job = Job(value=known)
+            elif ahead is not None:
+                body_job = lane.adopt(ahead)
+            else:
+                body_job = lane.start_over(sha256_state, buf, 0, body_end)
             sums, bad_entry = _start_checksums(buf, header, body_end, lane, trusted)
             if self.lane is not None and not trusted and bad_entry is None:
                 content_job = _start_content_hash(buf, [entry for entry, _ in sums], lane)

@@ -11,20 +11,19 @@ until it returns. Searches only read shared state, so one UrnaFile serves many t
 from __future__ import annotations
 
 import contextlib
-import errno
 import mmap
 import os
-import stat
 import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
-from ..errors import BlobNotInlined, FileSizeMismatch, Io, MalformedSectionPayload
+from ..errors import BlobNotInlined, FileSizeMismatch, MalformedSectionPayload
 from ..format.citation import ResolvedCitation, locate_citation
 from ..format.identity import format_citation
 from ..format.layout import SECTION_BLOB_DATA, SECTION_CHUNKS_CANONICAL
+from ..format.mapped import map_file
 from ..index import exact
 from . import filtering as _f
 from . import search as _s
@@ -37,35 +36,6 @@ from .ranks import check_rank
 from .routing import EXACT, choose_route
 
 Where = Mapping[str, Any] | None
-
-
-def _io_error(exc: OSError) -> Io:
-    code = exc.errno if exc.errno is not None else 0
-    return Io(f"{os.strerror(code) if code else exc} (os error {code})")
-
-
-def _map(path: str | os.PathLike) -> tuple[mmap.mmap | None, Any, os.stat_result]:
-    """Map ``path`` read-only, with its stat; an empty file maps to b"" (the reader reports
-    it)."""
-    try:
-        fd = os.open(os.fspath(path), os.O_RDONLY)
-    except OSError as exc:
-        raise _io_error(exc) from exc
-    try:
-        st = os.fstat(fd)
-        if stat.S_ISDIR(st.st_mode):  # mmap(2) on a directory fails with ENODEV
-            raise Io(f"{os.strerror(errno.ENODEV)} (os error {errno.ENODEV})")
-        if st.st_size == 0:
-            return None, b"", st
-        try:
-            mm = mmap.mmap(fd, 0, access=mmap.ACCESS_READ)
-        except OSError as exc:
-            raise _io_error(exc) from exc
-        except ValueError as exc:  # e.g. /dev/null: not mappable
-            raise Io(f"{os.strerror(errno.ENODEV)} (os error {errno.ENODEV})") from exc
-        return mm, mm, st
-    finally:
-        os.close(fd)
 
 
 class BatchResult(Sequence):
@@ -92,7 +62,7 @@ class UrnaFile:
 
     def __init__(self, path: str | os.PathLike) -> None:
         self.path = os.fspath(path)
-        self._mm, buf, stat_now = _map(path)
+        self._mm, buf, stat_now = map_file(path)
         verdict = verdicts.lookup(self.path, stat_now)
         try:
             self._st: OpenedFile | None = open_state(buf, verdict)

@@ -1,0 +1,165 @@
+"""The CLI's head start (``format.mapped``) never changes what a call answers or refuses.
+
+The command line maps its FILE and starts the body's SHA-256 on a worker as soon as the
+arguments are parsed; the open then takes that map and that digest. The reference cases are
+small, so by default they never get a head start: here its threshold is 0, every call of
+``urna validate`` gets one, and each of the 1008 labelled corruption cases must still end
+with the reference's class and message (and an unlabelled one as the bytes-only check does),
+with no map or job left behind. A repeat call through a kept verdict takes the head start's
+digest on the trusted path; a first ``urna.open`` takes it on the full path.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+import numpy as np
+import pytest
+from _harness import check_outcome, write_case
+
+import urna
+from helpers.cli_runner import invoke
+from helpers.mutate import apply_case, load_cases
+from helpers.vectors import REF
+from urna.format import mapped, reader
+from urna.format.layout import LEGACY_MAGIC, URNA_FOOTER_SIZE, URNA_HEADER_SIZE, URNA_MAGIC
+from urna.runtime.validation import validate_bytes
+
+CASES = load_cases()
+
+
+@pytest.fixture(autouse=True)
+def head_start_on_every_file(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Head starts for files of any size; returns the paths a head start was started for."""
+    monkeypatch.setattr(mapped, "INLINE_BYTES", 0)
+    monkeypatch.setattr(mapped, "worker_count", lambda: 2)
+    started: list[str] = []
+    real = mapped.start_body_digest
+
+    def spy(path: str) -> None:
+        real(path)
+        if path in mapped._by_path:
+            started.append(path)
+
+    monkeypatch.setattr(mapped, "start_body_digest", spy)
+    return started
+
+
+def _headed(data: bytes) -> bool:
+    return (len(data) >= URNA_HEADER_SIZE + URNA_FOOTER_SIZE
+            and data[:4] in (URNA_MAGIC, LEGACY_MAGIC))
+
+
+def _nothing_left() -> bool:
+    return not mapped._by_map and not mapped._by_path
+
+
+@pytest.mark.parametrize("src", sorted({case["src"] for case in CASES.values()}))
+def test_validate_with_a_head_start_ends_as_the_reference(
+        src: str, tmp_path: Path, head_start_on_every_file: list[str]) -> None:
+    path = tmp_path / "case.urna"
+    headed = 0
+    for key, case in CASES.items():
+        if case["src"] != src:
+            continue
+        data = apply_case(case)
+        write_case(data, path)
+        before = len(head_start_on_every_file)
+        result = invoke(["validate", str(path)])
+        if _headed(data):
+            headed += 1
+            assert len(head_start_on_every_file) == before + 1, key
+        if case["ok"]:
+            want = check_outcome(validate_bytes, data)
+        else:
+            want = (case["variant"], case["message"])
+        if want is None:
+            assert result.exit_code == 0, (key, result.output)
+        else:
+            assert result.exit_code == 1, (key, result.output)
+            assert result.stderr.startswith(f"Error: {want[0]}: {want[1]}"), (key, result.stderr)
+        assert _nothing_left(), key
+    assert headed > 0
+
+
+@pytest.mark.parametrize("verb", ["inspect", "cite", "validate"])
+def test_every_light_verb_takes_the_head_starts_digest(
+        verb: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = str(REF / "quickstart-hybrid.urna")
+    taken: list[bool] = []
+
+    def spy(buf: memoryview, body_end: int):
+        job = mapped.take_body_digest(buf, body_end)
+        taken.append(job is not None)
+        return job
+
+    monkeypatch.setattr(reader, "take_body_digest", spy)
+    args = [path]
+    if verb == "cite":
+        with urna.open(path) as f:
+            args.append(f.search(np.ones(f.embedding_dim, dtype=np.float32), 1)[0].citation_id)
+    first = invoke([verb, *args])  # a first call: the full checks take the digest
+    assert first.exit_code == 0, first.output
+    again = invoke([verb, *args])  # a repeat through the kept verdict: the trusted path does
+    assert again.output == first.output
+    assert taken[-2:] == [True, True]
+    assert _nothing_left()
+
+
+def test_an_open_takes_the_map_and_the_digest(tmp_path: Path) -> None:
+    src = REF / "quickstart-hybrid.urna"
+    mapped.start_body_digest(str(src))
+    started = mapped._by_path[str(src)]
+    with urna.open(str(src)) as f:
+        assert str(src) not in mapped._by_path and id(started.mm) not in mapped._by_map
+        q = np.ones(f.embedding_dim, dtype=np.float32)
+        got = [(h.chunk_id, h.score) for h in f.search(q, 5)]
+    with urna.open(str(src)) as f:  # no head start: the same answers
+        assert got == [(h.chunk_id, h.score) for h in f.search(q, 5)]
+    assert started.mm.closed
+
+
+def test_the_digest_is_the_bodys_and_is_handed_over_once() -> None:
+    src = REF / "quickstart-hybrid.urna"
+    data = src.read_bytes()
+    mapped.start_body_digest(str(src))
+    mm, buf, _ = mapped.map_file(str(src))
+    assert mm is not None
+    view = memoryview(buf)
+    body_end = len(data) - URNA_FOOTER_SIZE
+    assert mapped.take_body_digest(view, body_end - 1) is None  # not these bytes
+    job = mapped.take_body_digest(view, body_end)
+    assert job is not None
+    assert job.result().digest() == hashlib.sha256(data[:body_end]).digest()
+    assert mapped.take_body_digest(view, body_end) is None
+    view.release()
+    mm.close()
+    assert _nothing_left()
+
+
+@pytest.mark.parametrize("kind", ["missing", "directory", "empty", "not urna", "short"])
+def test_no_head_start_for_what_is_not_a_urna_file(kind: str, tmp_path: Path) -> None:
+    path = tmp_path / "x.urna"
+    if kind == "directory":
+        path.mkdir()
+    elif kind == "empty":
+        path.write_bytes(b"")
+    elif kind == "not urna":
+        path.write_bytes(b"not a urna file at all\n" * 100)
+    elif kind == "short":
+        path.write_bytes(URNA_MAGIC + bytes(100))
+    mapped.start_body_digest(str(path))
+    assert _nothing_left()
+    if kind != "missing":  # and the verb still refuses it as it did without a head start
+        result = invoke(["validate", str(path)])
+        assert result.exit_code == 1 and result.stderr.startswith("Error: ")
+        assert _nothing_left()
+
+
+def test_a_head_start_never_taken_is_dropped(tmp_path: Path) -> None:
+    src = REF / "quickstart-hybrid.urna"
+    mapped.start_body_digest(str(src))
+    started = mapped._by_path[str(src)]
+    mapped.drop_started()
+    assert started.mm.closed and _nothing_left()
