@@ -13,7 +13,7 @@ libzstd's own error names; the dispatcher re-tags them with the real section.
 
 Only the cffi extension (``zstandard._cffi``: ``ffi`` and ``lib`` over the bundled libzstd) is
 used, so it is loaded by itself: the package's ``__init__`` would also load its C backend,
-``platform`` and ``typing``, ~8 ms of every one-shot read verb (#20). ``_cffi_module`` falls
+``platform`` and ``typing``, ~5 ms of every one-shot read verb (#20). ``_cffi_module`` falls
 back to the ordinary import whenever the extension is not a plain file beside the package.
 """
 
