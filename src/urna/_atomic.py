@@ -9,7 +9,10 @@ from __future__ import annotations
 
 import contextlib
 import os
-from pathlib import Path
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from pathlib import Path
 
 
 def _file_mode(target: Path) -> int:
@@ -32,9 +35,12 @@ def _file_mode(target: Path) -> int:
 
 def write_atomic(path: str | os.PathLike, data: bytes) -> None:
     """Write ``data`` to ``path`` via a temp file in the same folder, fsync, then rename."""
+    # on the first write: a query's start-up imports this module, never writes
+    import tempfile
+    from pathlib import Path
+
     target = Path(path)
     folder = target.parent if str(target.parent) else Path(".")
-    import tempfile  # on the first write: a query's start-up imports this module, never writes
 
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=folder)
     try:

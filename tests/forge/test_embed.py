@@ -147,3 +147,26 @@ def test_lookup_by_preset_and_by_manifest_model() -> None:
         create_embedder("clip-vit-b32")
     with pytest.raises(EmbedderError, match="--model-path"):
         embedder_for_model("sentence-transformers/all-MiniLM-L6-v2")
+
+
+def test_the_model_folder_is_a_path_wherever_it_is_asked_for(tmp_path: Path) -> None:
+    import urna
+    from urna.forge import embed, embedders
+
+    vendored = Path(urna.__file__).resolve().parent / "models" / "potion-base-8M"
+    assert isinstance(POTION_DIR, Path)
+    assert vendored == POTION_DIR
+    assert embedders.POTION_DIR == embed.POTION_DIR == POTION_DIR
+    assert PotionEmbedder().model_dir == POTION_DIR
+    assert create_embedder("potion").model_dir == POTION_DIR  # type: ignore[attr-defined]
+    # a folder given as text is kept as pathlib spells it, and named so in the errors
+    d = _copy_table(tmp_path)
+    emb = PotionEmbedder(f"{d}//./")
+    assert emb.model_dir == d and isinstance(emb.model_dir, Path)
+    with pytest.raises(EmbedderError) as info:
+        emb.embed(["x"])
+    assert str(info.value) == f"potion table missing: {d / 'model.safetensors'}"
+    emb.model_dir = POTION_DIR
+    assert emb.embed(["x"]).shape == (1, 256)
+    with pytest.raises(AttributeError):
+        embedders.NOT_A_NAME  # noqa: B018

@@ -8,7 +8,12 @@ zstd-encoded 0x05 section.
 from __future__ import annotations
 
 import contextlib
+import json
+import os
 import struct
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 import zstandard
@@ -34,6 +39,63 @@ def _reason(payload: bytes) -> str:
 
 def test_bundled_libzstd_is_the_one_the_reference_used():
     assert ZSTD_VERSION == REFERENCE_ZSTD_VERSION == (1, 5, 7)
+    assert ZSTD_VERSION == zstandard.ZSTD_VERSION  # the package reports the same library
+
+
+SRC = str(Path(__file__).resolve().parents[2] / "src")
+# Compresses b"hello" in a fresh interpreter; reports where libzstd came from and whether the
+# zstandard package was imported for it (argv[1] "fallback": urna's own look-up of the
+# extension's file finds nothing, as in an install whose modules are not plain files).
+_LOADER_PROBE = r"""
+import json, sys
+from importlib.machinery import PathFinder
+if sys.argv[1] == "fallback":
+    real = PathFinder.find_spec.__func__
+
+    def find_spec(cls, name, path=None, target=None):
+        asker = sys._getframe(1).f_globals.get("__name__")
+        if name == "zstandard._cffi" and asker == "urna.format.encodings.zstd":
+            return None
+        return real(cls, name, path, target)
+
+    PathFinder.find_spec = classmethod(find_spec)
+from urna.format.encodings import zstd
+frame = zstd.zstd_compress(b"hello").hex()
+package_imported = "zstandard" in sys.modules
+import zstandard
+import zstandard.backend_cffi as backend
+print(json.dumps({"frame": frame, "package_imported": package_imported,
+                  "version": list(zstd.ZSTD_VERSION),
+                  "package_version": list(zstandard.ZSTD_VERSION),
+                  "same_lib": zstd.lib is backend.lib and zstd.ffi is backend.ffi,
+                  "file": sys.modules["zstandard._cffi"].__file__,
+                  "package_dir": zstandard.__path__[0]}))
+"""
+
+
+def _probe_loader(mode: str) -> dict:
+    env = dict(os.environ, PYTHONPATH=SRC)
+    out = subprocess.run([sys.executable, "-c", _LOADER_PROBE, mode], env=env, check=True,
+                         capture_output=True, text=True, timeout=120).stdout
+    return json.loads(out)
+
+
+def test_libzstd_loads_without_the_zstandard_package():
+    # #20: the package __init__ (its C backend, platform, typing) costs a read verb ~8 ms
+    got = _probe_loader("direct")
+    assert not got["package_imported"]
+    # the very extension (file, ffi and lib objects) the package's cffi backend uses
+    assert got["same_lib"]
+    assert os.path.dirname(got["file"]) == got["package_dir"]
+    assert got["version"] == got["package_version"] == list(REFERENCE_ZSTD_VERSION)
+    assert got["frame"] == "28b52ffd006829000068656c6c6f"
+
+
+def test_an_extension_not_found_by_path_falls_back_to_the_package_import():
+    got = _probe_loader("fallback")
+    assert got["package_imported"] and got["same_lib"]
+    assert got["version"] == list(REFERENCE_ZSTD_VERSION)
+    assert got["frame"] == "28b52ffd006829000068656c6c6f"
 
 
 @pytest.mark.parametrize("data, frame", [
@@ -59,7 +121,8 @@ def test_one_shot_compression_would_differ():
 
 
 def test_concatenated_frames_decode_to_the_concatenation():
-    assert zstd_decompress(zstd_compress(b"ab") + zstd_compress(b"") + zstd_compress(b"cd")) == b"abcd"
+    frames = zstd_compress(b"ab") + zstd_compress(b"") + zstd_compress(b"cd")
+    assert zstd_decompress(frames) == b"abcd"
 
 
 def test_empty_payload_decodes_to_nothing():

@@ -241,6 +241,13 @@ def test_the_only_ascii_word_characters_are_letters_and_digits() -> None:
     assert ascii_words == "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 
 
+def test_each_ascii_and_latin_character_splits_as_the_compiled_class_does() -> None:
+    # the lookup path's candidate runs: ASCII letters and digits, and every non-ASCII character
+    text = "".join(f"ab{chr(cp)}cd " for cp in range(0x180))
+    assert word_runs(text) == class_word_runs(text)
+    assert tokenize(text) == spec_tokenize(text)
+
+
 @given(_MIXED)
 def test_runs_found_by_lookup_equal_the_compiled_class(text: str) -> None:
     assert word_runs(text) == class_word_runs(text)

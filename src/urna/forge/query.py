@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from urna.errors import DimensionMismatch, InvalidInput, ModelHashMismatch
-from urna.forge.embed import PLACEHOLDER_HASH, Embedder, embedder_for_model
+from urna.forge.embedders import PLACEHOLDER_HASH, Embedder, embedder_for_model
 from urna.runtime.hits import RetrieveHit, SearchHit, SearchResult
 from urna.runtime.ranks import FUSED, RANKS
 from urna.runtime.routing import default_candidates

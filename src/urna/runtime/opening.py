@@ -13,10 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from functools import cached_property
-from typing import Any
 
 import numpy as np
 
@@ -40,62 +37,86 @@ from ..format.layout import (
     SECTION_SPACE_TABLE,
 )
 from ..format.reader import SPACE_DTYPES, UrnaView
+from ..format.record import Record
 from ..format.sections.canonical import decode_chunk_ids
 from ..index.exact import Slab
 from .lazy_tables import WalkedSpans, WalkedTexts, lazy_chunk_ids, lazy_spans, lazy_texts
 from .verdicts import CITE_RECORDS, TEXT_RECORDS, Verdict
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
+    from typing import Any
+
 DTYPES = ("float32", "float16", "int8", "int4")
 BLOB_REF_NONE = 0xFFFFFFFF
 
 
-@dataclass
-class OpenSpace:
+# Records, not dataclasses: every search and question opens a file through this module, and
+# the three generated classes cost ~2 ms of a one-shot verb (format/record.py says why).
+class OpenSpace(Record):
     """One opened space: its table entry and its band as a slab."""
 
-    entry: Any  # format.sections.space_table.SpaceEntry
-    slab: Slab
-    dtype: str
+    _fields = ("entry", "slab", "dtype")
+
+    def __init__(self, entry: Any, slab: Slab, dtype: str) -> None:
+        self.entry = entry  # format.sections.space_table.SpaceEntry
+        self.slab = slab
+        self.dtype = dtype
 
 
-@dataclass
-class BlobData:
+class BlobData(Record):
     """The opened 0x17 table: per-record (offset, len) and the absolute first data byte."""
 
-    entries: list[tuple[int, int]]
-    abs_data_start: int
+    _fields = ("entries", "abs_data_start")
+
+    def __init__(self, entries: list[tuple[int, int]], abs_data_start: int) -> None:
+        self.entries = entries
+        self.abs_data_start = abs_data_start
 
 
-@dataclass
-class OpenedFile:
+class OpenedFile(Record):
     """Everything the searches need, decoded once at open."""
 
-    view: UrnaView
-    dim: int
-    n: int
-    dtype: str
-    stored: Slab  # 0x04: the HNSW beam walks it
-    scoring: Slab  # 0x09 when present, else 0x04: every score comes from here
-    scoring_dtype: str
-    chunk_ids: Sequence[str]  # lazy_tables.LazyChunkIds or a list
-    spans: Any  # lazy_tables.LazySpans or a list of (uri, start, end)
-    hnsw_index: Any | None  # the decoded 0x07, or a Deferred one (a verified body)
-    bm25_index: Any | None  # the opened 0x08, or a Deferred one
-    graph: Any | None
-    blob_refs: list | None
-    blob_data: BlobData | None
-    spaces: list[OpenSpace] | None
-    embedding_model: str
-    model_hash: str
-    index_type: str
-    score_type: str
-    file_hash: str
-    content_hash: str
-    # A verdict of these very bytes says 0x02 parsed as records before (``verdicts``'
-    # TEXT_RECORDS or CITE_RECORDS): its bodies' UTF-8 is not walked again.
-    texts_proven: bool = False
-    # Called once 0x02 is proven here without that verdict, to keep it (``UrnaFile`` sets it).
-    on_texts_proven: Callable[[], None] | None = None
+    _fields = ("view", "dim", "n", "dtype", "stored", "scoring", "scoring_dtype", "chunk_ids",
+               "spans", "hnsw_index", "bm25_index", "graph", "blob_refs", "blob_data", "spaces",
+               "embedding_model", "model_hash", "index_type", "score_type", "file_hash",
+               "content_hash", "texts_proven", "on_texts_proven")
+
+    def __init__(self, view: UrnaView, dim: int, n: int, dtype: str, stored: Slab,
+                 scoring: Slab, scoring_dtype: str, chunk_ids: Sequence[str], spans: Any,
+                 hnsw_index: Any | None, bm25_index: Any | None, graph: Any | None,
+                 blob_refs: list | None, blob_data: BlobData | None,
+                 spaces: list[OpenSpace] | None, embedding_model: str, model_hash: str,
+                 index_type: str, score_type: str, file_hash: str, content_hash: str,
+                 texts_proven: bool = False,
+                 on_texts_proven: Callable[[], None] | None = None) -> None:
+        self.view = view
+        self.dim = dim
+        self.n = n
+        self.dtype = dtype
+        self.stored = stored  # 0x04: the HNSW beam walks it
+        self.scoring = scoring  # 0x09 when present, else 0x04: every score comes from here
+        self.scoring_dtype = scoring_dtype
+        self.chunk_ids = chunk_ids  # lazy_tables.LazyChunkIds or a list
+        self.spans = spans  # lazy_tables.LazySpans or a list of (uri, start, end)
+        self.hnsw_index = hnsw_index  # the decoded 0x07, or a Deferred one (a verified body)
+        self.bm25_index = bm25_index  # the opened 0x08, or a Deferred one
+        self.graph = graph
+        self.blob_refs = blob_refs
+        self.blob_data = blob_data
+        self.spaces = spaces
+        self.embedding_model = embedding_model
+        self.model_hash = model_hash
+        self.index_type = index_type
+        self.score_type = score_type
+        self.file_hash = file_hash
+        self.content_hash = content_hash
+        # A verdict of these very bytes says 0x02 parsed as records before (``verdicts``'
+        # TEXT_RECORDS or CITE_RECORDS): its bodies' UTF-8 is not walked again.
+        self.texts_proven = texts_proven
+        # Called once 0x02 is proven here without that verdict, to keep it (set by UrnaFile).
+        self.on_texts_proven = on_texts_proven
 
     @property
     def hnsw(self) -> Any | None:

@@ -12,7 +12,6 @@ from __future__ import annotations
 import hashlib
 import os
 from collections.abc import Iterable, Sequence
-from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
@@ -53,12 +52,13 @@ class Embedder(Protocol):
         """Float32 (n, dim) unit rows."""
 
 
-def files_hash(model_dir: Path, names: Iterable[str]) -> str:
+def files_hash(model_dir: str | os.PathLike[str], names: Iterable[str]) -> str:
     """Fold ``name \\0 sha256-hex \\0`` of each present file into one ``sha256:`` hash."""
     h = hashlib.sha256()
+    folder = os.fspath(model_dir)
     for name in names:
-        p = model_dir / name
-        if not p.is_file():
+        p = os.path.join(folder, name)
+        if not os.path.isfile(p):
             continue
         h.update(name.encode("utf-8") + b"\0" + sha256_file(p).encode("ascii") + b"\0")
     return "sha256:" + h.hexdigest()

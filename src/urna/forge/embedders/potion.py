@@ -1,16 +1,20 @@
 """The offline default embedder: the vendored potion-base-8M static table (04-surface §5.2).
 
 numpy + tokenizers, no torch, never the network: tokenize, gather, mean, L2.
+
+Folders are strings inside (``POTION_FOLDER``, ``PotionEmbedder._folder``): ``pathlib`` costs
+a one-shot ``urna ask`` ~3 ms of imports (#20). The public ``POTION_DIR`` and
+``PotionEmbedder.model_dir`` are ``Path`` objects, made when asked for.
 """
 
 from __future__ import annotations
 
 import json
 import mmap
+import os
 import struct
 from collections.abc import Sequence
 from functools import lru_cache
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -20,20 +24,51 @@ from urna.forge.embedders.base import files_hash, fingerprint_hash, sha256_file
 from urna.forge.embedders.fingerprints import cached_fingerprint
 from urna.forge.embedders.wordpiece import AsciiWordPiece, cached_ascii_wordpiece
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    POTION_DIR: Path
+
 POTION_ID = "minishlab/potion-base-8M"
 POTION_MODEL = f"{POTION_ID}/v1"
-POTION_DIR = Path(__file__).resolve().parents[2] / "models" / "potion-base-8M"
+# The vendored model's folder (what ``Path(__file__).resolve().parents[2] / ...`` names).
+POTION_FOLDER = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.realpath(__file__)))), "models", "potion-base-8M")
 # Files that change potion's output, in the order the reference folds them.
 POTION_FILES: tuple[str, ...] = ("config.json", "tokenizer.json", "model.safetensors")
 
 
-def _read_safetensors_f32(path: Path, name: str = "embeddings") -> np.ndarray:
+def __getattr__(name: str) -> Any:
+    """``POTION_DIR``: ``POTION_FOLDER`` as a ``Path`` (pathlib imported on this first use)."""
+    if name == "POTION_DIR":
+        from pathlib import Path
+
+        return Path(POTION_FOLDER)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def _folder_text(model_dir: str | os.PathLike[str]) -> str:
+    """``str(Path(model_dir))``: pathlib's spelling of a folder (the vendored one without it)."""
+    if model_dir == POTION_FOLDER:
+        return POTION_FOLDER
+    from pathlib import Path  # free when the caller made a Path: pathlib is loaded
+
+    return str(Path(model_dir))
+
+
+def _in_folder(folder: str, name: str) -> str:
+    """``str(Path(folder) / name)`` for a folder already spelled as pathlib does."""
+    return name if folder == "." else os.path.join(folder, name)
+
+
+def _read_safetensors_f32(path: str, name: str = "embeddings") -> np.ndarray:
     """Read one little-endian float32 tensor from a safetensors file, bounds-checked.
 
     The file is mapped, not read: a query touches only the rows of its tokens (#20).
     """
     raw: bytes | mmap.mmap
-    with path.open("rb") as fh:
+    with open(path, "rb") as fh:
         try:
             raw = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
         except ValueError:  # an empty file cannot be mapped
@@ -55,34 +90,35 @@ def _read_safetensors_f32(path: Path, name: str = "embeddings") -> np.ndarray:
     return np.frombuffer(raw, dtype="<f4", count=rows * dim, offset=base + start).reshape(rows, dim)
 
 
-def check_potion_dir(model_dir: Path) -> None:
+def check_potion_dir(model_dir: str | os.PathLike[str]) -> None:
     """Raise EmbedderError when the table is missing or an un-pulled git-lfs pointer."""
-    table = model_dir / "model.safetensors"
-    if not table.is_file():
+    folder = _folder_text(model_dir)
+    table = _in_folder(folder, "model.safetensors")
+    if not os.path.isfile(table):
         raise EmbedderError(f"potion table missing: {table}")
-    with table.open("rb") as f:
+    with open(table, "rb") as f:
         head = f.read(64)
     if head.startswith(b"version https://git-lfs"):
         raise EmbedderError(f"potion table is a git-lfs pointer, not the table: {table}")
-    if not (model_dir / "tokenizer.json").is_file():
-        raise EmbedderError(f"potion tokenizer missing: {model_dir / 'tokenizer.json'}")
+    tokenizer = _in_folder(folder, "tokenizer.json")
+    if not os.path.isfile(tokenizer):
+        raise EmbedderError(f"potion tokenizer missing: {tokenizer}")
 
 
 @lru_cache(maxsize=4)
 def _load_table(model_dir: str) -> np.ndarray:
-    """The checked directory's mapped table, once per directory."""
-    md = Path(model_dir)
-    check_potion_dir(md)
-    return _read_safetensors_f32(md / "model.safetensors")
+    """The checked directory's mapped table, once per directory (spelled as pathlib does)."""
+    check_potion_dir(model_dir)
+    return _read_safetensors_f32(_in_folder(model_dir, "model.safetensors"))
 
 
 @lru_cache(maxsize=4)
 def _load_tokenizer(model_dir: str) -> tuple[Any, int]:
     """The `tokenizers` tokenizer and its unk id, once per directory."""
-    check_potion_dir(Path(model_dir))
+    check_potion_dir(model_dir)
     from tokenizers import Tokenizer
 
-    tok = Tokenizer.from_file(str(Path(model_dir) / "tokenizer.json"))
+    tok = Tokenizer.from_file(_in_folder(model_dir, "tokenizer.json"))
     unk = tok.token_to_id("[UNK]")
     return tok, 1 if unk is None else int(unk)
 
@@ -90,7 +126,7 @@ def _load_tokenizer(model_dir: str) -> tuple[Any, int]:
 @lru_cache(maxsize=4)
 def _load_wordpiece(model_dir: str) -> AsciiWordPiece | None:
     """The Python tokenizer of short ASCII queries (``wordpiece``), once per directory."""
-    return cached_ascii_wordpiece(Path(model_dir) / "tokenizer.json")
+    return cached_ascii_wordpiece(_in_folder(model_dir, "tokenizer.json"))
 
 
 # Up to this many texts are tokenized in Python while `tokenizers` is not loaded yet: a query
@@ -101,10 +137,22 @@ PYTHON_TOKENIZER_MAX_TEXTS = 8
 class PotionEmbedder:
     """The offline default: model2vec potion-base-8M (tokenize, gather, mean, L2)."""
 
-    def __init__(self, model_dir: str | Path = POTION_DIR, *, batch_size: int = 1024) -> None:
-        self.model_dir = Path(model_dir)
+    def __init__(self, model_dir: str | os.PathLike[str] = POTION_FOLDER, *,
+                 batch_size: int = 1024) -> None:
+        self._folder = _folder_text(model_dir)
         self.batch_size = max(1, int(batch_size))
         self._hash: str | None = None
+
+    @property
+    def model_dir(self) -> Path:
+        """The model's folder."""
+        from pathlib import Path
+
+        return Path(self._folder)
+
+    @model_dir.setter
+    def model_dir(self, model_dir: str | os.PathLike[str]) -> None:
+        self._folder = _folder_text(model_dir)
 
     @property
     def embedding_model(self) -> str:
@@ -114,21 +162,21 @@ class PotionEmbedder:
     @property
     def embedding_dim(self) -> int:
         """Width of the table (256)."""
-        return int(_load_table(str(self.model_dir)).shape[1])
+        return int(_load_table(self._folder).shape[1])
 
     def fingerprint(self) -> dict[str, Any]:
         """The facts whose hash is the model_hash (§5.2), kept per state of the files."""
-        return cached_fingerprint("potion", [self.model_dir / n for n in POTION_FILES],
+        return cached_fingerprint("potion", [_in_folder(self._folder, n) for n in POTION_FILES],
                                   self._compute_fingerprint)
 
     def _compute_fingerprint(self) -> dict[str, Any]:
-        tok_path = self.model_dir / "tokenizer.json"
+        tok_path = _in_folder(self._folder, "tokenizer.json")
         return {
             "add_special_tokens": False,
             "dtype": "float32-stable",
             "embedder": POTION_ID,
             "embedding_dim": self.embedding_dim,
-            "files_hash": files_hash(self.model_dir, POTION_FILES),
+            "files_hash": files_hash(self._folder, POTION_FILES),
             "normalize": "l2",
             "pooling": "mean",
             "tokenizer": "bert-wordpiece-lower",
@@ -144,7 +192,7 @@ class PotionEmbedder:
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         """Embed texts to a float32 (n, 256) array of unit rows."""
-        md = str(self.model_dir)
+        md = self._folder
         table = _load_table(md)
         texts = list(texts)
         out = np.empty((len(texts), table.shape[1]), dtype=np.float32)
@@ -171,10 +219,10 @@ class PotionEmbedder:
     def _python_ids(self, texts: list[str]) -> list[list[int] | None]:
         """Token ids of the texts the Python tokenizer takes (None: `tokenizers` tokenizes it);
         only for a few texts while `tokenizers` is not loaded for this model."""
-        md = str(self.model_dir)
+        md = self._folder
         if len(texts) > PYTHON_TOKENIZER_MAX_TEXTS or _load_tokenizer.cache_info().currsize:
             return [None] * len(texts)
-        check_potion_dir(self.model_dir)
+        check_potion_dir(md)
         wordpiece = _load_wordpiece(md)
         if wordpiece is None:
             return [None] * len(texts)
@@ -189,6 +237,6 @@ class PotionEmbedder:
         return self.embed(texts).tolist()
 
 
-def potion_embedder(model_dir: str | Path = POTION_DIR) -> PotionEmbedder:
+def potion_embedder(model_dir: str | os.PathLike[str] = POTION_FOLDER) -> PotionEmbedder:
     """Return the vendored potion embedder (the forge default)."""
     return PotionEmbedder(model_dir)

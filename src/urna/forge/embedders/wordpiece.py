@@ -24,12 +24,12 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from collections.abc import Iterator, Mapping
-from pathlib import Path
 from typing import Any
 
 from urna._atomic import write_atomic
-from urna._cache_dir import user_cache_dir
+from urna._cache_dir import user_cache_folder
 from urna.forge.canonical import canonical_hash
 from urna.forge.embedders.fingerprints import file_states
 from urna.format.record import FrozenRecord
@@ -129,11 +129,12 @@ def _plain_added(token: Any) -> str | None:
     return str(token["content"])
 
 
-def ascii_wordpiece(tokenizer_json: Path) -> AsciiWordPiece | None:
+def ascii_wordpiece(tokenizer_json: str | os.PathLike[str]) -> AsciiWordPiece | None:
     """The Python tokenizer of ``tokenizer_json``, or None when it describes another pipeline
     (or cannot be read: `tokenizers` then reports the problem)."""
     try:
-        doc = json.loads(tokenizer_json.read_bytes())
+        with open(tokenizer_json, "rb") as fh:
+            doc = json.loads(fh.read())
     except (OSError, ValueError):
         return None
     if not isinstance(doc, dict) or doc.get("truncation") is not None \
@@ -165,18 +166,19 @@ def ascii_wordpiece(tokenizer_json: Path) -> AsciiWordPiece | None:
 CACHE_SCHEMA = 2  # 2: the lines' SHA-256 in the head, the lines read in place (LineVocab)
 
 
-def _cache_path(states: list[list[Any]]) -> Path:
+def _cache_path(states: list[list[Any]]) -> str:
     key = canonical_hash({"kind": "wordpiece", "schema": CACHE_SCHEMA, "files": states})
-    return user_cache_dir() / "wordpiece" / f"{key.removeprefix('sha256:')}.txt"
+    return os.path.join(user_cache_folder(), "wordpiece", f"{key.removeprefix('sha256:')}.txt")
 
 
 def _lines_sha256(body: str) -> str:
     return hashlib.sha256(body.encode("utf-8")).hexdigest()
 
 
-def _read_cached(path: Path, states: list[list[Any]]) -> AsciiWordPiece | None:
+def _read_cached(path: str, states: list[list[Any]]) -> AsciiWordPiece | None:
     try:
-        head, _, body = path.read_text(encoding="utf-8").partition("\n")
+        with open(path, encoding="utf-8") as fh:
+            head, _, body = fh.read().partition("\n")
         meta = json.loads(head)
         if not (isinstance(meta, dict) and meta.get("files") == states
                 and type(meta.get("n")) is int and type(meta.get("unk_id")) is int
@@ -197,7 +199,7 @@ def _read_cached(path: Path, states: list[list[Any]]) -> AsciiWordPiece | None:
                           tuple(meta["added"]))
 
 
-def _write_cached(path: Path, states: list[list[Any]], wp: AsciiWordPiece) -> None:
+def _write_cached(path: str, states: list[list[Any]], wp: AsciiWordPiece) -> None:
     by_id = sorted(wp.vocab, key=wp.vocab.__getitem__)
     if [wp.vocab[t] for t in by_id] != list(range(len(by_id))) or any("\n" in t for t in by_id):
         return  # not one token a line in id order: read from tokenizer.json each time
@@ -206,13 +208,13 @@ def _write_cached(path: Path, states: list[list[Any]], wp: AsciiWordPiece) -> No
             "max_chars": wp.max_chars, "added": list(wp.added),
             "lines_sha256": _lines_sha256(body)}
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
         write_atomic(path, (json.dumps(meta) + "\n" + body).encode("utf-8"))
     except OSError:
         pass  # a cache that cannot be written is skipped
 
 
-def cached_ascii_wordpiece(tokenizer_json: Path) -> AsciiWordPiece | None:
+def cached_ascii_wordpiece(tokenizer_json: str | os.PathLike[str]) -> AsciiWordPiece | None:
     """:func:`ascii_wordpiece`, its vocabulary kept under the user cache while the file is
     unchanged."""
     states = file_states([tokenizer_json])

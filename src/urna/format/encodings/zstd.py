@@ -10,30 +10,71 @@ Decoding mirrors the reference's bulk path: a size cap of ``max(64 MiB, 128 x le
 bound from ``ZSTD_decompressBound``, then one ``ZSTD_decompressDCtx`` (so concatenated frames
 decode to their concatenation). Failures are ``MalformedSectionPayload`` with section id 0 and
 libzstd's own error names; the dispatcher re-tags them with the real section.
+
+Only the cffi extension (``zstandard._cffi``: ``ffi`` and ``lib`` over the bundled libzstd) is
+used, so it is loaded by itself: the package's ``__init__`` would also load its C backend,
+``platform`` and ``typing``, ~5 ms of every one-shot read verb (#20). ``_cffi_module`` falls
+back to the ordinary import whenever the extension is not a plain file beside the package.
 """
 
 from __future__ import annotations
 
+import sys
 import threading
-
-import zstandard
-from zstandard import backend_cffi as _cffi
 
 from ...errors import InvalidInput, MalformedSectionPayload
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from types import ModuleType
     from typing import Any
 
 LEVEL = 19
 MIN_DECOMPRESS_CAP = 64 * 1024 * 1024
 MAX_DECOMPRESS_RATIO = 128
-ZSTD_VERSION: tuple[int, int, int] = tuple(zstandard.ZSTD_VERSION)  # type: ignore[assignment]
 # libzstd version whose level-19 output the reference files carry (checked against them).
 REFERENCE_ZSTD_VERSION = (1, 5, 7)
+_CFFI_NAME = "zstandard._cffi"
 
+
+def _cffi_module() -> ModuleType:
+    """python-zstandard's cffi extension module (the one its own cffi backend imports),
+    loaded without running the package ``__init__``."""
+    loaded = sys.modules.get(_CFFI_NAME)
+    if loaded is not None:
+        return loaded
+    from importlib.machinery import ExtensionFileLoader, PathFinder
+
+    package = PathFinder.find_spec("zstandard")
+    places = package.submodule_search_locations if package is not None else None
+    spec = PathFinder.find_spec(_CFFI_NAME, places) if places else None
+    if spec is not None and isinstance(spec.loader, ExtensionFileLoader):
+        try:
+            module = spec.loader.create_module(spec)
+            spec.loader.exec_module(module)
+        except ImportError:
+            pass  # the ordinary import below raises its own error, or succeeds its own way
+        else:
+            module.__spec__, module.__loader__ = spec, spec.loader
+            # Registered as the import system would: a later ``import zstandard`` reuses
+            # this module (one libzstd state), as its backend imports it by this name.
+            sys.modules.setdefault(_CFFI_NAME, module)
+            return module
+    from zstandard import backend_cffi  # an unusual install: the package's own import
+
+    return backend_cffi  # it holds the same ffi and lib
+
+
+def _version(number: int) -> tuple[int, int, int]:
+    """A ``ZSTD_versionNumber`` (major * 10000 + minor * 100 + release) as a tuple."""
+    return number // 10000, number // 100 % 100, number % 100
+
+
+_cffi = _cffi_module()
 lib: Any = _cffi.lib
 ffi: Any = _cffi.ffi
+# The libzstd these calls run, asked at run time (what zstandard.ZSTD_VERSION reports).
+ZSTD_VERSION = _version(int(lib.ZSTD_versionNumber()))
 # Output buffers are filled by libzstd; clearing them first would cost a memset per call.
 _alloc = ffi.new_allocator(should_clear_after_alloc=False)
 _CONTENTSIZE_ERROR = int(lib.ZSTD_CONTENTSIZE_ERROR)

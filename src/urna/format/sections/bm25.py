@@ -16,7 +16,6 @@ kept as read, not recounted. This module works on decompressed payload bytes onl
 from __future__ import annotations
 
 import struct
-from dataclasses import dataclass
 
 import numpy as np
 
@@ -24,6 +23,7 @@ from ...errors import MalformedSectionPayload, UnsupportedSectionVersion
 from ..cursor import Cursor, utf8_error_text
 from ..encodings.intpack import pack_u64s, unpack_u64s
 from ..layout import SECTION_BM25_INDEX
+from ..record import Record
 from .bm25_terms import read_term_table
 
 BM25_PAYLOAD_VERSION = 2
@@ -36,26 +36,32 @@ def _malformed(reason: str) -> MalformedSectionPayload:
     return MalformedSectionPayload(SECTION_BM25_INDEX, reason)
 
 
-@dataclass(eq=False)
-class Bm25Payload:
+class Bm25Payload(Record):
     """A decoded 0x08 payload: parameters plus postings as flat arrays in term order.
 
     ``terms[t]`` owns postings ``post_offsets[t]:post_offsets[t+1]`` of ``post_docs`` /
     ``post_tfs`` (doc ids ascending in anything we build). ``k1``, ``b`` and ``avgdl`` are
-    f32 values held as Python floats.
+    f32 values held as Python floats. A record, not a dataclass: every text question decodes
+    one, and ``dataclasses`` costs a one-shot verb ~2 ms (format/record.py says why).
     """
 
-    version: int
-    k1: float
-    b: float
-    avgdl: float
-    n_docs: int
-    n_terms: int
-    doc_lens: np.ndarray  # uint32, n_docs
-    terms: list[str]
-    post_offsets: np.ndarray  # int64, len(terms) + 1
-    post_docs: np.ndarray  # uint32
-    post_tfs: np.ndarray  # uint32
+    _fields = ("version", "k1", "b", "avgdl", "n_docs", "n_terms", "doc_lens", "terms",
+               "post_offsets", "post_docs", "post_tfs")
+
+    def __init__(self, version: int, k1: float, b: float, avgdl: float, n_docs: int,
+                 n_terms: int, doc_lens: np.ndarray, terms: list[str], post_offsets: np.ndarray,
+                 post_docs: np.ndarray, post_tfs: np.ndarray) -> None:
+        self.version = version
+        self.k1 = k1
+        self.b = b
+        self.avgdl = avgdl
+        self.n_docs = n_docs
+        self.n_terms = n_terms
+        self.doc_lens = doc_lens  # uint32, n_docs
+        self.terms = terms
+        self.post_offsets = post_offsets  # int64, len(terms) + 1
+        self.post_docs = post_docs  # uint32
+        self.post_tfs = post_tfs  # uint32
 
     @property
     def dfs(self) -> np.ndarray:

@@ -18,13 +18,13 @@ against the bytes present before anything is allocated from it.
 from __future__ import annotations
 
 import struct
-from dataclasses import dataclass
 
 import numpy as np
 
 from ...errors import MalformedSectionPayload, UnsupportedSectionVersion
 from ..encodings.intpack import INTPACK_BLOCK, IntpackReader, pack_u64s
 from ..layout import SECTION_HNSW_INDEX
+from ..record import Record
 
 HNSW_PAYLOAD_VERSION = 2
 MAX_LEVEL = 64  # hostile-input caps of the reference decoder; real graphs stay far below
@@ -33,16 +33,20 @@ _HEAD = struct.Struct("<7I")
 _U32 = struct.Struct("<I")
 
 
-@dataclass(frozen=True, eq=False)  # holds arrays: compare fields explicitly
-class HnswPayload:
+class HnswPayload(Record):
     """A decoded (or freshly built) HNSW graph held as flat arrays.
 
     ``levels`` (n,) int32: top layer of each node. ``node_ptr`` (n+1,) int64: index of node
     ``i``'s layer-0 row in the per-layer arrays (rows of one node are consecutive, layer order).
     ``nbr_ptr`` (rows+1,) int64: offsets of each row's neighbours in ``ids``. ``ids`` int32:
     every neighbour id, node by node, layer by layer, in stored (build) order.
+
+    Immutable. A record, not a dataclass: every question opens one, and ``dataclasses`` costs
+    a one-shot verb ~2 ms (format/record.py says why).
     """
 
+    _fields = ("m", "m_max0", "ef_construction", "entry_point", "max_level", "n_nodes",
+               "levels", "node_ptr", "nbr_ptr", "ids", "version")
     m: int
     m_max0: int
     ef_construction: int
@@ -53,7 +57,25 @@ class HnswPayload:
     node_ptr: np.ndarray
     nbr_ptr: np.ndarray
     ids: np.ndarray
-    version: int = HNSW_PAYLOAD_VERSION
+    version: int
+    # holds arrays: equality is identity (compare fields explicitly), hashable as an object
+    __eq__ = object.__eq__
+    __hash__ = object.__hash__
+
+    def __init__(self, m: int, m_max0: int, ef_construction: int, entry_point: int,
+                 max_level: int, n_nodes: int, levels: np.ndarray, node_ptr: np.ndarray,
+                 nbr_ptr: np.ndarray, ids: np.ndarray,
+                 version: int = HNSW_PAYLOAD_VERSION) -> None:
+        for name, value in zip(self._fields, (m, m_max0, ef_construction, entry_point,
+                                              max_level, n_nodes, levels, node_ptr, nbr_ptr,
+                                              ids, version), strict=True):
+            object.__setattr__(self, name, value)
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"cannot assign to field {name!r}")
+
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError(f"cannot delete field {name!r}")
 
     def neighbors(self, i: int, layer: int = 0) -> np.ndarray:
         """Neighbour ids of node ``i`` on ``layer`` (empty if the node is not on that layer)."""
@@ -121,7 +143,7 @@ class _DeferredIdsPayload(HnswPayload):
 
     def __init__(self, head: tuple[int, ...], levels: np.ndarray, node_ptr: np.ndarray,
                  nbr_ptr: np.ndarray, column: BlockIds) -> None:
-        # no dataclass __init__: ``ids`` stays unset until __getattr__ decodes it
+        # not HnswPayload's __init__: ``ids`` stays unset until __getattr__ decodes it
         names = ("m", "m_max0", "ef_construction", "entry_point", "max_level", "n_nodes",
                  "version")
         for name, value in zip(names, (*head, HNSW_PAYLOAD_VERSION), strict=True):
