@@ -27,9 +27,9 @@ SYSTEM_PACKAGES := chromium chromium-driver tmux
 system-packages:
 	@tools/ensure-debian-packages.sh $(SYSTEM_PACKAGES)
 
-# ruff and mypy over src/ (configured in pyproject.toml); a finding fails make test.
+# ruff over src/, tests/ and benchmarks/, mypy over src/ (pyproject.toml); a finding fails make test.
 lint: venv
-	$(BIN)/ruff check src
+	$(BIN)/ruff check src tests benchmarks
 	$(BIN)/mypy
 
 test: system-packages venv lint

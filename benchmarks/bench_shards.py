@@ -35,7 +35,10 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 from helpers.specs import write_jsonl_spec  # noqa: E402  (the tests' spec writer)
 
-WORDS = ["file", "vector", "search", "citation", "offline", "embed", "chunk", "corpus", "index", "model", "query", "rerank", "cosine", "byte", "span", "hash", "manifest", "section", "graph", "space", "media", "blob", "token", "lexical", "semantic", "build", "spec", "cache", "shard", "stream", "frame", "archive", "reader", "writer", "format"]
+WORDS = ["file", "vector", "search", "citation", "offline", "embed", "chunk", "corpus", "index",
+         "model", "query", "rerank", "cosine", "byte", "span", "hash", "manifest", "section",
+         "graph", "space", "media", "blob", "token", "lexical", "semantic", "build", "spec",
+         "cache", "shard", "stream", "frame", "archive", "reader", "writer", "format"]
 
 
 def write_corpus(root: Path, n: int, model: str, seed: int = 7) -> Path:

@@ -70,10 +70,12 @@ def test_binding_option_errors_match_the_reference(tmp_path, kwargs, text):
 
 
 @pytest.mark.parametrize("chunk, cls, text", [
-    ({"embedding": [float("nan"), 0, 0, 0]}, E.InvalidEmbeddingValue, "NaN or Inf detected in embeddings"),
+    ({"embedding": [float("nan"), 0, 0, 0]}, E.InvalidEmbeddingValue,
+     "NaN or Inf detected in embeddings"),
     ({"embedding": [1e39, 0, 0, 0]}, E.InvalidEmbeddingValue, "NaN or Inf detected in embeddings"),
     ({"embedding": [1, 0, 0]}, E.DimensionMismatch, "dimension mismatch: expected 4, got 3"),
-    ({"byte_start": 3, "byte_end": 2}, E.InvalidInput, "invalid input: byte_end (2) < byte_start (3)"),
+    ({"byte_start": 3, "byte_end": 2}, E.InvalidInput,
+     "invalid input: byte_end (2) < byte_start (3)"),
 ])
 def test_writer_chunk_checks(tmp_path, chunk, cls, text):
     with pytest.raises(cls) as info:
@@ -104,7 +106,8 @@ def test_failed_build_leaves_existing_file_untouched(tmp_path):
     target = tmp_path / "keep.urna"
     target.write_bytes(b"previous contents")
     with pytest.raises(E.InvalidEmbeddingValue):
-        urna.build(target, "demo", 4, "c/1", ZERO, [{**ONE[0], "embedding": [float("inf"), 0, 0, 0]}])
+        urna.build(target, "demo", 4, "c/1", ZERO,
+                   [{**ONE[0], "embedding": [float("inf"), 0, 0, 0]}])
     assert target.read_bytes() == b"previous contents"
     assert sorted(os.listdir(tmp_path)) == ["keep.urna"]
 
@@ -128,7 +131,8 @@ def test_same_inputs_same_bytes(tmp_path):
 def test_mrl_dim_equal_to_dim_keeps_rows_but_records_the_fields(tmp_path):
     # Reference behaviour (checked against the 0.5.1 wheel): a full-width mrl_dim is no cut,
     # so rows are stored as given (not renormalised), while mrl_dim/full_dim are written.
-    chunks = [{**ONE[0], "embedding": [2.0, 0.0, 0.0, 0.0]}, {**ONE[0], "embedding": [3.0, 4.0, 0.0, 0.0]}]
+    chunks = [{**ONE[0], "embedding": [2.0, 0.0, 0.0, 0.0]},
+              {**ONE[0], "embedding": [3.0, 4.0, 0.0, 0.0]}]
     full = UrnaView.from_bytes(
         Path(urna.build(tmp_path / "f.urna", "m", 4, "c", ZERO, chunks, mrl_dim=4)).read_bytes())
     assert bytes(full.payload(4)) == struct.pack("<8f", 2, 0, 0, 0, 3, 4, 0, 0)
@@ -154,7 +158,8 @@ def test_build_keywords_are_the_options_record():
 
     params = list(inspect.signature(urna.build).parameters.values())[6:]
     assert all(p.kind is inspect.Parameter.KEYWORD_ONLY for p in params)
-    assert [(p.name, p.default) for p in params] == [(f.name, f.default) for f in fields(BuildOptions)]
+    assert [(p.name, p.default) for p in params] == [(f.name, f.default)
+                                                     for f in fields(BuildOptions)]
     assert [p.name for p in params][:3] == ["title", "version", "created"]
     assert inspect.signature(urna.build).parameters["preset"].default == "exact"
     assert inspect.signature(urna.build).parameters["hnsw_m"].default == 16

@@ -97,7 +97,8 @@ def test_cite_resolves_a_reference_hit():
     assert lines[0] == f"citation_id:  {hit['citation_id']}"
     assert lines[4] == f"chunk_id:     {hit['chunk_id']}"
     assert lines[5] == f"source_uri:   {hit['source_uri']}"
-    assert lines[6:8] == [f"byte_start:   {hit['offset_start']}", f"byte_end:     {hit['offset_end']}"]
+    assert lines[6:8] == [f"byte_start:   {hit['offset_start']}",
+                          f"byte_end:     {hit['offset_end']}"]
     assert lines[8] == "text:" and lines[9] == hit["text"]
 
 

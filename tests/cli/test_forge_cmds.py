@@ -164,7 +164,8 @@ def test_build_spec_error_exits_2_and_registry_error_exits_4(tmp_path: Path) -> 
     spec.write_text(spec.read_text().replace("[corpus]", '[corpus]\nname = "c"')
                     .replace('"potion"', '"wemm-2b"'))
     res = run("build", "--spec", spec)
-    assert res.exit_code == 4 and res.stderr.startswith("registry error: ") and "wemm-2b" in res.stderr
+    assert (res.exit_code == 4 and res.stderr.startswith("registry error: ")
+            and "wemm-2b" in res.stderr)
 
 
 def test_build_dry_run_loads_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -174,7 +175,8 @@ def test_build_dry_run_loads_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyP
     assert res.exit_code == 0
     lines = res.stdout.splitlines()
     assert lines[0] == "corpus: quickstart  (source=jsonl, image_input=source, output=single)"
-    assert lines[1].startswith("model:  potion               text=default image=none  dims=- deps=ok")
+    assert lines[1].startswith("model:  potion               "
+                               "text=default image=none  dims=- deps=ok")
     assert "files:  quickstart.urna" in lines
     assert not (tmp_path / "o").exists()
     plan = json.loads(run("build", "--spec", "examples/quickstart/corpus.toml", "--dry-run",

@@ -38,7 +38,8 @@ def test_stats_lines() -> None:
     assert "spaces:       2" in lines
     assert ("  vision                   dim=32    dtype=float32  n=12      model_hash=sha256:"
             + "1" * 64) in lines
-    assert lines[-2:] == [f"file_hash:    {exp['file_hash']}", f"content_hash: {exp['content_hash']}"]
+    assert lines[-2:] == [f"file_hash:    {exp['file_hash']}",
+                          f"content_hash: {exp['content_hash']}"]
     mrl = run("stats", REF / "quickstart-mrl.urna").output.splitlines()
     assert mrl[5:7] == ["mrl_dim:      128 (prefix of 256)", "full_dim:     256"]
     doc = json.loads(run("stats", REF / "quickstart-mrl.urna", "--json").output)
@@ -110,7 +111,8 @@ def test_media_list_and_export(tmp_path) -> None:
         f"exported 1 blobs to {tmp_path / 'out'}"]
     assert (tmp_path / "out" / "blob0.bin").read_bytes() == (REF / "blob0.bin").read_bytes()
     plain = run("media", REF / "quickstart-exact.urna")
-    assert plain.output == f"no media: {REF / 'quickstart-exact.urna'} declares no blob_refs (0x14)\n"
+    assert plain.output == (f"no media: {REF / 'quickstart-exact.urna'} "
+                            "declares no blob_refs (0x14)\n")
 
 
 def test_benchmark_headers() -> None:

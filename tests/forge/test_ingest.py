@@ -105,7 +105,8 @@ def test_sample_keeps_evenly_spaced_rows(tmp_path: Path) -> None:
     path = _jsonl(tmp_path, [{"id": f"{i:02d}", "t": f"row {i}"} for i in range(10)])
     rows = load_rows(_spec({"kind": "jsonl", "path": path, "order_by": "id"}, "{t}"), sample=3)
     assert [r.key for r in rows] == ["00", "03", "06"]
-    assert [(r.ordinal, r.byte_start, r.byte_end) for r in rows] == [(0, 0, 1), (1, 1, 2), (2, 2, 3)]
+    assert [(r.ordinal, r.byte_start, r.byte_end) for r in rows] == [
+        (0, 0, 1), (1, 1, 2), (2, 2, 3)]
 
 
 def test_csv_source(tmp_path: Path) -> None:
@@ -126,7 +127,8 @@ def test_sqlite_source_with_join_and_derive(tmp_path: Path) -> None:
     con.commit()
     con.close()
     spec = _spec({"kind": "sqlite", "db": str(db), "query": "select * from cards",
-                  "order_by": ["id"], "derive": {"stem": "basename_stem(path)", "low": "lower(path)"},
+                  "order_by": ["id"],
+                  "derive": {"stem": "basename_stem(path)", "low": "lower(path)"},
                   "joins": [{"query": "select * from names", "on": "id"}]}, "{name} ({stem}) {low}")
     rows = load_rows(spec)
     assert [r.canonical_text for r in rows] == ["Alpha (a) img/a.png", "Beta (B) img/b.png"]

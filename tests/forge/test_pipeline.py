@@ -85,7 +85,8 @@ def test_rerun_reuses_the_embed_cache(quickstart_build) -> None:
 
 
 def _big_corpus(tmp_path: Path, n: int) -> Path:
-    rows = ({"id": f"{i:05d}", "text": f"passage {i} about topic {i % 17} and detail {i * 7919 % 1000}"}
+    rows = ({"id": f"{i:05d}",
+             "text": f"passage {i} about topic {i % 17} and detail {i * 7919 % 1000}"}
             for i in range(n))
     return write_jsonl_spec(tmp_path, rows, name="big", cache_dir=tmp_path / "cache")
 
@@ -197,7 +198,8 @@ cache_dir = "{tmp_path / 'cache'}"
     assert "Traceback" not in stopped.output
 
 
-def test_progress_is_silent_in_a_pipe_and_draws_on_a_terminal(capsys: pytest.CaptureFixture) -> None:
+def test_progress_is_silent_in_a_pipe_and_draws_on_a_terminal(
+        capsys: pytest.CaptureFixture) -> None:
     from urna.forge.pipeline import Progress
 
     assert Progress().enabled is False  # pytest's stderr is not a terminal

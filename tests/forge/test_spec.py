@@ -44,7 +44,8 @@ def test_defaults_of_a_minimal_spec(tmp_path: Path) -> None:
     assert spec.source.order_by == ["id"]  # a string is a one-column list
     assert (spec.title, spec.version, spec.reproducible) == ("", "0.1.0", True)
     assert (spec.build.preset, spec.build.with_graph, spec.build.graph_top_m) == ("hybrid", True, 8)
-    assert (spec.output.mode, spec.output.dir, spec.output.provenance) == ("single", "out", "standard")
+    assert (spec.output.mode, spec.output.dir, spec.output.provenance) == (
+        "single", "out", "standard")
     assert spec.default_model().preset == "potion"
 
 
@@ -80,7 +81,8 @@ def test_missing_required_key_is_named(tmp_path: Path, drop: str, key: str) -> N
     assert _err(tmp_path, BASE.replace(drop, "")).startswith(f"{key}:")
 
 
-def test_unset_and_empty_env_vars_name_the_key(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_unset_and_empty_env_vars_name_the_key(tmp_path: Path,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("URNA_TEST_UNSET", raising=False)
     text = BASE.replace('path = "rows.jsonl"', 'path = "${URNA_TEST_UNSET}/rows.jsonl"')
     msg = _err(tmp_path, text)

@@ -55,14 +55,16 @@ def test_unknown_and_reserved_encodings(section_id, encoding):
         else:
             decode_section(section_id, encoding, b"")
     assert (info.value.section_id, info.value.encoding) == (section_id, encoding)
-    assert str(info.value) == f"unsupported section encoding: section={section_id} encoding={encoding}"
+    assert str(info.value) == (
+        f"unsupported section encoding: section={section_id} encoding={encoding}")
 
 
 def test_codec_errors_are_retagged_to_the_section():
     with pytest.raises(MalformedSectionPayload) as info:
         decode_section(0x06, 1, b"garbage!")
     assert str(info.value) == (
-        "malformed section payload: section=6 reason=zstd decompression failed: Src size is incorrect")
+        "malformed section payload: section=6 "
+        "reason=zstd decompression failed: Src size is incorrect")
 
 
 def test_dedup_map_example():
@@ -79,7 +81,8 @@ def test_dedup_expansion_whatever_the_encoding():
     pool, refs = dedup(texts)
     blob = encode_map(refs)
     assert decode_chunks_canonical_section(0, canonical(pool), None, blob) == canonical(texts)
-    assert decode_chunks_canonical_section(1, zstd_compress(canonical(pool)), None, blob) == canonical(texts)
+    compressed_pool = zstd_compress(canonical(pool))
+    assert decode_chunks_canonical_section(1, compressed_pool, None, blob) == canonical(texts)
     # The dictionary is ignored unless the encoding is 5.
     assert decode_chunks_canonical_section(0, canonical(texts), b"dict", None) == canonical(texts)
 
@@ -121,7 +124,8 @@ def test_dedup_roundtrip(texts):
     pool, refs = dedup(texts)
     blob = encode_map(refs)
     assert encode_map(dedup(texts)[1]) == blob
-    assert decode_chunks_canonical_section(1, zstd_compress(canonical(pool)), None, blob) == canonical(texts)
+    compressed_pool = zstd_compress(canonical(pool))
+    assert decode_chunks_canonical_section(1, compressed_pool, None, blob) == canonical(texts)
 
 
 @settings(max_examples=80, deadline=None)
@@ -135,7 +139,8 @@ def test_corrupted_map_raises_only_typed_errors(refs, draw):
 
 
 _CODEC_REASON = re.compile(r"malformed section payload: section=(\d+) reason="
-                           r"(zstd|intpack|chunk_ids intpack|spans intpack|dedup_map|txt_streams|fsst)")
+                           r"(zstd|intpack|chunk_ids intpack|spans intpack|dedup_map"
+                           r"|txt_streams|fsst)")
 
 
 def _codec_cases():
@@ -143,7 +148,8 @@ def _codec_cases():
     out = []
     for key, case in sorted(cases.items()):
         found = _CODEC_REASON.match(case.get("message", ""))
-        if found and int(found.group(1)) not in (0, 7, 12):  # HNSW and graph payloads are not codecs
+        # HNSW and graph payloads are not codecs
+        if found and int(found.group(1)) not in (0, 7, 12):
             out.append((key, case, int(found.group(1))))
     return out
 
@@ -179,7 +185,8 @@ def test_reference_mutations_give_the_reference_message(key, case, section_id):
 
     with pytest.raises(MalformedSectionPayload) as info:
         if section_id in (0x02, 0x0B):
-            decode_chunks_canonical_section(entries[2].encoding, payload(2), payload(0x0A), payload(0x0B))
+            decode_chunks_canonical_section(entries[2].encoding, payload(2), payload(0x0A),
+                                            payload(0x0B))
         else:
             decode_section(section_id, entries[section_id].encoding, payload(section_id))
     assert str(info.value) == case["message"]

@@ -28,12 +28,14 @@ ID1 = "sha256:" + "01" * 32
 
 
 def raw_ids(ids: list[str]) -> bytes:
-    return struct.pack("<IQ", 1, len(ids)) + b"".join(struct.pack("<I", len(i)) + i.encode() for i in ids)
+    return struct.pack("<IQ", 1, len(ids)) + b"".join(
+        struct.pack("<I", len(i)) + i.encode() for i in ids)
 
 
 def raw_spans(spans) -> bytes:
     return struct.pack("<IQ", 1, len(spans)) + b"".join(
-        struct.pack("<I", len(u.encode())) + u.encode() + struct.pack("<QQ", a, b) for u, a, b in spans)
+        struct.pack("<I", len(u.encode())) + u.encode() + struct.pack("<QQ", a, b)
+        for u, a, b in spans)
 
 
 def reason(payload: bytes) -> tuple[int, str]:
@@ -111,9 +113,12 @@ def test_spans_body_checks():
     # A 1.3-billion URI claim in a tiny payload is refused before anything is allocated.
     hostile = b"\x01" + struct.pack("<II", 1, 1_300_000_000) + bytes(81)
     assert reason(hostile) == (3, "spans intpack: uri pool count exceeds payload")
-    assert reason(_spans_body(2, [b"a"], [[0], [1], [2]])) == (3, "spans intpack: column length mismatch")
-    assert reason(_spans_body(1, [b"a"], [[0], [1], [2]], b"!")) == (3, "trailing bytes: consumed 88 of 89")
-    assert reason(_spans_body(1, [b"a"], [[1], [1], [2]])) == (3, "spans intpack: uri index out of range")
+    assert reason(_spans_body(2, [b"a"], [[0], [1], [2]])) == (
+        3, "spans intpack: column length mismatch")
+    assert reason(_spans_body(1, [b"a"], [[0], [1], [2]], b"!")) == (
+        3, "trailing bytes: consumed 88 of 89")
+    assert reason(_spans_body(1, [b"a"], [[1], [1], [2]])) == (
+        3, "spans intpack: uri index out of range")
     assert reason(_spans_body(1, [b"\xff"], [[0], [1], [2]])) == (
         3, "invalid utf-8: invalid utf-8 sequence of 1 bytes from index 0")
     truncated_blob = b"\x01" + struct.pack("<II", 1, 0) + struct.pack("<I", 4) + bytes(4)

@@ -136,7 +136,8 @@ PREFIX = {0: ("txt_streams", decode_txt_streams), 2: ("fsst", decode_fsst),
 def test_container_rejections(kind):
     name, decode = PREFIX[kind]
     assert reason(decode, b"") == f"{name}: empty"
-    assert reason(decode, bytes([(kind + 1) % 3]) + bytes(20)) == f"{name}: unknown kind {(kind + 1) % 3}"
+    assert reason(decode, bytes([(kind + 1) % 3]) + bytes(20)) == (
+        f"{name}: unknown kind {(kind + 1) % 3}")
     assert reason(decode, bytes([kind]) + bytes(7)) == f"{name}: truncated count"
     assert reason(decode, bytes([kind]) + bytes(8) + b"\x01\x00") == "intpack: truncated u32"
     assert reason(decode, container(kind, 0, pack_u64s([]), b"")) == (
@@ -145,7 +146,8 @@ def test_container_rejections(kind):
         f"{name}: declared count != offset count - 1")
     assert reason(decode, container(kind, 2, pack_u64s([0, 1]), b"x")) == (
         f"{name}: declared count != offset count - 1")
-    assert reason(decode, container(kind, 1, pack_u64s([1, 1]), b"")) == f"{name}: first offset must be 0"
+    assert reason(decode, container(kind, 1, pack_u64s([1, 1]), b"")) == (
+        f"{name}: first offset must be 0")
     # 129 zero offsets whose two blocks share one 9-byte body: shorter than the canonical table.
     shared = struct.pack("<IIII", 129, 2, 16, 16) + bytes(9)
     assert reason(decode, container(kind, 128, shared, b"")) == f"{name}: truncated offset table"
@@ -176,17 +178,25 @@ def test_fsst_rejections():
     good = struct.pack("<I", len(table)) + table
     assert decode_fsst(fsst_payload(good + b"\x00\xff\x63", (0, 3))) == canonical(["abc"])
     assert reason(decode_fsst, fsst_payload(b"\x01\x00")) == "fsst: truncated region header"
-    assert reason(decode_fsst, fsst_payload(struct.pack("<I", 1) + b"\x01")) == "fsst: truncated table count"
-    assert reason(decode_fsst, fsst_payload(struct.pack("<IH", 2, 256))) == "fsst: table count exceeds 255"
-    assert reason(decode_fsst, fsst_payload(struct.pack("<IH", 3, 1))) == "fsst: truncated symbol len"
-    assert reason(decode_fsst, fsst_payload(struct.pack("<IH", 3, 1) + b"\x00")) == "fsst: symbol len out of range"
-    assert reason(decode_fsst, fsst_payload(struct.pack("<IH", 3, 1) + b"\x09")) == "fsst: symbol len out of range"
-    assert reason(decode_fsst, fsst_payload(struct.pack("<IH", 6, 1) + b"\x03ab")) == "fsst: truncated symbol bytes"
+    assert reason(decode_fsst, fsst_payload(struct.pack("<I", 1) + b"\x01")) == (
+        "fsst: truncated table count")
+    assert reason(decode_fsst, fsst_payload(struct.pack("<IH", 2, 256))) == (
+        "fsst: table count exceeds 255")
+    assert reason(decode_fsst, fsst_payload(struct.pack("<IH", 3, 1))) == (
+        "fsst: truncated symbol len")
+    assert reason(decode_fsst, fsst_payload(struct.pack("<IH", 3, 1) + b"\x00")) == (
+        "fsst: symbol len out of range")
+    assert reason(decode_fsst, fsst_payload(struct.pack("<IH", 3, 1) + b"\x09")) == (
+        "fsst: symbol len out of range")
+    assert reason(decode_fsst, fsst_payload(struct.pack("<IH", 6, 1) + b"\x03ab")) == (
+        "fsst: truncated symbol bytes")
     assert reason(decode_fsst, fsst_payload(struct.pack("<I", 9) + table + bytes(9))) == (
         "fsst: declared table length mismatch")
-    assert reason(decode_fsst, fsst_payload(good + b"\x00", (0, 2))) == "fsst: final offset != streams length"
+    assert reason(decode_fsst, fsst_payload(good + b"\x00", (0, 2))) == (
+        "fsst: final offset != streams length")
     assert reason(decode_fsst, fsst_payload(good + b"\x00\xff", (0, 2))) == "fsst: trailing escape"
-    assert reason(decode_fsst, fsst_payload(good + b"\x01", (0, 1))) == "fsst: code out of table range"
+    assert reason(decode_fsst, fsst_payload(good + b"\x01", (0, 1))) == (
+        "fsst: code out of table range")
     assert reason(decode_fsst, fsst_payload(good + b"\xff\xc3", (0, 2))) == (
         "fsst: invalid utf-8: incomplete utf-8 byte sequence from index 0")
 
@@ -225,8 +235,8 @@ def test_zstd_dict_roundtrip(texts):
 
 
 @settings(max_examples=120, deadline=None)
-@given(st.lists(st.text(min_size=1, max_size=20), min_size=1, max_size=5), st.sampled_from([0, 1, 2]),
-       st.data())
+@given(st.lists(st.text(min_size=1, max_size=20), min_size=1, max_size=5),
+       st.sampled_from([0, 1, 2]), st.data())
 def test_corruption_raises_only_typed_errors(texts, kind, draw):
     encode = {0: encode_txt_streams, 1: lambda t: encode_zstd_dict(t, DICT), 2: encode_fsst}[kind]
     payload = bytearray(encode(texts))

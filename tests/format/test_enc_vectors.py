@@ -85,7 +85,8 @@ def test_expected_size(dtype, n, dim, size):
 
 
 def int8_payload(version=1, kind=0, n=2, dim=3, scales=(0.5, 0.25)) -> bytes:
-    return struct.pack("<II", version, kind) + struct.pack(f"<{n}f", *scales) + bytes(range(n * dim))
+    return (struct.pack("<II", version, kind) + struct.pack(f"<{n}f", *scales)
+            + bytes(range(n * dim)))
 
 
 def test_int8_view_and_its_checks():
@@ -106,7 +107,8 @@ def test_int8_view_and_its_checks():
 
 
 def int4_payload(version=1, kind=1, n=1, dim=64, scale=b"\x00\x3c") -> bytes:
-    return struct.pack("<II", version, kind) + scale * (n * dim // 64) + bytes([0x9F]) * (n * dim // 2)
+    return (struct.pack("<II", version, kind) + scale * (n * dim // 64)
+            + bytes([0x9F]) * (n * dim // 2))
 
 
 def test_int4_view_and_its_checks():
@@ -204,7 +206,8 @@ def scalar_int4(row: list[float]) -> tuple[bytes, bytes]:
             q = F32(v * inv)
             codes.append(0 if math.isnan(q) else int(max(-7, min(7, _round_away(float(q))))))
         scales += s16.tobytes()
-    packed = bytes(((codes[i] & 0xF) | ((codes[i + 1] & 0xF) << 4)) for i in range(0, len(codes), 2))
+    packed = bytes(((codes[i] & 0xF) | ((codes[i + 1] & 0xF) << 4))
+                   for i in range(0, len(codes), 2))
     return scales, packed
 
 
@@ -220,7 +223,8 @@ def test_int8_matches_scalar_reference(rows):
     matrix = np.array(rows, F32)
     _, payload = encode_embeddings(matrix, "int8")
     parts = [scalar_int8(r) for r in rows]
-    assert payload == struct.pack("<II", 1, 0) + b"".join(p[0] for p in parts) + b"".join(p[1] for p in parts)
+    assert payload == (struct.pack("<II", 1, 0) + b"".join(p[0] for p in parts)
+                       + b"".join(p[1] for p in parts))
     assert encode_embeddings(matrix, "int8")[1] == payload
     scales, _ = int8_view(payload, len(rows), 7)
     err = np.abs(dequantize(3, payload, len(rows), 7) - matrix)
@@ -234,7 +238,8 @@ def test_int4_matches_scalar_reference(rows):
     matrix = np.array(rows, F32)
     _, payload = encode_embeddings(matrix, "int4")
     parts = [scalar_int4(r) for r in rows]
-    assert payload == struct.pack("<II", 1, 1) + b"".join(p[0] for p in parts) + b"".join(p[1] for p in parts)
+    assert payload == (struct.pack("<II", 1, 1) + b"".join(p[0] for p in parts)
+                       + b"".join(p[1] for p in parts))
     assert encode_embeddings(matrix, "int4")[1] == payload
 
 

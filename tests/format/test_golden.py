@@ -66,7 +66,8 @@ def test_legacy_nest_file_opens_with_its_hashes():
     assert view.magic == "NEST" and view.is_legacy
     assert view.content_hash() == LEGACY_CONTENT_HASH
     assert decode_chunk_ids(view.decoded(1), 1) == [LEGACY_CHUNK_ID]
-    assert chunk_id("hi", "doc.txt", 0, 2, "demo-chunker/1", domain=LEGACY_CHUNK_ID_DOMAIN) == LEGACY_CHUNK_ID
+    assert chunk_id("hi", "doc.txt", 0, 2, "demo-chunker/1",
+                    domain=LEGACY_CHUNK_ID_DOMAIN) == LEGACY_CHUNK_ID
 
 
 def test_writer_emits_urna_magic_for_legacy_inputs(tmp_path):

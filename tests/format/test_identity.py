@@ -12,9 +12,12 @@ C = "sha256:186d842224fbbee05b4ae5d2851ef966c7da8a54372517c450c2a5d35dd213c3"
 
 
 @pytest.mark.parametrize("args, expected", [
-    (("hello", "doc.txt", 0, 5, "v1"), "sha256:105aadc3e479df537fdbbd78badf3261a585a001c631772673f8590a5f5d40af"),
-    (("HELLO", "doc.txt", 0, 5, "v1"), "sha256:0bce1526e036f0d099cd6edc677e7a70ee411d64290c4f8326c445bb94680655"),
-    (("", "", 0, 0, "v1"), "sha256:f329ba83edbe2edfb5bd0cf4403a748a4681f60f8a1c2bfe9de4df2957ec70fd"),
+    (("hello", "doc.txt", 0, 5, "v1"),
+     "sha256:105aadc3e479df537fdbbd78badf3261a585a001c631772673f8590a5f5d40af"),
+    (("HELLO", "doc.txt", 0, 5, "v1"),
+     "sha256:0bce1526e036f0d099cd6edc677e7a70ee411d64290c4f8326c445bb94680655"),
+    (("", "", 0, 0, "v1"),
+     "sha256:f329ba83edbe2edfb5bd0cf4403a748a4681f60f8a1c2bfe9de4df2957ec70fd"),
 ])
 def test_chunk_id_vectors(args, expected):
     assert chunk_id(*args) == expected

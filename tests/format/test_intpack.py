@@ -18,10 +18,12 @@ EXAMPLES = [  # 02-encodings §3.4
     ([0], "01000000 01000000 0c000000 0000000000000000 00"),
     ([7, 7, 7, 7], "04000000 01000000 0c000000 0700000000000000 00"),
     ([0, 1, 2, 3, 4, 5], "06000000 01000000 0c000000 0000000000000000 03 88c602"),
-    ([5, 1, 9, 2, 30724, 0], "06000000 01000000 0c000000 0000000000000000 0f 058000400240004080070000"),
+    ([5, 1, 9, 2, 30724, 0],
+     "06000000 01000000 0c000000 0000000000000000 0f 058000400240004080070000"),
     ([1000000, 1000001, 1000005, 1000002], "04000000 01000000 0c000000 40420f0000000000 03 4805"),
     ([2**64 - 1, 0, (2**64 - 1) // 2],
-     "03000000 01000000 0c000000 0000000000000000 40 ffffffffffffffff 0000000000000000 ffffffffffffff7f"),
+     "03000000 01000000 0c000000 0000000000000000 40 "
+     "ffffffffffffffff 0000000000000000 ffffffffffffff7f"),
 ]
 
 
@@ -54,7 +56,8 @@ def test_round_trip_full_decode_equals_per_value_access(values):
 
 def test_min_wraps_and_extra_width_is_accepted():
     # A tampered min must not fail (wrapping add); a wider-than-needed width decodes fine.
-    data = bytearray(struct.pack("<III", 2, 1, 12) + struct.pack("<Q", 2**64 - 1) + bytes([8, 1, 2]))
+    data = bytearray(struct.pack("<III", 2, 1, 12) + struct.pack("<Q", 2**64 - 1)
+                     + bytes([8, 1, 2]))
     assert unpack_u64s(bytes(data)).tolist() == [0, 1]  # (2**64 - 1) + 1 and + 2, wrapped
 
 

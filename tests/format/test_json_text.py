@@ -76,8 +76,12 @@ EMBEDDED = [
     (b'"\\ud800\\u0041"', 'JSON error: lone leading surrogate in hex escape at line 1 column 19'),
     (b'"\\udc00"', 'JSON error: lone leading surrogate in hex escape at line 1 column 13'),
     (b'"\\ud83d\\ude00"', None),
-    (b'"a\tb"', 'JSON error: control character (\\u0000-\\u001F) found while parsing a string at line 1 column 9'),
-    (b'"a\x00b"', 'JSON error: control character (\\u0000-\\u001F) found while parsing a string at line 1 column 9'),
+    (b'"a\tb"',
+     'JSON error: control character (\\u0000-\\u001F) found while parsing a string '
+     'at line 1 column 9'),
+    (b'"a\x00b"',
+     'JSON error: control character (\\u0000-\\u001F) found while parsing a string '
+     'at line 1 column 9'),
     (b'"\xff"', 'JSON error: invalid unicode code point at line 1 column 9'),
     (b'"\xc3"', 'JSON error: invalid unicode code point at line 1 column 9'),
     (b'"\xed\xa0\x80"', 'JSON error: invalid unicode code point at line 1 column 11'),
@@ -126,7 +130,8 @@ def test_depth_limit_is_serde_json_128() -> None:
 
 
 def test_values_and_types() -> None:
-    doc = parse_json(b' {"b":1,"a":[-0,1.5,18446744073709551615,18446744073709551616,-9223372036854775808,'
+    doc = parse_json(b' {"b":1,"a":[-0,1.5,18446744073709551615,18446744073709551616,'
+                     b'-9223372036854775808,'
                      b'-9223372036854775809,true,null,"\\u00e9\\ud83d\\ude00"],"b":2} \n')
     assert list(doc) == ["b", "a"] and doc["b"] == 2  # repeated key: first place, last value
     a = doc["a"]
@@ -200,7 +205,8 @@ def _contract_cases() -> list[tuple[str, dict]]:
 def test_contract_mutations_reproduce_reference_text(name: str, case: dict) -> None:
     buf = apply_case(case)
     _, _, entry = find_entry(buf, L.SECTION_SEARCH_CONTRACT)
-    raw = decode_section(entry.section_id, entry.encoding, buf[entry.offset:entry.offset + entry.size])
+    stored_payload = buf[entry.offset:entry.offset + entry.size]
+    raw = decode_section(entry.section_id, entry.encoding, stored_payload)
     version, n = struct.unpack_from("<IQ", raw, 0)
     with pytest.raises(Json) as exc:
         deserialize(raw[12:12 + n], CONTRACT)
@@ -208,23 +214,29 @@ def test_contract_mutations_reproduce_reference_text(name: str, case: dict) -> N
 
 
 def test_deserialize_struct_shapes() -> None:
-    spec = Struct("T", (("a", U32), ("b", Opt(U64)), ("c", STR_SEQ), ("d", Opt(BOOL))), flatten=True)
+    spec = Struct("T", (("a", U32), ("b", Opt(U64)), ("c", STR_SEQ), ("d", Opt(BOOL))),
+                  flatten=True)
     vals = deserialize(b'{"z":[1],"c":["x"],"a":7,"y":{"k":1.5},"d":null}', spec)
-    assert vals == {"a": 7, "b": None, "c": ["x"], "d": None, "\0extra": [("z", [1]), ("y", {"k": 1.5})]}
+    assert vals == {"a": 7, "b": None, "c": ["x"], "d": None,
+                    "\0extra": [("z", [1]), ("y", {"k": 1.5})]}
     inner = Struct("P", (("x", BOOL), ("y", Opt(BOOL))))
     assert deserialize(b"[true,null]", inner) == {"x": True, "y": None}
-    with pytest.raises(Json, match=r"^JSON error: invalid length 1, expected struct P with 2 elements at line 1 column 6$"):
+    with pytest.raises(Json, match=r"^JSON error: invalid length 1, expected struct P "
+                                   r"with 2 elements at line 1 column 6$"):
         deserialize(b"[true]", inner)
-    with pytest.raises(Json, match=r"^JSON error: invalid type: sequence, expected struct T at line 1 column 0$"):
+    with pytest.raises(Json, match=r"^JSON error: invalid type: sequence, expected struct T "
+                                   r"at line 1 column 0$"):
         deserialize(b"[]", spec)
 
 
 # ---------------------------------------------------------------- properties
 
-_json_scalars = st.none() | st.booleans() | st.integers(min_value=-2**63, max_value=2**64 - 1) | st.text()
+_json_scalars = (st.none() | st.booleans() | st.integers(min_value=-2**63, max_value=2**64 - 1)
+                 | st.text())
 _json_values = st.recursive(
     _json_scalars,
-    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=6), inner, max_size=4),
+    lambda inner: (st.lists(inner, max_size=4)
+                   | st.dictionaries(st.text(max_size=6), inner, max_size=4)),
     max_leaves=20)
 
 
@@ -272,8 +284,10 @@ CONTRACT_JSON = (b'{"metric":"ip","score_type":"cosine","normalize":"l2","index_
                  b'"rerank_policy":"none"}')
 # Reference messages: the golden file resealed around each 0x06 body and opened.
 CONTRACT_CASES = [
-    (CONTRACT_JSON.replace(b'"ip"', b"1"), "invalid type: integer `1`, expected a string at line 1 column 11"),
-    (CONTRACT_JSON.replace(b'"ip"', b"null"), "invalid type: null, expected a string at line 1 column 14"),
+    (CONTRACT_JSON.replace(b'"ip"', b"1"),
+     "invalid type: integer `1`, expected a string at line 1 column 11"),
+    (CONTRACT_JSON.replace(b'"ip"', b"null"),
+     "invalid type: null, expected a string at line 1 column 14"),
     (b"[]", "invalid length 0, expected struct SearchContract with 5 elements at line 1 column 2"),
     (b"[1]", "invalid type: integer `1`, expected a string at line 1 column 2"),
     (b'["ip","cosine","l2","exact","none"]', None),

@@ -83,9 +83,11 @@ def test_provenance_vector_fields() -> None:
     ref = json.loads(raw)
     for key in ("title", "version", "created", "description", "authors", "license"):
         assert getattr(m, key) == ref[key]
-    mrl = Manifest.from_json_bytes(manifest_bytes((DATA / "ref-0.5.1" / "quickstart-mrl.urna").read_bytes()))
+    mrl_raw = manifest_bytes((DATA / "ref-0.5.1" / "quickstart-mrl.urna").read_bytes())
+    mrl = Manifest.from_json_bytes(mrl_raw)
     assert (mrl.mrl_dim, mrl.full_dim) == (mrl.embedding_dim, 2 * mrl.embedding_dim)
-    graph = Manifest.from_json_bytes(manifest_bytes((DATA / "ref-0.5.1" / "quickstart-graph.urna").read_bytes()))
+    graph_raw = manifest_bytes((DATA / "ref-0.5.1" / "quickstart-graph.urna").read_bytes())
+    graph = Manifest.from_json_bytes(graph_raw)
     assert graph.capabilities_ext == CapabilitiesExt(graph_present=True)
     assert b'"capabilities_ext":{"graph_present":true}' in graph.to_json_bytes()
 
@@ -93,7 +95,8 @@ def test_provenance_vector_fields() -> None:
 def test_optional_and_extra_keys() -> None:
     # Whitespace around the object, null optionals, unknown keys (top level kept, sorted on
     # write; inside capabilities dropped), a repeated unknown key keeps its last value.
-    doc = (b'  \n' + GOLDEN_JSON[:-2].replace(b'"supports_ann":false', b'"supports_ann":false,"x":1')
+    doc = (b'  \n'
+           + GOLDEN_JSON[:-2].replace(b'"supports_ann":false', b'"supports_ann":false,"x":1')
            + b'},"title":null,"zz":[1,{"b":2,"a":1.5}],"mrl_dim":null,"aa":"\xc3\xa9","zz":true,'
            b'"capabilities_ext":{}} \t')
     m = Manifest.from_json_bytes(doc)
@@ -101,7 +104,8 @@ def test_optional_and_extra_keys() -> None:
     assert m.capabilities == Capabilities()
     assert m.capabilities_ext == CapabilitiesExt()
     assert list(m.extra) == ["zz", "aa"] and m.extra["zz"] is True
-    assert m.to_json_bytes() == GOLDEN_JSON[:-1] + b',"capabilities_ext":{},"aa":"\xc3\xa9","zz":true}'
+    assert m.to_json_bytes() == (GOLDEN_JSON[:-1]
+                                 + b',"capabilities_ext":{},"aa":"\xc3\xa9","zz":true}')
     m.authors = []
     assert b',"authors":[],' in m.to_json_bytes()
 
@@ -114,7 +118,8 @@ def test_capabilities_accepts_array_form() -> None:
 
 def test_unknown_capability_values_are_not_depth_limited() -> None:
     # serde's ignore_value has no depth limit; the reference opened this file.
-    doc = GOLDEN_JSON.replace(b'"supports_ann":false', b'"supports_ann":false,"zz":' + b"[" * 300 + b"]" * 300)
+    deep = b"[" * 300 + b"]" * 300
+    doc = GOLDEN_JSON.replace(b'"supports_ann":false', b'"supports_ann":false,"zz":' + deep)
     assert Manifest.from_json_bytes(doc).capabilities == Capabilities()
 
 
@@ -122,67 +127,118 @@ def test_unknown_capability_values_are_not_depth_limited() -> None:
 
 # (old, new, reference message) applied once to the golden manifest; None: the reference parsed it.
 EDITS = [
-    (b'"format_version":1', b'"format_version":"1"', 'JSON error: invalid type: string "1", expected u32 at line 1 column 21'),
-    (b'"format_version":1', b'"format_version":-1', 'JSON error: invalid value: integer `-1`, expected u32 at line 1 column 20'),
-    (b'"format_version":1', b'"format_version":-0', 'JSON error: invalid type: floating point `-0.0`, expected u32 at line 1 column 20'),
-    (b'"format_version":1', b'"format_version":1.0', 'JSON error: invalid type: floating point `1.0`, expected u32 at line 1 column 21'),
-    (b'"format_version":1', b'"format_version":4294967296', 'JSON error: invalid value: integer `4294967296`, expected u32 at line 1 column 28'),
-    (b'"format_version":1', b'"format_version":99999999999999999999', 'JSON error: invalid type: floating point `1e+20`, expected u32 at line 1 column 38'),
-    (b'"format_version":1', b'"format_version":null', 'JSON error: invalid type: null, expected u32 at line 1 column 22'),
-    (b'"format_version":1', b'"format_version":true', 'JSON error: invalid type: boolean `true`, expected u32 at line 1 column 22'),
-    (b'"format_version":1', b'"format_version":[1]', 'JSON error: invalid type: sequence, expected u32 at line 1 column 18'),
-    (b'"format_version":1', b'"format_version":{}', 'JSON error: invalid type: map, expected u32 at line 1 column 18'),
+    (b'"format_version":1', b'"format_version":"1"',
+     'JSON error: invalid type: string "1", expected u32 at line 1 column 21'),
+    (b'"format_version":1', b'"format_version":-1',
+     'JSON error: invalid value: integer `-1`, expected u32 at line 1 column 20'),
+    (b'"format_version":1', b'"format_version":-0',
+     'JSON error: invalid type: floating point `-0.0`, expected u32 at line 1 column 20'),
+    (b'"format_version":1', b'"format_version":1.0',
+     'JSON error: invalid type: floating point `1.0`, expected u32 at line 1 column 21'),
+    (b'"format_version":1', b'"format_version":4294967296',
+     'JSON error: invalid value: integer `4294967296`, expected u32 at line 1 column 28'),
+    (b'"format_version":1', b'"format_version":99999999999999999999',
+     'JSON error: invalid type: floating point `1e+20`, expected u32 at line 1 column 38'),
+    (b'"format_version":1', b'"format_version":null',
+     'JSON error: invalid type: null, expected u32 at line 1 column 22'),
+    (b'"format_version":1', b'"format_version":true',
+     'JSON error: invalid type: boolean `true`, expected u32 at line 1 column 22'),
+    (b'"format_version":1', b'"format_version":[1]',
+     'JSON error: invalid type: sequence, expected u32 at line 1 column 18'),
+    (b'"format_version":1', b'"format_version":{}',
+     'JSON error: invalid type: map, expected u32 at line 1 column 18'),
     (b'"n_chunks":1', b'"n_chunks":18446744073709551615', None),
-    (b'"n_chunks":1', b'"n_chunks":18446744073709551616', 'JSON error: invalid type: floating point `1.8446744073709552e+19`, expected u64 at line 1 column 113'),
-    (b'"n_chunks":1', b'"n_chunks":-9223372036854775808', 'JSON error: invalid value: integer `-9223372036854775808`, expected u64 at line 1 column 113'),
-    (b'"embedding_model":"demo"', b'"embedding_model":5', 'JSON error: invalid type: integer `5`, expected a string at line 1 column 58'),
-    (b'"embedding_model":"demo"', b'"embedding_model":null', 'JSON error: invalid type: null, expected a string at line 1 column 61'),
-    (b'"embedding_model":"demo"', b'"embedding_model":false', 'JSON error: invalid type: boolean `false`, expected a string at line 1 column 62'),
-    (b'"dtype":"float32"', b'"dtype":1.5e300', 'JSON error: invalid type: floating point `1.5e+300`, expected a string at line 1 column 110'),
+    (b'"n_chunks":1', b'"n_chunks":18446744073709551616',
+     'JSON error: invalid type: floating point `1.8446744073709552e+19`, expected u64 '
+     'at line 1 column 113'),
+    (b'"n_chunks":1', b'"n_chunks":-9223372036854775808',
+     'JSON error: invalid value: integer `-9223372036854775808`, expected u64 '
+     'at line 1 column 113'),
+    (b'"embedding_model":"demo"', b'"embedding_model":5',
+     'JSON error: invalid type: integer `5`, expected a string at line 1 column 58'),
+    (b'"embedding_model":"demo"', b'"embedding_model":null',
+     'JSON error: invalid type: null, expected a string at line 1 column 61'),
+    (b'"embedding_model":"demo"', b'"embedding_model":false',
+     'JSON error: invalid type: boolean `false`, expected a string at line 1 column 62'),
+    (b'"dtype":"float32"', b'"dtype":1.5e300',
+     'JSON error: invalid type: floating point `1.5e+300`, expected a string at line 1 column 110'),
     (b'"dtype":"float32",', b'', 'JSON error: missing field `dtype` at line 1 column 457'),
-    (b'"format_version":1,', b'', 'JSON error: missing field `format_version` at line 1 column 456'),
+    (b'"format_version":1,', b'',
+     'JSON error: missing field `format_version` at line 1 column 456'),
     (b'"normalize":"l2",', b'', 'JSON error: missing field `normalize` at line 1 column 458'),
     (b'"format_version":1,"schema_version":1', b'"schema_version":1,"format_version":1', None),
     (b'"demo"', b'"a\\"b\\n\\u0001\\u00e9\\u0301\\u200bx"', None),
-    (b'"supports_ann":false,', b'', 'JSON error: missing field `supports_ann` at line 1 column 453'),
-    (b'"supports_ann":false', b'"supports_ann":"no"', 'JSON error: invalid type: string "no", expected a boolean at line 1 column 389'),
-    (b'"supports_ann":false', b'"supports_ann":false,"supports_ann":true', 'JSON error: duplicate field `supports_ann` at line 1 column 405'),
+    (b'"supports_ann":false,', b'',
+     'JSON error: missing field `supports_ann` at line 1 column 453'),
+    (b'"supports_ann":false', b'"supports_ann":"no"',
+     'JSON error: invalid type: string "no", expected a boolean at line 1 column 389'),
+    (b'"supports_ann":false', b'"supports_ann":false,"supports_ann":true',
+     'JSON error: duplicate field `supports_ann` at line 1 column 405'),
     (b'"supports_ann":false', b'"supports_ann":false,"zz":"\xff\\ud800"', None),
-    (b'"supports_ann":false', b'"supports_ann":false,"zz":"\x01"', 'JSON error: control character (\\u0000-\\u001F) found while parsing a string at line 1 column 397'),
-    (b'"supports_ann":false', b'"supports_ann":false,"\xff":1', 'JSON error: invalid unicode code point at line 1 column 394'),
-    (b',"capabilities":@CAPS@', b'', 'JSON error: missing field `capabilities` at line 1 column 332'),
-    (b',"capabilities":@CAPS@', b',"capabilities":null', 'JSON error: invalid type: null, expected struct Capabilities at line 1 column 351'),
-    (b',"capabilities":@CAPS@', b',"capabilities":"x"', 'JSON error: invalid type: string "x", expected struct Capabilities at line 1 column 350'),
+    (b'"supports_ann":false', b'"supports_ann":false,"zz":"\x01"',
+     'JSON error: control character (\\u0000-\\u001F) found while parsing a string '
+     'at line 1 column 397'),
+    (b'"supports_ann":false', b'"supports_ann":false,"\xff":1',
+     'JSON error: invalid unicode code point at line 1 column 394'),
+    (b',"capabilities":@CAPS@', b'',
+     'JSON error: missing field `capabilities` at line 1 column 332'),
+    (b',"capabilities":@CAPS@', b',"capabilities":null',
+     'JSON error: invalid type: null, expected struct Capabilities at line 1 column 351'),
+    (b',"capabilities":@CAPS@', b',"capabilities":"x"',
+     'JSON error: invalid type: string "x", expected struct Capabilities at line 1 column 350'),
     (b',"capabilities":@CAPS@', b',"capabilities":[true,false,false,true,true]', None),
-    (b',"capabilities":@CAPS@', b',"capabilities":[true,false]', 'JSON error: invalid length 2, expected struct Capabilities with 5 elements at line 1 column 359'),
-    (b',"capabilities":@CAPS@', b',"capabilities":[true,false,false,true,true,1]', 'JSON error: trailing characters at line 1 column 376'),
-    (b',"capabilities":@CAPS@', b',"capabilities":[true,false,false,true,true,]', 'JSON error: trailing comma at line 1 column 376'),
-    (b',"capabilities":@CAPS@', b',"capabilities":[1]', 'JSON error: invalid type: integer `1`, expected a boolean at line 1 column 349'),
+    (b',"capabilities":@CAPS@', b',"capabilities":[true,false]',
+     'JSON error: invalid length 2, expected struct Capabilities with 5 elements '
+     'at line 1 column 359'),
+    (b',"capabilities":@CAPS@', b',"capabilities":[true,false,false,true,true,1]',
+     'JSON error: trailing characters at line 1 column 376'),
+    (b',"capabilities":@CAPS@', b',"capabilities":[true,false,false,true,true,]',
+     'JSON error: trailing comma at line 1 column 376'),
+    (b',"capabilities":@CAPS@', b',"capabilities":[1]',
+     'JSON error: invalid type: integer `1`, expected a boolean at line 1 column 349'),
     (b'@CAPS@}', b'@CAPS@,"title":null}', None),
-    (b'@CAPS@}', b'@CAPS@,"title":1}', 'JSON error: invalid type: integer `1`, expected a string at line 1 column 484'),
-    (b'@CAPS@}', b'@CAPS@,"title":"a","title":"b"}', 'JSON error: duplicate field `title` at line 1 column 494'),
-    (b'@CAPS@}', b'@CAPS@,"title":null,"title":"b"}', 'JSON error: duplicate field `title` at line 1 column 495'),
-    (b'@CAPS@}', b'@CAPS@,"authors":"x"}', 'JSON error: invalid type: string "x", expected a sequence at line 1 column 488'),
-    (b'@CAPS@}', b'@CAPS@,"authors":[1]}', 'JSON error: invalid type: integer `1`, expected a string at line 1 column 487'),
+    (b'@CAPS@}', b'@CAPS@,"title":1}',
+     'JSON error: invalid type: integer `1`, expected a string at line 1 column 484'),
+    (b'@CAPS@}', b'@CAPS@,"title":"a","title":"b"}',
+     'JSON error: duplicate field `title` at line 1 column 494'),
+    (b'@CAPS@}', b'@CAPS@,"title":null,"title":"b"}',
+     'JSON error: duplicate field `title` at line 1 column 495'),
+    (b'@CAPS@}', b'@CAPS@,"authors":"x"}',
+     'JSON error: invalid type: string "x", expected a sequence at line 1 column 488'),
+    (b'@CAPS@}', b'@CAPS@,"authors":[1]}',
+     'JSON error: invalid type: integer `1`, expected a string at line 1 column 487'),
     (b'@CAPS@}', b'@CAPS@,"authors":["a",]}', 'JSON error: trailing comma at line 1 column 491'),
-    (b'@CAPS@}', b'@CAPS@,"authors":["a" "b"]}', 'JSON error: expected `,` or `]` at line 1 column 491'),
-    (b'@CAPS@}', b'@CAPS@,"authors":[["a"]]}', 'JSON error: invalid type: sequence, expected a string at line 1 column 486'),
-    (b'@CAPS@}', b'@CAPS@,"mrl_dim":-4}', 'JSON error: invalid value: integer `-4`, expected u32 at line 1 column 487'),
+    (b'@CAPS@}', b'@CAPS@,"authors":["a" "b"]}',
+     'JSON error: expected `,` or `]` at line 1 column 491'),
+    (b'@CAPS@}', b'@CAPS@,"authors":[["a"]]}',
+     'JSON error: invalid type: sequence, expected a string at line 1 column 486'),
+    (b'@CAPS@}', b'@CAPS@,"mrl_dim":-4}',
+     'JSON error: invalid value: integer `-4`, expected u32 at line 1 column 487'),
     (b'@CAPS@}', b'@CAPS@,"mrl_dim":4}', None),
-    (b'@CAPS@}', b'@CAPS@,"capabilities_ext":[true]}', 'JSON error: invalid length 1, expected struct CapabilitiesExt with 5 elements at line 1 column 500'),
-    (b'@CAPS@}', b'@CAPS@,"capabilities_ext":[true,null,null,null,false,1]}', 'JSON error: trailing characters at line 1 column 522'),
-    (b'@CAPS@}', b'@CAPS@,"capabilities_ext":{"graph_present":1}}', 'JSON error: invalid type: integer `1`, expected a boolean at line 1 column 512'),
-    (b'@CAPS@}', b'@CAPS@,"capabilities_ext":{"graph_present":true,"graph_present":true}}', 'JSON error: duplicate field `graph_present` at line 1 column 531'),
-    (b'@CAPS@}', b'@CAPS@,"capabilities_ext":"x"}', 'JSON error: invalid type: string "x", expected struct CapabilitiesExt at line 1 column 497'),
-    (b'@CAPS@}', b'@CAPS@,"format_version":1}', 'JSON error: duplicate field `format_version` at line 1 column 491'),
-    (b'@CAPS@}', b'@CAPS@,"zz":1,"zz":"\xff"}', 'JSON error: invalid unicode code point at line 1 column 490'),
+    (b'@CAPS@}', b'@CAPS@,"capabilities_ext":[true]}',
+     'JSON error: invalid length 1, expected struct CapabilitiesExt with 5 elements '
+     'at line 1 column 500'),
+    (b'@CAPS@}', b'@CAPS@,"capabilities_ext":[true,null,null,null,false,1]}',
+     'JSON error: trailing characters at line 1 column 522'),
+    (b'@CAPS@}', b'@CAPS@,"capabilities_ext":{"graph_present":1}}',
+     'JSON error: invalid type: integer `1`, expected a boolean at line 1 column 512'),
+    (b'@CAPS@}', b'@CAPS@,"capabilities_ext":{"graph_present":true,"graph_present":true}}',
+     'JSON error: duplicate field `graph_present` at line 1 column 531'),
+    (b'@CAPS@}', b'@CAPS@,"capabilities_ext":"x"}',
+     'JSON error: invalid type: string "x", expected struct CapabilitiesExt at line 1 column 497'),
+    (b'@CAPS@}', b'@CAPS@,"format_version":1}',
+     'JSON error: duplicate field `format_version` at line 1 column 491'),
+    (b'@CAPS@}', b'@CAPS@,"zz":1,"zz":"\xff"}',
+     'JSON error: invalid unicode code point at line 1 column 490'),
     (b'@CAPS@}', b'@CAPS@,}', 'JSON error: trailing comma at line 1 column 476'),
     (b'@CAPS@}', b'@CAPS@} x', 'JSON error: trailing characters at line 1 column 477'),
     (b'@CAPS@}', b'@CAPS@}}', 'JSON error: trailing characters at line 1 column 476'),
     (b'@CAPS@}', b'@CAPS@', 'JSON error: EOF while parsing an object at line 1 column 474'),
     (b'{"format_version"', b'\n\n  {"format_version"', None),
-    (b'"n_chunks":1', b'"n_chunks":\n  -1', 'JSON error: invalid value: integer `-1`, expected u64 at line 2 column 4'),
-    (b'{"format_version"', b'{"format_version\xc3', 'JSON error: invalid unicode code point at line 1 column 21'),
+    (b'"n_chunks":1', b'"n_chunks":\n  -1',
+     'JSON error: invalid value: integer `-1`, expected u64 at line 2 column 4'),
+    (b'{"format_version"', b'{"format_version\xc3',
+     'JSON error: invalid unicode code point at line 1 column 21'),
 ]
 
 
@@ -205,12 +261,15 @@ WHOLE = [
     (b'[]', 'JSON error: invalid type: sequence, expected struct Manifest at line 1 column 0'),
     (b'"x"', 'JSON error: invalid type: string "x", expected struct Manifest at line 1 column 3'),
     (b'null', 'JSON error: invalid type: null, expected struct Manifest at line 1 column 4'),
-    (b'-1.5', 'JSON error: invalid type: floating point `-1.5`, expected struct Manifest at line 1 column 4'),
+    (b'-1.5',
+     'JSON error: invalid type: floating point `-1.5`, expected struct Manifest '
+     'at line 1 column 4'),
     (b'{', 'JSON error: EOF while parsing an object at line 1 column 1'),
     (b'{}', 'JSON error: missing field `format_version` at line 1 column 2'),
     (b'{1:2}', 'JSON error: key must be a string at line 1 column 2'),
     (b'[1,2]', 'JSON error: invalid type: sequence, expected struct Manifest at line 1 column 0'),
-    (b'true', 'JSON error: invalid type: boolean `true`, expected struct Manifest at line 1 column 4'),
+    (b'true',
+     'JSON error: invalid type: boolean `true`, expected struct Manifest at line 1 column 4'),
 ]
 
 
@@ -239,36 +298,64 @@ def test_mutation_file_manifest_messages(name: str, case: dict) -> None:
 H = ZERO_HASH
 # (old, new, error class, reference message) applied once to the golden manifest.
 RULES = [
-    ('"format_version":1', '"format_version":2', UnsupportedFormatVersion, "unsupported format_version: 2"),
-    ('"schema_version":1', '"schema_version":7', UnsupportedSchemaVersion, "unsupported schema_version: 7"),
-    ('"embedding_model":"demo"', '"embedding_model":""', ManifestInvalid, "manifest invalid: embedding_model must not be empty"),
-    ('"embedding_dim":4', '"embedding_dim":0', ManifestInvalid, "manifest invalid: embedding_dim must be > 0"),
+    ('"format_version":1', '"format_version":2', UnsupportedFormatVersion,
+     "unsupported format_version: 2"),
+    ('"schema_version":1', '"schema_version":7', UnsupportedSchemaVersion,
+     "unsupported schema_version: 7"),
+    ('"embedding_model":"demo"', '"embedding_model":""', ManifestInvalid,
+     "manifest invalid: embedding_model must not be empty"),
+    ('"embedding_dim":4', '"embedding_dim":0', ManifestInvalid,
+     "manifest invalid: embedding_dim must be > 0"),
     ('"n_chunks":1', '"n_chunks":0', ManifestInvalid, "manifest invalid: n_chunks must be > 0"),
-    ('"chunker_version":"demo-chunker/1"', '"chunker_version":""', ManifestInvalid, "manifest invalid: chunker_version must not be empty"),
-    (H, "deadbeef", InvalidModelHash, "invalid model_hash: expected 'sha256:<hex>' prefix, got 'deadbeef'"),
-    (H, H[:-1], InvalidModelHash, f"invalid model_hash: expected 64 hex chars after 'sha256:', got '{'0' * 63}'"),
-    (H, H + "0", InvalidModelHash, f"invalid model_hash: expected 64 hex chars after 'sha256:', got '{'0' * 65}'"),
-    (H, "sha256:" + "g" * 64, InvalidModelHash, f"invalid model_hash: expected 64 hex chars after 'sha256:', got '{'g' * 64}'"),
-    (H, "sha256:" + "é" * 32, InvalidModelHash, f"invalid model_hash: expected 64 hex chars after 'sha256:', got '{'é' * 32}'"),
+    ('"chunker_version":"demo-chunker/1"', '"chunker_version":""', ManifestInvalid,
+     "manifest invalid: chunker_version must not be empty"),
+    (H, "deadbeef", InvalidModelHash,
+     "invalid model_hash: expected 'sha256:<hex>' prefix, got 'deadbeef'"),
+    (H, H[:-1], InvalidModelHash,
+     f"invalid model_hash: expected 64 hex chars after 'sha256:', got '{'0' * 63}'"),
+    (H, H + "0", InvalidModelHash,
+     f"invalid model_hash: expected 64 hex chars after 'sha256:', got '{'0' * 65}'"),
+    (H, "sha256:" + "g" * 64, InvalidModelHash,
+     f"invalid model_hash: expected 64 hex chars after 'sha256:', got '{'g' * 64}'"),
+    (H, "sha256:" + "é" * 32, InvalidModelHash,
+     f"invalid model_hash: expected 64 hex chars after 'sha256:', got '{'é' * 32}'"),
     ('"dtype":"float32"', '"dtype":"bfloat16"', UnsupportedDType, "unsupported dtype: bfloat16"),
     ('"metric":"ip"', '"metric":"l2"', UnsupportedMetric, "unsupported metric: l2"),
-    ('"score_type":"cosine"', '"score_type":"dot"', UnsupportedScoreType, "unsupported score_type: dot"),
+    ('"score_type":"cosine"', '"score_type":"dot"', UnsupportedScoreType,
+     "unsupported score_type: dot"),
     ('"normalize":"l2"', '"normalize":"none"', UnsupportedNormalize, "unsupported normalize: none"),
-    ('"index_type":"exact"', '"index_type":"ivf"', UnsupportedIndexType, "unsupported index_type: ivf"),
-    ('"rerank_policy":"none"', '"rerank_policy":"maybe"', UnsupportedRerankPolicy, "unsupported rerank_policy: maybe"),
-    ('"index_type":"exact"', '"index_type":"hnsw"', ManifestInvalid, 'manifest invalid: index_type=hnsw requires rerank_policy="exact"'),
-    ('"index_type":"exact","rerank_policy":"none"', '"index_type":"hybrid","rerank_policy":"exact"', ManifestInvalid, "manifest invalid: index_type=hybrid requires capabilities.supports_bm25=true"),
-    ('"index_type":"exact","rerank_policy":"none"', '"index_type":"hnsw","rerank_policy":"exact"', ManifestInvalid, "manifest invalid: index_type=hnsw requires capabilities.supports_ann=true"),
-    ('"supports_exact":true', '"supports_exact":false', ManifestInvalid, "manifest invalid: capabilities.supports_exact must be true (exact path is the ground truth)"),
-    ('"supports_reproducible_build":true', '"supports_reproducible_build":false', ManifestInvalid, "manifest invalid: capabilities.supports_reproducible_build must be true"),
-    ("true}}", 'true},"mrl_dim":0}', ManifestInvalid, "manifest invalid: mrl_dim must be > 0 when set"),
-    ("true}}", 'true},"mrl_dim":0,"full_dim":8}', ManifestInvalid, "manifest invalid: mrl_dim must be > 0 when set"),
-    ("true}}", 'true},"mrl_dim":4}', ManifestInvalid, "manifest invalid: mrl_dim requires full_dim (the source dim) to be set"),
-    ("true}}", 'true},"full_dim":4}', ManifestInvalid, "manifest invalid: full_dim requires mrl_dim to be set"),
-    ("true}}", 'true},"mrl_dim":8,"full_dim":4}', ManifestInvalid, "manifest invalid: mrl_dim (8) must be <= full_dim (4)"),
-    ("true}}", 'true},"mrl_dim":2,"full_dim":8}', ManifestInvalid, "manifest invalid: mrl_dim (2) must equal embedding_dim (4); the runtime strides by embedding_dim"),
+    ('"index_type":"exact"', '"index_type":"ivf"', UnsupportedIndexType,
+     "unsupported index_type: ivf"),
+    ('"rerank_policy":"none"', '"rerank_policy":"maybe"', UnsupportedRerankPolicy,
+     "unsupported rerank_policy: maybe"),
+    ('"index_type":"exact"', '"index_type":"hnsw"', ManifestInvalid,
+     'manifest invalid: index_type=hnsw requires rerank_policy="exact"'),
+    ('"index_type":"exact","rerank_policy":"none"', '"index_type":"hybrid","rerank_policy":"exact"',
+     ManifestInvalid,
+     "manifest invalid: index_type=hybrid requires capabilities.supports_bm25=true"),
+    ('"index_type":"exact","rerank_policy":"none"', '"index_type":"hnsw","rerank_policy":"exact"',
+     ManifestInvalid, "manifest invalid: index_type=hnsw requires capabilities.supports_ann=true"),
+    ('"supports_exact":true', '"supports_exact":false', ManifestInvalid,
+     "manifest invalid: capabilities.supports_exact must be true (exact path is the ground truth)"),
+    ('"supports_reproducible_build":true', '"supports_reproducible_build":false', ManifestInvalid,
+     "manifest invalid: capabilities.supports_reproducible_build must be true"),
+    ("true}}", 'true},"mrl_dim":0}', ManifestInvalid,
+     "manifest invalid: mrl_dim must be > 0 when set"),
+    ("true}}", 'true},"mrl_dim":0,"full_dim":8}', ManifestInvalid,
+     "manifest invalid: mrl_dim must be > 0 when set"),
+    ("true}}", 'true},"mrl_dim":4}', ManifestInvalid,
+     "manifest invalid: mrl_dim requires full_dim (the source dim) to be set"),
+    ("true}}", 'true},"full_dim":4}', ManifestInvalid,
+     "manifest invalid: full_dim requires mrl_dim to be set"),
+    ("true}}", 'true},"mrl_dim":8,"full_dim":4}', ManifestInvalid,
+     "manifest invalid: mrl_dim (8) must be <= full_dim (4)"),
+    ("true}}", 'true},"mrl_dim":2,"full_dim":8}', ManifestInvalid,
+     "manifest invalid: mrl_dim (2) must equal embedding_dim (4); "
+     "the runtime strides by embedding_dim"),
     # First failure wins.
-    ('"format_version":1,"schema_version":1,"embedding_model":"demo"', '"format_version":3,"schema_version":3,"embedding_model":""', UnsupportedFormatVersion, "unsupported format_version: 3"),
+    ('"format_version":1,"schema_version":1,"embedding_model":"demo"',
+     '"format_version":3,"schema_version":3,"embedding_model":""', UnsupportedFormatVersion,
+     "unsupported format_version: 3"),
 ]
 
 
@@ -297,7 +384,8 @@ def test_accepted_by_validation(old: str, new: str) -> None:
 def test_int4_mrl_rule_and_dtypes() -> None:
     m = Manifest.new("demo", 96, 1, "c/1", ZERO_HASH)
     m.dtype, m.mrl_dim, m.full_dim = "int4", 96, 384
-    with pytest.raises(ManifestInvalid, match=r"^manifest invalid: int4 requires mrl_dim divisible by 64, got 96$"):
+    with pytest.raises(ManifestInvalid,
+                       match=r"^manifest invalid: int4 requires mrl_dim divisible by 64, got 96$"):
         m.validate()
     m.embedding_dim = m.mrl_dim = 128
     m.validate()
@@ -314,26 +402,30 @@ def test_default_manifest_is_invalid() -> None:
 
 _text = st.text(max_size=12)
 _json_leaf = st.none() | st.booleans() | st.integers(min_value=-2**63, max_value=2**64 - 1) | _text
-_json = st.recursive(_json_leaf, lambda c: st.lists(c, max_size=3) | st.dictionaries(_text, c, max_size=3),
+_json = st.recursive(_json_leaf,
+                     lambda c: st.lists(c, max_size=3) | st.dictionaries(_text, c, max_size=3),
                      max_leaves=8)
 _opt_bool = st.none() | st.booleans()
-_KNOWN = {"format_version", "schema_version", "embedding_model", "embedding_dim", "n_chunks", "dtype",
-          "metric", "score_type", "normalize", "index_type", "rerank_policy", "model_hash",
-          "chunker_version", "capabilities", "title", "version", "created", "description", "authors",
-          "license", "mrl_dim", "full_dim", "capabilities_ext"}
+_KNOWN = {"format_version", "schema_version", "embedding_model", "embedding_dim", "n_chunks",
+          "dtype", "metric", "score_type", "normalize", "index_type", "rerank_policy", "model_hash",
+          "chunker_version", "capabilities", "title", "version", "created", "description",
+          "authors", "license", "mrl_dim", "full_dim", "capabilities_ext"}
 
 manifests = st.builds(
     Manifest,
     format_version=st.integers(0, 2**32 - 1), schema_version=st.integers(0, 2**32 - 1),
-    embedding_model=_text, embedding_dim=st.integers(0, 2**32 - 1), n_chunks=st.integers(0, 2**64 - 1),
+    embedding_model=_text, embedding_dim=st.integers(0, 2**32 - 1),
+    n_chunks=st.integers(0, 2**64 - 1),
     dtype=_text, metric=_text, score_type=_text, normalize=_text, index_type=_text,
     rerank_policy=_text, model_hash=_text, chunker_version=_text,
-    capabilities=st.builds(Capabilities, st.booleans(), st.booleans(), st.booleans(), st.booleans(), st.booleans()),
+    capabilities=st.builds(Capabilities, st.booleans(), st.booleans(), st.booleans(),
+                           st.booleans(), st.booleans()),
     title=st.none() | _text, version=st.none() | _text, created=st.none() | _text,
     description=st.none() | _text, authors=st.none() | st.lists(_text, max_size=3),
     license=st.none() | _text, mrl_dim=st.none() | st.integers(0, 2**32 - 1),
     full_dim=st.none() | st.integers(0, 2**32 - 1),
-    capabilities_ext=st.none() | st.builds(CapabilitiesExt, _opt_bool, _opt_bool, _opt_bool, _opt_bool, _opt_bool),
+    capabilities_ext=st.none() | st.builds(CapabilitiesExt, _opt_bool, _opt_bool, _opt_bool,
+                                           _opt_bool, _opt_bool),
     extra=st.dictionaries(_text.filter(lambda k: k not in _KNOWN), _json, max_size=3),
 )
 
@@ -362,9 +454,12 @@ def test_garbage_raises_only_urna_errors(data: bytes) -> None:
 LONG_NUMBERS = [
     (b"0." + b"0" * 100000 + b"1", "floating point `0.0`, expected u32 at line 1 column 100021"),
     (b"1" + b"0" * 100000, "number out of range at line 1 column 100019"),
-    (b"1e" + b"0" * 100000 + b"5", "floating point `100000.0`, expected u32 at line 1 column 100021"),
-    (b"0." + b"0" * 300 + b"123e305", "floating point `12300.0`, expected u32 at line 1 column 327"),
-    (b"1." + b"7" * 100000, "floating point `1.777777777777778`, expected u32 at line 1 column 100020"),
+    (b"1e" + b"0" * 100000 + b"5",
+     "floating point `100000.0`, expected u32 at line 1 column 100021"),
+    (b"0." + b"0" * 300 + b"123e305",
+     "floating point `12300.0`, expected u32 at line 1 column 327"),
+    (b"1." + b"7" * 100000,
+     "floating point `1.777777777777778`, expected u32 at line 1 column 100020"),
     (b"0e" + b"9" * 100000, "floating point `0.0`, expected u32 at line 1 column 100020"),
     (b"1e-" + b"9" * 1000, "floating point `0.0`, expected u32 at line 1 column 1021"),
 ]
@@ -385,7 +480,8 @@ def test_positions_count_lines_and_bytes() -> None:
            .replace(b'"n_chunks":1', b'"n_chunks":\n\n   -7'))
     with pytest.raises(Json) as exc:
         Manifest.from_json_bytes(doc)
-    assert str(exc.value) == "JSON error: invalid value: integer `-7`, expected u64 at line 4 column 5"
+    assert str(exc.value) == ("JSON error: invalid value: integer `-7`, expected u64 "
+                              "at line 4 column 5")
 
 
 def test_to_dict_is_the_reference_inspect_manifest() -> None:

@@ -70,7 +70,8 @@ def test_step1_too_short_is_truncated():
 
 def test_step2_bad_magic():
     err = raises(b"BAD!" + GOLDEN[4:], E.MagicMismatch)
-    assert err.got == b"BAD!" and str(err) == "magic mismatch: expected [85, 82, 78, 65], got [66, 65, 68, 33]"
+    assert err.got == b"BAD!"
+    assert str(err) == "magic mismatch: expected [85, 82, 78, 65], got [66, 65, 68, 33]"
     raises(bytes(168), E.MagicMismatch)
 
 
@@ -178,8 +179,10 @@ def test_step12_whitespace_around_the_manifest_is_fine():
 @pytest.mark.parametrize("changes, cls, text", [
     ({"format_version": 2}, E.UnsupportedFormatVersion, "unsupported format_version: 2"),
     ({"schema_version": 9}, E.UnsupportedSchemaVersion, "unsupported schema_version: 9"),
-    ({"embedding_model": ""}, E.ManifestInvalid, "manifest invalid: embedding_model must not be empty"),
-    ({"chunker_version": ""}, E.ManifestInvalid, "manifest invalid: chunker_version must not be empty"),
+    ({"embedding_model": ""}, E.ManifestInvalid,
+     "manifest invalid: embedding_model must not be empty"),
+    ({"chunker_version": ""}, E.ManifestInvalid,
+     "manifest invalid: chunker_version must not be empty"),
     ({"model_hash": "md5:00"}, E.InvalidModelHash,
      "invalid model_hash: expected 'sha256:<hex>' prefix, got 'md5:00'"),
     ({"model_hash": "sha256:abc"}, E.InvalidModelHash,
@@ -197,10 +200,13 @@ def test_step12_whitespace_around_the_manifest_is_fine():
     ({"mrl_dim": 4}, E.ManifestInvalid,
      "manifest invalid: mrl_dim requires full_dim (the source dim) to be set"),
     ({"full_dim": 8}, E.ManifestInvalid, "manifest invalid: full_dim requires mrl_dim to be set"),
-    ({"mrl_dim": 0, "full_dim": 8}, E.ManifestInvalid, "manifest invalid: mrl_dim must be > 0 when set"),
-    ({"mrl_dim": 9, "full_dim": 8}, E.ManifestInvalid, "manifest invalid: mrl_dim (9) must be <= full_dim (8)"),
+    ({"mrl_dim": 0, "full_dim": 8}, E.ManifestInvalid,
+     "manifest invalid: mrl_dim must be > 0 when set"),
+    ({"mrl_dim": 9, "full_dim": 8}, E.ManifestInvalid,
+     "manifest invalid: mrl_dim (9) must be <= full_dim (8)"),
     ({"mrl_dim": 2, "full_dim": 8}, E.ManifestInvalid,
-     "manifest invalid: mrl_dim (2) must equal embedding_dim (4); the runtime strides by embedding_dim"),
+     "manifest invalid: mrl_dim (2) must equal embedding_dim (4); "
+     "the runtime strides by embedding_dim"),
 ])
 def test_step13_manifest_rules(changes, cls, text):
     assert str(raises(with_manifest(manifest_with(**changes)), cls)) == text
@@ -242,7 +248,8 @@ def test_step15_header_manifest_disagreement(field, text):
     assert str(raises(buf, E.ManifestInvalid)) == text
 
 
-@pytest.mark.parametrize("section_id, name", [(1, "chunk_ids"), (5, "provenance"), (6, "search_contract")])
+@pytest.mark.parametrize("section_id, name",
+                         [(1, "chunk_ids"), (5, "provenance"), (6, "search_contract")])
 def test_step16_required_section_missing(section_id, name):
     buf = reseal(poke_entry(golden(), section_id, "section_id", 0x0D))
     assert raises(buf, E.MissingRequiredSection).name == name
@@ -341,8 +348,8 @@ def test_contract_is_read_as_serde_reads_the_struct():
         decode_contract(pack_prefix(len(body)) + body)
 
 
-@pytest.mark.parametrize("name", ["quickstart-hybrid.urna", "synthetic-tiny.urna", "dedup-zstd_f32.urna",
-                                  "quickstart-exact.urna"])
+@pytest.mark.parametrize("name", ["quickstart-hybrid.urna", "synthetic-tiny.urna",
+                                  "dedup-zstd_f32.urna", "quickstart-exact.urna"])
 def test_spans_from_columns_equal_the_raw_path(name):
     from urna.format.sections.canonical import decode_spans
 

@@ -4,10 +4,13 @@ Paths and what they raise (sections 20 / 22 / 23):
 * version != 1                       -> UnsupportedSectionVersion(id, v)
 * 0x14 count > remaining / 45        -> Malformed(20, "blob_refs: entry count exceeds payload")
 * 0x14 uri length / utf-8 / flag     -> "blob_refs: uri length exceeds payload" /
-                                        "blob_refs: uri is not utf-8" / "blob_refs: bad inlined flag f"
-* 0x16 count > remaining / 16        -> Malformed(22, "blob_span_overlay: entry count exceeds payload")
+                                        "blob_refs: uri is not utf-8" /
+                                        "blob_refs: bad inlined flag f"
+* 0x16 count > remaining / 16        -> Malformed(22,
+                                                 "blob_span_overlay: entry count exceeds payload")
 * 0x14 / 0x16 field past the end     -> Malformed(id, "unexpected EOF")
-* 0x14 / 0x16 bytes after the table  -> "trailing bytes after records" / "trailing bytes after entries"
+* 0x14 / 0x16 bytes after the table  -> "trailing bytes after records" /
+                                        "trailing bytes after entries"
 * 0x17 under 12 bytes                -> Malformed(23, "blob_data: payload shorter than header")
 * 0x17 count > (size - 12) / 16      -> "blob_data: entry count exceeds payload"
 * 0x17 offset + len past 2^64 / data -> "blob_data: entry i offset overflow" /
@@ -71,7 +74,8 @@ def test_payloads_rebuilt_from_build_options_equal_the_reference(name):
     opts = expected(name)["build_options"]
     refs = [ref_from_option(d) for d in opts["blob_refs"]]
     blobs = [None if p is None else (REF / p).read_bytes() for p in opts["blob_data_paths"]]
-    spans = [(s["blob_ref_index"], s["byte_start"], s["byte_end"]) for s in opts["chunk_blob_spans"]]
+    spans = [(s["blob_ref_index"], s["byte_start"], s["byte_end"])
+             for s in opts["chunk_blob_spans"]]
     assert encode_blob_refs(refs) == section_payload(buf, REFS)
     assert encode_blob_data(blobs) == section_payload(buf, BLOBDATA)
     assert encode_overlay(spans) == section_payload(buf, OVERLAY)
@@ -203,8 +207,8 @@ def test_blob_refs_field_faults():
     head = struct.pack("<IQ", 1, 1) + bytes(32)
     malformed(decode_blob_refs, head + struct.pack("<I", 100) + bytes(13), REFS,
               "blob_refs: uri length exceeds payload")
-    malformed(decode_blob_refs, head + struct.pack("<I", 2) + b"\xc3\x28" + bytes(8) + b"\x00", REFS,
-              "blob_refs: uri is not utf-8")
+    malformed(decode_blob_refs, head + struct.pack("<I", 2) + b"\xc3\x28" + bytes(8) + b"\x00",
+              REFS, "blob_refs: uri is not utf-8")
     malformed(decode_blob_refs, head + struct.pack("<I", 0) + bytes(8) + b"\x02", REFS,
               "blob_refs: bad inlined flag 2")
     malformed(decode_blob_refs, ONE_REF + b"\x00", REFS, "trailing bytes after records")
@@ -250,7 +254,8 @@ def test_blob_data_header_and_version():
 def test_blob_data_count_and_spans():
     malformed(decode_blob_data, DATA_AB[:4] + struct.pack("<Q", 2**64 - 1) + DATA_AB[12:], BLOBDATA,
               "blob_data: entry count exceeds payload")
-    malformed(decode_blob_data, DATA_AB[:-1], BLOBDATA, "blob_data: entry 2 spans past payload (5 > 4)")
+    malformed(decode_blob_data, DATA_AB[:-1], BLOBDATA,
+              "blob_data: entry 2 spans past payload (5 > 4)")
     hostile = bytearray(DATA_AB)
     hostile[12:28] = struct.pack("<QQ", 2**64 - 1, 1)
     malformed(decode_blob_data, bytes(hostile), BLOBDATA, "blob_data: entry 0 offset overflow")
@@ -295,7 +300,8 @@ def _cases():
     return out
 
 
-@pytest.mark.parametrize("sid, case", _cases(), ids=lambda x: x["mutation"] if isinstance(x, dict) else str(x))
+@pytest.mark.parametrize("sid, case", _cases(),
+                         ids=lambda x: x["mutation"] if isinstance(x, dict) else str(x))
 def test_reference_mutations_fail_with_the_reference_message(sid, case):
     payload = section_payload(_apply(case), sid)
     with pytest.raises(UrnaError) as ei:

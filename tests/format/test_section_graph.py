@@ -10,7 +10,8 @@ Paths and what they raise:
                                                    "edge-type run length mismatch"
 * type column kind > 1 / type value > 255       -> "unknown edge-type kind k" / "edge-type > 255"
 * rebuilt destination >= n_nodes                -> "... dst out of range"
-* n_nodes != expected n                         -> Malformed(12, "graph node count a != n_embeddings b")
+* n_nodes != expected n                         -> Malformed(12,
+                                                            "graph node count a != n_embeddings b")
 * intpack blob faults                           -> Malformed(0, "intpack: ...") (section id 0)
 """
 
@@ -110,7 +111,8 @@ def test_csr_vector_from_the_reference_tests():
     csr = decode_graph(encode_graph(4, edges), 4)
     assert csr.n_nodes == 4
     assert csr.neighbors_of(0).tolist() == [1, 2]
-    assert [csr.edge_type(0, i) for i in range(3)] == [EDGE_TYPE_NEXT_CHUNK, EDGE_TYPE_SEMANTIC, None]
+    assert [csr.edge_type(0, i) for i in range(3)] == [EDGE_TYPE_NEXT_CHUNK, EDGE_TYPE_SEMANTIC,
+                                                       None]
     assert csr.neighbors_of(1).tolist() == [2]
     assert csr.neighbors_of(2).tolist() == []
     assert csr.neighbors_of(3).tolist() == [0]
@@ -198,7 +200,8 @@ def test_hostile_n_nodes_is_caught_by_the_offsets_length():
 
 
 def test_offsets_must_not_go_down():
-    malformed(raw_payload(2, [0, 2, 1], [1, 0], b"\x00\x00"), "graph_adjacency: offsets not monotone")
+    malformed(raw_payload(2, [0, 2, 1], [1, 0], b"\x00\x00"),
+              "graph_adjacency: offsets not monotone")
 
 
 def test_degree_past_the_cap_is_rejected_before_any_allocation():
@@ -213,7 +216,8 @@ def test_degree_at_the_cap_passes_the_offsets_check():
 
 
 def test_first_offset_must_be_zero():
-    malformed(raw_payload(1, [1, 2], [0], b"\x00\x00"), "graph_adjacency: final offset != edge count")
+    malformed(raw_payload(1, [1, 2], [0], b"\x00\x00"),
+              "graph_adjacency: final offset != edge count")
 
 
 def test_type_column_faults():

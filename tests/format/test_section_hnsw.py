@@ -1,18 +1,23 @@
 """The 0x07 HNSW payload codec against the reference's bytes, its mutations and every rejection.
 
 Paths and what they raise:
-- header shorter than seven u32, or a v1 record cut short -> MalformedSectionPayload(7, "hnsw: unexpected EOF")
+- header shorter than seven u32,    -> MalformedSectionPayload(7, "hnsw: unexpected EOF")
+  or a v1 record cut short
 - n_nodes != n                      -> MalformedSectionPayload(7, "node count N != n_embeddings M")
 - version not 1 or 2                -> UnsupportedSectionVersion(7, version)
 - v2 column length past the end     -> MalformedSectionPayload(7, "hnsw: truncated intpack column")
 - broken intpack blob               -> MalformedSectionPayload(0, "intpack: ...")
-- v2 column lengths                 -> "hnsw v2: level count mismatch" / "layer-count column mismatch" /
+- v2 column lengths                 -> "hnsw v2: level count mismatch" /
+                                       "layer-count column mismatch" /
                                        "neighbour-id column mismatch"
-- v2 caps / ids                     -> "hnsw: level exceeds cap 64" / "hnsw: degree exceeds cap 4096" /
+- v2 caps / ids                     -> "hnsw: level exceeds cap 64" /
+                                       "hnsw: degree exceeds cap 4096" /
                                        "hnsw v2: neighbour id out of range"
-- v1 caps / ids                     -> "hnsw v1: level exceeds cap" / "hnsw v1: degree exceeds cap" /
+- v1 caps / ids                     -> "hnsw v1: level exceeds cap" /
+                                       "hnsw v1: degree exceeds cap" /
                                        "hnsw v1: neighbour id out of range"
-- scalars after the nodes           -> "hnsw: max_level exceeds cap" / "hnsw: entry_point out of range"
+- scalars after the nodes           -> "hnsw: max_level exceeds cap" /
+                                       "hnsw: entry_point out of range"
 """
 
 from __future__ import annotations

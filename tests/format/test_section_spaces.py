@@ -11,7 +11,8 @@ Paths and what they raise (section 21 = 0x15):
                                            "space_table: empty space name",
                                            "space_table: model_hash must be sha256:<hex>"
 * duplicate index or name               -> decode: "space_table: duplicate index or name";
-                                           encode: "... duplicate space_index i" / "duplicate name n"
+                                           encode: "... duplicate space_index i" /
+                                                   "duplicate name n"
 * bytes after the last entry            -> "trailing bytes after entries"
 """
 
@@ -84,8 +85,11 @@ def test_reference_table_decodes_to_the_build_options_and_reencodes(name):
     entries = decode_space_table(payload)
     spaces = build_options(name)["spaces"]
     n_chunks = L.Header.unpack(buf).n_chunks
-    assert [(e.space_index, e.name, e.dim, e.dtype, e.model_hash, e.n_vectors) for e in entries] == [
-        (i + 1, s["name"], len(s["vectors"][0]), s.get("dtype", "float32"), s["model_hash"], n_chunks)
+    decoded = [(e.space_index, e.name, e.dim, e.dtype, e.model_hash, e.n_vectors)
+               for e in entries]
+    assert decoded == [
+        (i + 1, s["name"], len(s["vectors"][0]), s.get("dtype", "float32"), s["model_hash"],
+         n_chunks)
         for i, s in enumerate(spaces)]
     assert encode_space_table(entries) == payload
 
@@ -151,7 +155,8 @@ def test_entry_rules_apply_to_encoder_and_decoder(kw, reason):
 
 
 def test_model_hash_needs_only_the_prefix():
-    assert decode_space_table(encode_space_table([entry(model_hash="sha256:")]))[0].model_hash == "sha256:"
+    decoded = decode_space_table(encode_space_table([entry(model_hash="sha256:")]))
+    assert decoded[0].model_hash == "sha256:"
 
 
 def test_duplicates_are_rejected():
@@ -159,7 +164,8 @@ def test_duplicates_are_rejected():
         encode_space_table([entry(), entry(space_index=2)])
     with pytest.raises(MalformedSectionPayload, match="duplicate space_index 1"):
         encode_space_table([entry(), entry(name="audio")])
-    malformed(raw_table(raw_entry(index=1), raw_entry(index=2)), "space_table: duplicate index or name")
+    malformed(raw_table(raw_entry(index=1), raw_entry(index=2)),
+              "space_table: duplicate index or name")
     malformed(raw_table(raw_entry(name=b"a"), raw_entry(name=b"b")),
               "space_table: duplicate index or name")
 
@@ -221,7 +227,8 @@ def _apply(case: dict) -> bytes:
 
 def _cases():
     cases = json.loads((DATA / "mutations-0.5.1.json").read_text())
-    return [c for c in cases.values() if f"section={L.SECTION_SPACE_TABLE} " in (c.get("message") or "")
+    return [c for c in cases.values()
+            if f"section={L.SECTION_SPACE_TABLE} " in (c.get("message") or "")
             and c["variant"] in ("MalformedSectionPayload", "UnsupportedSectionVersion")]
 
 
@@ -234,17 +241,20 @@ def test_reference_mutations_fail_with_the_reference_message(case):
 
 
 def test_flipped_n_vectors_decodes_to_what_the_reader_then_rejects():
-    case = json.loads((DATA / "mutations-0.5.1.json").read_text())["synthetic-spaces__s15_payload_flip_fixed"]
+    cases = json.loads((DATA / "mutations-0.5.1.json").read_text())
+    case = cases["synthetic-spaces__s15_payload_flip_fixed"]
     entries = decode_space_table(table(_apply(case))[L.SECTION_SPACE_TABLE][1])
     # The reference's reader says "space vision lists 21648 vectors but the corpus has 400 chunks".
-    assert case["message"].endswith("space vision lists 21648 vectors but the corpus has 400 chunks")
+    assert case["message"].endswith(
+        "space vision lists 21648 vectors but the corpus has 400 chunks")
     assert (entries[0].name, entries[0].n_vectors) == ("vision", 21648)
 
 
 @settings(max_examples=300, deadline=None)
 @given(st.data())
 def test_corrupted_payloads_fail_only_with_typed_errors(data):
-    payload = bytearray(encode_space_table([entry(), entry(space_index=2, name="audio", dtype_code=1)]))
+    payload = bytearray(encode_space_table([entry(),
+                                            entry(space_index=2, name="audio", dtype_code=1)]))
     for _ in range(data.draw(st.integers(1, 4))):
         at = data.draw(st.integers(0, len(payload) - 1))
         payload[at] = data.draw(st.integers(0, 255))

@@ -50,7 +50,8 @@ def build_kwargs(file_name: str) -> tuple[list, dict]:
     meta = data["meta"]
     opts = dict(info["build_options"])
     if opts.get("blob_data_paths") is not None:
-        opts["blob_data_paths"] = [None if p is None else str(REF / p) for p in opts["blob_data_paths"]]
+        opts["blob_data_paths"] = [None if p is None else str(REF / p)
+                                   for p in opts["blob_data_paths"]]
     args = [meta["embedding_model"], meta["embedding_dim"], meta["chunker_version"],
             meta["model_hash"], data["chunks"]]
     return args, opts

@@ -43,7 +43,7 @@ def zipf_corpus(n_docs: int = 240) -> list[str]:
         acc += 1.0 / (i + 1)
         cum.append(acc)
     docs = []
-    for d in range(n_docs):
+    for _doc in range(n_docs):
         state = (state * 6364136223846793005 + 1442695040888963407) % 2**64
         n = (state >> 33) % 30
         words = []
@@ -232,7 +232,8 @@ def test_decoded_v1_with_repeated_doc_in_one_term_accumulates_both() -> None:
     idx = Bm25Index.from_bytes(raw)
     single = Bm25Index.from_payload(_payload(1.5, 0.75, 2.0, [2, 2], {"aa": [(1, 1)]}))
     # same doc twice: two identical contributions (idf uses df = 2 postings)
-    contrib = idx.idf(2) * F(2.5) / (F(1.0) + F(1.5) * ((F(1.0) - F(0.75)) + F(0.75) * F(2.0) / F(2.0)))
+    contrib = idx.idf(2) * F(2.5) / (
+        F(1.0) + F(1.5) * ((F(1.0) - F(0.75)) + F(0.75) * F(2.0) / F(2.0)))
     assert idx.search("aa", 5) == [(1, float(contrib + contrib))]
     assert single.search("aa", 5)[0][0] == 1
 
@@ -250,7 +251,7 @@ def test_build_matches_token_counts_and_roundtrips(docs: list[str]) -> None:
         lo, hi = p.post_offsets[t], p.post_offsets[t + 1]
         ds = p.post_docs[lo:hi].tolist()
         assert ds == sorted(set(ds))
-        for d, tf in zip(ds, p.post_tfs[lo:hi].tolist()):
+        for d, tf in zip(ds, p.post_tfs[lo:hi].tolist(), strict=True):
             rebuilt[d][term] = tf
     assert rebuilt == [Counter(t) for t in toks]
 

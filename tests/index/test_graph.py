@@ -1,4 +1,4 @@
-"""Graph edges of the writer and the bounded BFS of search_graph (03-runtime §10.3-10.4, §18 item 6).
+"""Graph edges of the writer and search_graph's bounded BFS (03-runtime §10.3-10.4, §18 item 6).
 
 The rebuild tests run the whole writer path (HNSW layer 0 -> edges -> 0x0C codec) on the
 reference's build inputs and compare with the 0x0C payload of its graph files.
@@ -95,7 +95,8 @@ def test_empty_graph_and_no_seeds():
 @settings(max_examples=100, deadline=None)
 @given(st.integers(1, 30).flatmap(lambda n: st.tuples(
     st.just(n),
-    st.lists(st.tuples(st.integers(0, n - 1), st.integers(0, 2), st.integers(0, n - 1)), max_size=80),
+    st.lists(st.tuples(st.integers(0, n - 1), st.integers(0, 2), st.integers(0, n - 1)),
+             max_size=80),
     st.lists(st.integers(-2, n + 2), max_size=8), st.integers(0, 4), st.integers(0, 40))))
 def test_bfs_matches_a_plain_level_by_level_walk(case):
     n, edges, seeds, hops, cap = case
@@ -121,7 +122,8 @@ def test_bfs_matches_a_plain_level_by_level_walk(case):
 
 
 def test_edges_are_next_chunk_both_ways_then_top_m_semantic_in_stored_order():
-    level0 = [np.array([0, 2, 1, 3]), np.array([1]), np.array([3, 0, 1, 2]), np.array([], dtype=np.int64)]
+    level0 = [np.array([0, 2, 1, 3]), np.array([1]), np.array([3, 0, 1, 2]),
+              np.array([], dtype=np.int64)]
     assert graph_edges(4, level0, 2) == [
         (0, NEXT, 1), (1, NEXT, 0), (1, NEXT, 2), (2, NEXT, 1), (2, NEXT, 3), (3, NEXT, 2),
         (0, SEM, 2), (0, SEM, 1),  # self loop 0 skipped, not counted
@@ -154,5 +156,6 @@ def test_rebuilt_graph_section_equals_the_reference(corpus):
     hnsw = build_hnsw(vectors, 16, 400, 42)  # reference defaults
     n = len(chunks)
     edges = graph_edges(n, [level0_neighbors(hnsw, i) for i in range(n)], 4)  # graph_top_m 4
-    reference = section_payload((REF / f"{corpus}-graph.urna").read_bytes(), L.SECTION_GRAPH_ADJACENCY)
+    reference = section_payload((REF / f"{corpus}-graph.urna").read_bytes(),
+                                L.SECTION_GRAPH_ADJACENCY)
     assert encode_graph(n, edges) == reference

@@ -59,8 +59,9 @@ def dot8_numpy(a: np.ndarray, b: np.ndarray) -> np.float32:
     tail = np.float32(0)
     for x in prod[nb * 8:]:
         tail = np.float32(tail + x)
-    l = lanes
-    return np.float32(((l[0] + l[1]) + (l[2] + l[3])) + ((l[4] + l[5]) + (l[6] + l[7])) + tail)
+    low_half = (lanes[0] + lanes[1]) + (lanes[2] + lanes[3])
+    high_half = (lanes[4] + lanes[5]) + (lanes[6] + lanes[7])
+    return np.float32((low_half + high_half) + tail)
 
 
 def stored_rows(buf: bytes) -> np.ndarray:
@@ -211,7 +212,7 @@ def test_candidates_come_back_ascending_by_dot8_distance(pinned_graph) -> None:
     q = random_l2(1, 128, 4)[0]
     ids = hnsw_search(g, vecs, q, 50)
     d = [np.float32(1) - dot8_numpy(q, vecs[i]) for i in ids]
-    assert all(a <= b for a, b in zip(d, d[1:]))
+    assert all(a <= b for a, b in zip(d, d[1:], strict=False))
 
 
 def test_level0_neighbors_is_the_stored_layer0_list(pinned_graph) -> None:

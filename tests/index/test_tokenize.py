@@ -42,14 +42,17 @@ TRICKY = [
     ('İstanbul ıi Iİ', ['i̇stanbul', 'ıi', 'ii̇']),
     ('ǅemal ǆ Ǆ', ['ǆemal']),
     ('ﬁnance ﬂow ﬀ', ['ﬁnance', 'ﬂow']),
-    ('東京都 渋谷区 テスト カタカナ ひらがな', ['東京都', '渋谷区', 'テスト', 'カタカナ', 'ひらがな']),
+    ('東京都 渋谷区 テスト カタカナ ひらがな',
+     ['東京都', '渋谷区', 'テスト', 'カタカナ', 'ひらがな']),
     ('한국어 텍스트', ['한국어', '텍스트']),
     ('emoji 😀 🚀🚀 ❤️ 👍🏽 tokens', ['emoji', 'tokens']),
     ("don't can't it's rock'n'roll", ['don', 'can', 'it', 'rock', 'roll']),
     ('state-of-the-art e-mail x-ray', ['state', 'of', 'the', 'art', 'mail', 'ray']),
-    ('snake_case CamelCase kebab-case dot.separated', ['snake', 'case', 'camelcase', 'kebab', 'case', 'dot', 'separated']),
+    ('snake_case CamelCase kebab-case dot.separated',
+     ['snake', 'case', 'camelcase', 'kebab', 'case', 'dot', 'separated']),
     ('v1.2.3 3.14159 1,000,000 -42 +7 0x1F', ['v1', '14159', '000', '000', '42', '0x1f']),
-    ('user@example.com https://example.com/a?b=c#d', ['user', 'example', 'com', 'https', 'example', 'com']),
+    ('user@example.com https://example.com/a?b=c#d',
+     ['user', 'example', 'com', 'https', 'example', 'com']),
     ('tab\tnew\nline\r\ncarriage', ['tab', 'new', 'line', 'carriage']),
     ('  leading and trailing  ', ['leading', 'and', 'trailing']),
     ('', []),
@@ -142,7 +145,7 @@ def test_stored_terms_and_counts_equal_our_tokens(name: str) -> None:
     stored = [Counter() for _ in texts]
     for t, term in enumerate(p.terms):
         lo, hi = p.post_offsets[t], p.post_offsets[t + 1]
-        for d, tf in zip(p.post_docs[lo:hi].tolist(), p.post_tfs[lo:hi].tolist()):
+        for d, tf in zip(p.post_docs[lo:hi].tolist(), p.post_tfs[lo:hi].tolist(), strict=True):
             stored[d][term] += tf
     assert stored == [Counter(toks) for toks in ours]
 
@@ -227,7 +230,8 @@ def spec_tokenize(text: str) -> list[str]:
 
 
 _MIXED = st.text(alphabet=st.one_of(
-    st.characters(), st.sampled_from("aZ9_ İıΣσǅ\u0301\u093e\U00010d50\U0001f600\U0003d000\U000323b0")))
+    st.characters(),
+    st.sampled_from("aZ9_ İıΣσǅ\u0301\u093e\U00010d50\U0001f600\U0003d000\U000323b0")))
 
 
 @given(_MIXED)

@@ -21,7 +21,7 @@ import signal
 import time
 import traceback
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -146,10 +146,9 @@ def conformance_outcome(buf: bytes, path: Path) -> tuple[Outcome, Outcome]:
 def _close(f) -> None:
     close = getattr(f, "close", None)
     if close is not None:
-        try:
+        # Closing a broken file must not mask the verdict.
+        with suppress(Exception):
             close()
-        except Exception:  # noqa: BLE001 - closing a broken file must not mask the verdict
-            pass
 
 
 @dataclass

@@ -238,7 +238,7 @@ def test_cli_spec_build_killed_at_random_moments(tmp_path: Path) -> None:
     assert first.returncode == 0, first.stderr[-1500:]
     clean = out.read_bytes()
     states = []
-    for i in range(2):
+    for _attempt in range(2):
         out.unlink(missing_ok=True)
         proc = subprocess.Popen(exe, cwd=work, stdout=subprocess.DEVNULL,
                                 stderr=subprocess.DEVNULL)

@@ -18,12 +18,13 @@ HOSTILE = ["../../escape.bin", "/etc/absolute.bin", "media://sub/../../x.bin", "
 
 def build_media_file(tmp_path, uris):
     blobs = []
-    for i, uri in enumerate(uris):
+    for i in range(len(uris)):
         p = tmp_path / f"blob{i}"
         p.write_bytes(f"payload {i}".encode())
         blobs.append(p)
     refs = [{"content_hash": hashlib.sha256(p.read_bytes()).hexdigest(), "original_uri": u,
-             "byte_len": p.stat().st_size, "inlined": True} for p, u in zip(blobs, uris)]
+             "byte_len": p.stat().st_size, "inlined": True}
+            for p, u in zip(blobs, uris, strict=True)]
     chunks = [{"canonical_text": "t", "source_uri": "d", "byte_start": 0, "byte_end": 1,
                "embedding": [1.0, 0.0, 0.0, 0.0]}]
     return urna.build(tmp_path / "m.urna", "demo", 4, "c/1", ZERO, chunks, blob_refs=refs,

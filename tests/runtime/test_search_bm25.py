@@ -13,7 +13,7 @@ from urna.index.tokenize import tokenize
 def test_hits_are_the_lexical_ranking_with_bm25_scores():
     with urna.open(REF / "quickstart-int8_bm25.urna") as f:
         hits = f.search_bm25("can I use this offline", 5)
-        texts = dict(zip(f.chunk_ids(), f.texts()))
+        texts = dict(zip(f.chunk_ids(), f.texts(), strict=True))
     assert 0 < len(hits) <= 5
     assert all(h.score_type == "bm25" and h.index_type == "bm25" and not h.reranked for h in hits)
     scores = [h.score for h in hits]

@@ -24,7 +24,7 @@ RETRIEVE_KEYS = {"chunk_id", "score", "score_type", "source_uri", "offset_start"
 
 def _same_hits(got: list[dict], want: list[dict]) -> None:
     assert [h["chunk_id"] for h in got] == [h["chunk_id"] for h in want]
-    for g, w in zip(got, want):
+    for g, w in zip(got, want, strict=True):
         assert set(g) == set(w)
         assert math.isclose(g["score"], w["score"], abs_tol=1e-6)
         assert {k: v for k, v in g.items() if k != "score"} == \

@@ -49,7 +49,8 @@ CASES = [("GET /api/corpora", GenerationMode.POSITIVE)] + [
     for mode in GenerationMode]
 
 
-@pytest.mark.parametrize(("label", "mode"), CASES, ids=[f"{l}-{m.value}" for l, m in CASES])
+@pytest.mark.parametrize(("label", "mode"), CASES,
+                         ids=[f"{label}-{mode.value}" for label, mode in CASES])
 def test_no_server_errors_and_answers_match_the_document(operations, label: str,
                                                           mode: GenerationMode) -> None:
     op = operations[label]

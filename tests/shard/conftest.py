@@ -21,7 +21,12 @@ REPO = Path(__file__).resolve().parents[2]
 QUICKSTART = REPO / "examples" / "quickstart"
 SYNTH_ROWS = 20_000
 
-_WORDS = ["vector", "file", "chunk", "citation", "search", "shard", "merge", "score", "cosine", "index", "graph", "lexical", "token", "model", "embed", "offline", "portable", "verify", "hash", "span", "source", "manifest", "section", "cluster", "worker", "catalog", "rerank", "exact", "approximate", "neighbor", "recall", "query", "answer", "agent", "corpus", "build", "resume", "atomic", "rename", "stream", "batch", "actor", "task", "node"]
+_WORDS = ["vector", "file", "chunk", "citation", "search", "shard", "merge", "score", "cosine",
+          "index", "graph", "lexical", "token", "model", "embed", "offline", "portable", "verify",
+          "hash", "span", "source", "manifest", "section", "cluster", "worker", "catalog",
+          "rerank", "exact", "approximate", "neighbor", "recall", "query", "answer", "agent",
+          "corpus", "build", "resume", "atomic", "rename", "stream", "batch", "actor", "task",
+          "node"]
 
 
 def quickstart_spec() -> CorpusSpec:

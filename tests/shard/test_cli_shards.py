@@ -74,7 +74,7 @@ def test_text_verbs_accept_a_catalog(verb: str, catalog: Path, quickstart_single
     hits_a = a if isinstance(a, list) else a["hits"]
     hits_b = b if isinstance(b, list) else b["hits"]
     assert [h["chunk_id"] for h in hits_b] == [h["chunk_id"] for h in hits_a]
-    assert all(abs(x["score"] - y["score"]) <= 1e-6 for x, y in zip(hits_a, hits_b))
+    assert all(abs(x["score"] - y["score"]) <= 1e-6 for x, y in zip(hits_a, hits_b, strict=True))
     shard_hashes = {e["content_hash"] for e in json.loads(catalog.read_text())["shards"]}
     assert {h["content_hash"] for h in hits_b} <= shard_hashes
 
