@@ -387,7 +387,7 @@ def _semantic_steps(view: UrnaView) -> Iterator[CheckStep]:
             continue
         if number == "19" and view.trusted:
             # These very bytes passed it in a full open: decoding the (zstd) contract again
-            # would only import zstandard (~9 ms of a CLI call) to learn the same answer.
+            # would only load libzstd (~2 ms of a CLI call) to learn the same answer.
             yield CheckStep(number, name, note="settled by the kept verdict")
             continue
         try:
