@@ -25,6 +25,7 @@ slows them alike and the ratios stay meaningful (read those, not the absolute ti
     .venv/bin/python benchmarks/bench_exact.py                 # 100,000 x 384
     .venv/bin/python benchmarks/bench_exact.py --n 20000       # quicker
     .venv/bin/python benchmarks/bench_exact.py --clock cpu     # a busy machine: CPU time
+    .venv/bin/python benchmarks/bench_exact.py --dtypes int4   # one dtype's table only
 
 Files are cached in ``--dir`` (default: a temp folder) so reruns skip the build. Figures: the
 README's "Exact search" paragraph.
@@ -200,7 +201,10 @@ def numpy_batch(M: np.ndarray, Q: np.ndarray, k: int) -> np.ndarray:
     return np.take_along_axis(part, order, 1)
 
 
-def faiss_peers(rows: np.ndarray) -> dict:
+DTYPES = ("float32", "float16", "int8", "int4")
+
+
+def faiss_peers(rows: np.ndarray, dtypes: tuple[str, ...] = DTYPES) -> dict:
     """faiss IndexFlatIP and its scalar quantisers (fp16 / 8 / 4 bit), inner product."""
     import faiss
 
@@ -209,6 +213,8 @@ def faiss_peers(rows: np.ndarray) -> dict:
     for dt, qt in (("float16", faiss.ScalarQuantizer.QT_fp16),
                    ("int8", faiss.ScalarQuantizer.QT_8bit),
                    ("int4", faiss.ScalarQuantizer.QT_4bit)):
+        if dt not in dtypes:
+            continue
         peers[dt] = faiss.IndexScalarQuantizer(d, qt, faiss.METRIC_INNER_PRODUCT)
         peers[dt].train(rows)
     for index in peers.values():
@@ -234,7 +240,13 @@ def main() -> None:
                     help="cpu: the calling thread's CPU time (time.thread_time), for a machine "
                          "shared with other jobs; the multi-thread figures then count only "
                          "the calling thread's share, so read the 1-thread ones")
+    ap.add_argument("--dtypes", default=",".join(DTYPES),
+                    help="comma-separated dtypes of the single-query table (default: all); "
+                         "the kernel break-even and the batch figures need float32")
     args = ap.parse_args()
+    dtypes = tuple(dt for dt in DTYPES if dt in args.dtypes.split(","))
+    if not dtypes:
+        ap.error(f"--dtypes: one or more of {', '.join(DTYPES)}")
     import faiss
     from usearch.index import MetricKind
     from usearch.index import search as usearch_search
@@ -244,22 +256,23 @@ def main() -> None:
     rows, queries = clustered(args.n, args.dim, max(args.queries, args.batch), centres=2000)
     single, batch = queries[:args.queries], queries[:args.batch]
     k, nt = args.k, args.threads
-    paths = {dt: build_file(folder, rows, dt) for dt in ("float32", "float16", "int8", "int4")}
-    peers = faiss_peers(rows)
+    paths = {dt: build_file(folder, rows, dt) for dt in dtypes}
+    peers = faiss_peers(rows, dtypes)
     M = np.ascontiguousarray(rows)
     pool = ThreadPoolExecutor(nt)
-    load = kernel_load_seconds()
+    load = kernel_load_seconds() if "float32" in dtypes else 0.0
     exact.load_kernels()  # a long-running process: the compiled screens from the first query
     files = {dt: urna.open(paths[dt]) for dt in paths}
     print(f"\nn={args.n} dim={args.dim} k={k}, warm cache, BLAS/faiss on 1 thread; urna "
           f"backend={exact.backend()} ({exact.simd_backend()}); threads figure: {nt} threads. "
           f"The machine may be shared: methods alternate query by query, read the ratios.")
-    f = files["float32"]
-    agree = sum(np.array_equal([f.chunk_ids().index(h.chunk_id) for h in f.search(q, k)],
-                               numpy_top(M, q, k)) for q in single[:20])
-    print(f"(top-{k} ids equal to numpy's full sort on {agree}/20 queries)")
+    if "float32" in files:
+        f = files["float32"]
+        agree = sum(np.array_equal([f.chunk_ids().index(h.chunk_id) for h in f.search(q, k)],
+                                   numpy_top(M, q, k)) for q in single[:20])
+        print(f"(top-{k} ids equal to numpy's full sort on {agree}/20 queries)")
 
-    print(f"\n{'single query, p50 ms':<34}{'float32':>10}{'float16':>10}{'int8':>10}{'int4':>10}")
+    print(f"\n{'single query, p50 ms':<34}" + "".join(f"{dt:>10}" for dt in files))
     table: dict[str, dict[str, float]] = {}
     raw: dict[str, dict[str, np.ndarray]] = {}
     for dt, uf in files.items():
@@ -319,6 +332,11 @@ def main() -> None:
         print(f"  {label:<32}" + "".join(
             f"{paired(raw[name][d], floor_q[d] if base is None else raw[base][d]):>9.2f}x"
             for d in files))
+    if "float32" not in files:  # the rest is float32's
+        for uf in files.values():
+            uf.close()
+        pool.shutdown()
+        return
     print(f"floor rate: {M.nbytes / f1['float32'] / 1e6:.1f} GB/s on one thread, "
           f"{ratio(M.nbytes / 1e6, fn_['float32']):.1f} GB/s on {nt}")
     gain = table["urna numpy screen (CLI path)"]["float32"] - one["float32"]

@@ -104,6 +104,29 @@ def test_screen_stays_within_its_bound(screen_backend, dtype, seed, dim, scale) 
     assert gap.max() <= delta
 
 
+# int4 widths of every unrolled VNNI scan (128 ... 2048: 1-16 pairs of groups), two of the
+# generic block loop (640, 1280: 5 and 10 pairs) and an odd group count (320: row by row)
+INT4_DIMS = [128, 256, 320, 384, 512, 640, 768, 1024, 1280, 1536, 2048]
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=FIXED)
+@given(seed=st.integers(0, 2 ** 32 - 1), dim=st.sampled_from(INT4_DIMS),
+       n=st.integers(65, 140), threads=st.sampled_from([1, 2, 3]))
+def test_int4_screen_of_every_width_stays_within_its_bound(screen_backend, seed, dim, n,
+                                                            threads) -> None:
+    # row counts and thread ranges that are not whole blocks of rows: the tails too
+    rng = np.random.default_rng(seed)
+    slab = make_slab("int4", adversarial_rows(rng, n, dim))
+    q = rng.standard_normal(dim).astype(np.float32)
+    q = (q / np.linalg.norm(q)).astype(np.float32)
+    s, delta = exact.screen(slab, q, threads=threads)
+    gap = np.abs(s.astype(np.float64) - score_rows(slab, q).astype(np.float64))
+    assert np.isfinite(delta) and gap.max() <= delta
+    k = int(rng.integers(1, 12))
+    ids, scores = search(slab, q, k, threads=threads)
+    assert (ids.tolist(), scores.tobytes()) == full_scan(slab, q, k)
+
+
 def test_int4_screen_covers_every_nibble(screen_backend) -> None:
     # bytes 0x00..0xFF in every position: all sixteen signed values, low and high
     rows = np.vstack([np.roll(np.arange(256, dtype=np.uint8), -r)[:64] for r in range(96)])
