@@ -10,7 +10,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from urna.errors import MalformedSectionPayload
-from urna.format.encodings.intpack import IntpackReader, pack_u64s, packed_len, unpack_u64s
+from urna.format.encodings.intpack import (
+    IntpackReader,
+    pack_u64s,
+    packed_len,
+    unpack_low_u32s,
+    unpack_u64s,
+)
 from urna.format.encodings.intpack_scan import block_values, read_directory
 
 EXAMPLES = [  # 02-encodings §3.4
@@ -207,3 +213,19 @@ def test_full_blocks_of_every_width_class_decode_exactly(width):
     values += [top] * 128  # one block that needs every bit of the width
     blob = _spec_encode(values)
     assert IntpackReader(blob).all().tolist() == values
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.one_of(st.integers(0, 2**64 - 1), st.integers(0, 2**33), WIDE),
+                max_size=1300), st.integers(0, 40))
+def test_low_u32_decode_is_each_value_cut_to_32_bits(values, cut):
+    # BM25's columns are read as u32 (the reference's ``as u32``): the same values mod 2**32,
+    # or the same first error on a cut blob
+    blob = pack_u64s(values)[:max(0, len(pack_u64s(values)) - cut)]
+    want = _outcome(lambda: _scan_all(blob))
+    if isinstance(want, list):
+        want = [v & 0xFFFFFFFF for v in want]
+    got = _outcome(lambda: unpack_low_u32s(blob))
+    assert got == want
+    if isinstance(got, list):
+        assert IntpackReader(blob).all(np.uint32).dtype == np.uint32

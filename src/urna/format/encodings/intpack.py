@@ -137,8 +137,9 @@ class IntpackReader:
             raise _fail("index out of range")
         return int(self.block(i // INTPACK_BLOCK)[i % INTPACK_BLOCK])
 
-    def all(self) -> np.ndarray:
-        """Every value, in order, as a uint64 array (allocation bounded by the bytes read).
+    def all(self, dtype: type[np.unsignedinteger] = np.uint64) -> np.ndarray:
+        """Every value, in order, as a uint64 array (allocation bounded by the bytes read);
+        ``dtype=np.uint32``: each value's low 32 bits (a wrapping ``as u32``), at half the memory.
 
         Blocks are checked in order (the first bad block raises what ``block`` would); then the
         full blocks decode together, a batch at a time (``_decode_full``), and a short last
@@ -146,7 +147,7 @@ class IntpackReader:
         """
         count, n_blocks = self.count, self.n_blocks
         if count == 0:
-            return np.zeros(0, dtype=np.uint64)
+            return np.zeros(0, dtype=dtype)
         raw = np.frombuffer(self.buf, dtype=np.uint8)
         n = raw.shape[0]
         offs = self.offsets.astype(np.int64)
@@ -162,15 +163,20 @@ class IntpackReader:
         words = np.zeros(n // 8 + 2, dtype="<u8")
         words.view(np.uint8)[:n] = raw
         mins = raw[offs[:, None] + np.arange(8)].copy().view("<u8").reshape(-1)
-        out = np.empty(n_blocks * INTPACK_BLOCK, dtype=np.uint64)
+        out = np.empty(n_blocks * INTPACK_BLOCK, dtype=dtype)
         blocks = out.reshape(n_blocks, INTPACK_BLOCK)
         n_full = n_blocks if lens[-1] == INTPACK_BLOCK else n_blocks - 1
+        scratch = (None if out.dtype == np.uint64 else  # a batch decoded here, then cut
+                   np.empty((min(n_full, _BATCH_BLOCKS), INTPACK_BLOCK), np.uint64))
         for start in range(0, n_full, _BATCH_BLOCKS):  # bounds the temporaries
             stop = min(n_full, start + _BATCH_BLOCKS)
-            _decode_full(words, offs[start:stop], widths[start:stop], mins[start:stop],
-                         blocks[start:stop])
+            into = blocks[start:stop] if scratch is None else scratch[:stop - start]
+            _decode_full(words, offs[start:stop], widths[start:stop], mins[start:stop], into)
+            if scratch is not None:
+                np.copyto(blocks[start:stop], into, casting="unsafe")  # keeps the low bits
         if n_full < n_blocks:
-            out[n_full * INTPACK_BLOCK:count] = self.block(n_blocks - 1)
+            np.copyto(out[n_full * INTPACK_BLOCK:count], self.block(n_blocks - 1),
+                      casting="unsafe")
         return out[:count]
 
 
@@ -209,3 +215,8 @@ def _decode_full(words: np.ndarray, offs: np.ndarray, widths: np.ndarray, mins: 
 def unpack_u64s(buf: bytes | memoryview) -> np.ndarray:
     """Decode a whole intpack blob to a uint64 array."""
     return IntpackReader(buf).all()
+
+
+def unpack_low_u32s(buf: bytes | memoryview) -> np.ndarray:
+    """Decode a whole intpack blob to the low 32 bits of each value (the reference's ``as u32``)."""
+    return IntpackReader(buf).all(np.uint32)
