@@ -103,10 +103,10 @@ SETTLED = frozenset({verdicts.OPEN, verdicts.CITE_RECORDS, verdicts.TEXT_RECORDS
 
 
 def _import_open() -> None:
-    try:
+    from contextlib import suppress
+
+    with suppress(Exception):  # an import error is the indexes step's to report
         from . import opening  # noqa: F401 - loaded for the steps to come
-    except Exception:  # noqa: BLE001 - the step's own import reports it
-        pass
 
 
 def _start_loading_open(data: bytes | memoryview) -> threading.Thread | None:
