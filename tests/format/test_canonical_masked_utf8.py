@@ -127,3 +127,11 @@ def test_records_taking_the_masked_check_end_as_the_decoders(bodies: list[bytes]
 
         assert _outcome(texts, raw) == _outcome(decode_strings, raw, len(bodies), 0x02)
         assert _outcome(rows, spans_raw) == _outcome(decode_spans, spans_raw, len(bodies))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.integers(0, 2**64 - 1), st.binary(max_size=40))
+def test_records_are_ascii_whatever_the_prefix_holds(count: int, records: bytes) -> None:
+    # the count's bytes may pass 0x7f; only the records' bytes decide
+    payload = pack_prefix(count) + records
+    assert canonical._records_ascii(payload) is records.isascii()

@@ -335,7 +335,12 @@ def _walked_starts(data: bytes, count: int) -> list[int] | None:
 
 def _records_ascii(data: bytes) -> bool:
     """Whether every record byte is ASCII (lengths and bodies alike): then each body is UTF-8.
-    The 12-byte prefix is left out: a count of 128 or more has a byte past 0x7f."""
+    The 12-byte prefix is left out: a count of 128 or more has a byte past 0x7f. The whole
+    payload is tested first, in place; only a prefix past 0x7f costs the copy of the rest."""
+    if data.isascii():
+        return True
+    if data[:PREFIX.size].isascii():
+        return False  # the byte past 0x7f is a record's
     return data[PREFIX.size:].isascii()
 
 
