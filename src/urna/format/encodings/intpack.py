@@ -159,21 +159,20 @@ class IntpackReader:
         bad = ~headed | (widths > 64) | (offs + 9 + bodies > n)
         if bad.any():
             self.block(int(np.argmax(bad)))  # raises that block's error, in the reference's order
-        # the blob as aligned u64 words, zero padded: a field's two words are always there
-        words = np.zeros(n // 8 + 2, dtype="<u8")
-        words.view(np.uint8)[:n] = raw
         mins = raw[offs[:, None] + np.arange(8)].copy().view("<u8").reshape(-1)
         out = np.empty(n_blocks * INTPACK_BLOCK, dtype=dtype)
         blocks = out.reshape(n_blocks, INTPACK_BLOCK)
         n_full = n_blocks if lens[-1] == INTPACK_BLOCK else n_blocks - 1
-        scratch = (None if out.dtype == np.uint64 else  # a batch decoded here, then cut
-                   np.empty((min(n_full, _BATCH_BLOCKS), INTPACK_BLOCK), np.uint64))
+        # the blob as aligned words of the output's width, zero padded: a field's (first) two
+        # words are always there
+        word = out.dtype.itemsize
+        words = np.zeros(n // word + 2, dtype=out.dtype.newbyteorder("<"))
+        words.view(np.uint8)[:n] = raw
+        mins = mins.astype(out.dtype)  # a u32 output: the low bits of each min
         for start in range(0, n_full, _BATCH_BLOCKS):  # bounds the temporaries
             stop = min(n_full, start + _BATCH_BLOCKS)
-            into = blocks[start:stop] if scratch is None else scratch[:stop - start]
-            _decode_full(words, offs[start:stop], widths[start:stop], mins[start:stop], into)
-            if scratch is not None:
-                np.copyto(blocks[start:stop], into, casting="unsafe")  # keeps the low bits
+            _decode_full(words, offs[start:stop], widths[start:stop], mins[start:stop],
+                         blocks[start:stop])
         if n_full < n_blocks:
             np.copyto(out[n_full * INTPACK_BLOCK:count], self.block(n_blocks - 1),
                       casting="unsafe")
@@ -185,29 +184,33 @@ class IntpackReader:
 _BATCH_BLOCKS = 512
 # per width (row) and value (column): where the value's bits start in its block's body
 _FIRST_BIT = np.arange(65, dtype=np.int64)[:, None] * np.arange(INTPACK_BLOCK, dtype=np.int64)
-_MASKS = np.array([(1 << w) - 1 for w in range(65)], dtype=np.uint64)
-_SIX, _ONE, _63 = np.uint64(6), np.uint64(1), np.uint64(63)
+# per output word size (32, 64): by width, the mask of the field bits that fit the output
+_MASKS = {bits: np.array([(1 << min(w, bits)) - 1 for w in range(65)], dtype=f"u{bits // 8}")
+          for bits in (32, 64)}
 
 
 def _decode_full(words: np.ndarray, offs: np.ndarray, widths: np.ndarray, mins: np.ndarray,
                  out: np.ndarray) -> None:
-    """Decode full blocks into ``out`` (one row each): a field of w bits at absolute bit b is
-    the bits ``b % 64`` up of word ``b // 64`` and the rest from the next word, masked."""
+    """Decode full blocks into ``out`` (one row each), in the arithmetic of its dtype (u64, or
+    u32 for the low 32 bits): a field of w bits at absolute bit b is the bits ``b % k`` up of
+    k-bit word ``b // k`` and the rest from the next word, masked."""
+    kind = out.dtype.type
+    bits = 8 * out.dtype.itemsize
+    one, top = kind(1), kind(bits - 1)
     bit = _FIRST_BIT[widths]
     bit += 8 * (offs[:, None] + 9)  # after the block's u64 min and u8 width
-    at = bit.view(np.uint64)  # >= 0: the same bits
-    shift = at & _63
-    np.right_shift(at, _SIX, out=at)
-    np.take(words, at, out=out)
+    shift = (bit & (bits - 1)).astype(kind)
+    bit >>= bits.bit_length() - 1  # the word index
+    np.take(words, bit, out=out)
     np.right_shift(out, shift, out=out)
-    at += _ONE
-    high = np.take(words, at)
-    # the next word's bits above the field's first part: << (64 - shift) as two shifts, each
-    # under 64 (so a shift of 0 takes nothing from it)
-    np.left_shift(high, _ONE, out=high)
-    np.left_shift(high, _63 - shift, out=high)
+    bit += 1
+    high = np.take(words, bit)
+    # the next word's bits above the field's first part: << (bits - shift) as two shifts, each
+    # under the word's width (so a shift of 0 takes nothing from it)
+    np.left_shift(high, one, out=high)
+    np.left_shift(high, top - shift, out=high)
     np.bitwise_or(out, high, out=out)
-    np.bitwise_and(out, _MASKS[widths][:, None], out=out)
+    np.bitwise_and(out, _MASKS[bits][widths][:, None], out=out)
     with np.errstate(over="ignore"):
         np.add(out, mins[:, None], out=out)  # wrapping add, as the reference
 
