@@ -102,18 +102,32 @@ def _outcome(fn, *args):
         return type(exc).__name__, str(exc)
 
 
-@settings(max_examples=200, deadline=None)
+def _hostile(payload: bytes, data: st.DataObject) -> bytes:
+    """``payload`` as drawn: intact, cut short (down to empty), grown, or its count raised."""
+    kind = data.draw(st.sampled_from(["intact", "intact", "cut", "grow", "count"]))
+    if kind == "cut":
+        return payload[:data.draw(st.integers(0, max(0, len(payload) - 1)))]
+    if kind == "grow":
+        return payload + bytes(data.draw(st.integers(1, 24)))
+    if kind == "count" and len(payload) >= 12:
+        count = int.from_bytes(payload[4:12], "little") + data.draw(st.integers(1, 2**40))
+        return payload[:4] + count.to_bytes(8, "little") + payload[12:]
+    return payload
+
+
+@settings(max_examples=300, deadline=None)
 @given(st.lists(BODY, max_size=30), st.data())
 def test_records_taking_the_masked_check_end_as_the_decoders(bodies: list[bytes],
                                                              data: st.DataObject) -> None:
     # from the first record on, as if every payload were large; the decoders read record by
-    # record with the bounded cursor and name the first bad body
-    raw = _strings_payload(bodies)
+    # record with the bounded cursor and name the first bad body, record that runs out,
+    # count past the payload or trailing byte
+    raw = _hostile(_strings_payload(bodies), data)
     uri_bodies = data.draw(st.lists(BODY, min_size=len(bodies), max_size=len(bodies)))
     # tails of bytes past 0x7f: the whole payload is never ASCII
-    spans_raw = pack_prefix(len(bodies)) + b"".join(
+    spans_raw = _hostile(pack_prefix(len(bodies)) + b"".join(
         len(u).to_bytes(4, "little") + u + (2**63 + i).to_bytes(8, "little") * 2
-        for i, u in enumerate(uri_bodies))
+        for i, u in enumerate(uri_bodies)), data)
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(canonical, "_MASKED_MIN_RECORDS", 0)
 
