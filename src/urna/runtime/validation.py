@@ -16,6 +16,8 @@ TUI's rows (``format.verify.Checks`` over ``VALIDATE_STEPS``) all run this list.
 
 from __future__ import annotations
 
+import threading
+
 from ..format.layout import (
     SECTION_CHUNK_IDS,
     SECTION_CHUNKS_CANONICAL,
@@ -100,13 +102,37 @@ LEFT_BY_OPEN: tuple[Step, ...] = tuple(s for s in VALIDATE_STEPS if not s.opens)
 SETTLED = frozenset({verdicts.OPEN, verdicts.CITE_RECORDS, verdicts.TEXT_RECORDS})
 
 
+def _import_open() -> None:
+    from contextlib import suppress
+
+    with suppress(Exception):  # an import error is the indexes step's to report
+        from . import opening  # noqa: F401 - loaded for the steps to come
+
+
+def _start_loading_open(data: bytes | memoryview) -> threading.Thread | None:
+    """Start importing the open's decoders (numpy and the index sections) on a thread when the
+    section table lists a section only they read: the import then overlaps the reader's
+    hashing, and the steps before ``indexes`` take numpy's walks (the NaN walk's)."""
+    listed = listed_sections(data)
+    if listed is None or listed <= VERIFIED_WITHOUT_OPEN:
+        return None
+    loading = threading.Thread(target=_import_open, name="urna-load-open")
+    loading.start()
+    return loading
+
+
 def validate_bytes(data: bytes | memoryview, path: str | None = None) -> Verification:
     """Run ``urna validate``'s checks over a file's bytes; raises the first typed error found.
 
     ``path``: the file the bytes were read from; a pass is kept as its open verdict
     (``runtime.verdicts``), so the next open, search or cite of the same bytes hashes once.
     """
-    view = UrnaView.from_bytes(data)
+    loading = _start_loading_open(data)
+    try:
+        view = UrnaView.from_bytes(data)
+    finally:
+        if loading is not None:
+            loading.join()
     result = check_view(view, VALIDATE_STEPS)
     if path is not None:
         verdicts.keep_view(path, data, view, SETTLED)

@@ -137,15 +137,17 @@ class IntpackReader:
             raise _fail("index out of range")
         return int(self.block(i // INTPACK_BLOCK)[i % INTPACK_BLOCK])
 
-    def all(self) -> np.ndarray:
-        """Every value, in order, as a uint64 array (allocation bounded by the bytes read).
+    def all(self, dtype: type[np.unsignedinteger] = np.uint64) -> np.ndarray:
+        """Every value, in order, as a uint64 array (allocation bounded by the bytes read);
+        ``dtype=np.uint32``: each value's low 32 bits (a wrapping ``as u32``), at half the memory.
 
-        Blocks are checked in order (the first bad block raises what ``block`` would) and then
-        decoded together, grouped by width, instead of one numpy round trip per block.
+        Blocks are checked in order (the first bad block raises what ``block`` would); then the
+        full blocks decode together, a batch at a time (``_decode_full``), and a short last
+        block by ``block``.
         """
         count, n_blocks = self.count, self.n_blocks
         if count == 0:
-            return np.zeros(0, dtype=np.uint64)
+            return np.zeros(0, dtype=dtype)
         raw = np.frombuffer(self.buf, dtype=np.uint8)
         n = raw.shape[0]
         offs = self.offsets.astype(np.int64)
@@ -158,42 +160,66 @@ class IntpackReader:
         if bad.any():
             self.block(int(np.argmax(bad)))  # raises that block's error, in the reference's order
         mins = raw[offs[:, None] + np.arange(8)].copy().view("<u8").reshape(-1)
-        out = np.empty(n_blocks * INTPACK_BLOCK, dtype=np.uint64)
-        full = lens == INTPACK_BLOCK
-        for width in _distinct_widths(widths[full]):
-            blocks = np.flatnonzero(full & (widths == width))
-            for start in range(0, len(blocks), 4096):  # bounds the bit temporaries
-                part = blocks[start:start + 4096]
-                out.reshape(n_blocks, INTPACK_BLOCK)[part] = self._decode_full(
-                    raw, offs[part], int(width), mins[part])
-        if not full[-1]:
-            out[(n_blocks - 1) * INTPACK_BLOCK:count] = self.block(n_blocks - 1)
+        out = np.empty(n_blocks * INTPACK_BLOCK, dtype=dtype)
+        blocks = out.reshape(n_blocks, INTPACK_BLOCK)
+        n_full = n_blocks if lens[-1] == INTPACK_BLOCK else n_blocks - 1
+        # the blob as aligned words of the output's width, zero padded: a field's (first) two
+        # words are always there
+        word = out.dtype.itemsize
+        words = np.zeros(n // word + 2, dtype=out.dtype.newbyteorder("<"))
+        words.view(np.uint8)[:n] = raw
+        mins = mins.astype(out.dtype)  # a u32 output: the low bits of each min
+        for start in range(0, n_full, _BATCH_BLOCKS):  # bounds the temporaries
+            stop = min(n_full, start + _BATCH_BLOCKS)
+            _decode_full(words, offs[start:stop], widths[start:stop], mins[start:stop],
+                         blocks[start:stop])
+        if n_full < n_blocks:
+            np.copyto(out[n_full * INTPACK_BLOCK:count], self.block(n_blocks - 1),
+                      casting="unsafe")
         return out[:count]
 
-    @staticmethod
-    def _decode_full(raw: np.ndarray, offs: np.ndarray, width: int, mins: np.ndarray) -> np.ndarray:
-        if width == 0:
-            return np.repeat(mins[:, None], INTPACK_BLOCK, axis=1)
-        if width > 56:  # a field may straddle 9 bytes: take the exact bit path
-            body = raw[offs[:, None] + 9 + np.arange(16 * width)]
-            bits = np.unpackbits(body, axis=1, bitorder="little")
-            bits = bits.reshape(len(offs), INTPACK_BLOCK, width)
-            weights = np.left_shift(np.uint64(1), np.arange(width, dtype=np.uint64))
-            fields: np.ndarray = bits.astype(np.uint64) @ weights
-        else:
-            # Each field lies within the 8 bytes starting at its first byte: gather them as a
-            # little-endian u64, shift and mask (the body is padded so the gather stays inside).
-            body = np.zeros((len(offs), 16 * width + 8), dtype=np.uint8)
-            body[:, :16 * width] = raw[offs[:, None] + 9 + np.arange(16 * width)]
-            first_bit = np.arange(INTPACK_BLOCK, dtype=np.int64) * width
-            window = body[:, (first_bit // 8)[:, None] + np.arange(8)]
-            words = np.ascontiguousarray(window).view("<u8").reshape(len(offs), INTPACK_BLOCK)
-            mask = np.uint64((1 << width) - 1)
-            fields = (words >> (first_bit % 8).astype(np.uint64)) & mask
-        with np.errstate(over="ignore"):
-            return fields + mins[:, None]
+
+# Full blocks decoded per step: 512 x 128 values keep each temporary at 512 KB, in cache and
+# reused by the allocator (a fresh multi-MB array costs a page fault per 4 KB).
+_BATCH_BLOCKS = 512
+# per width (row) and value (column): where the value's bits start in its block's body
+_FIRST_BIT = np.arange(65, dtype=np.int64)[:, None] * np.arange(INTPACK_BLOCK, dtype=np.int64)
+# per output word size (32, 64): by width, the mask of the field bits that fit the output
+_MASKS = {bits: np.array([(1 << min(w, bits)) - 1 for w in range(65)], dtype=f"u{bits // 8}")
+          for bits in (32, 64)}
+
+
+def _decode_full(words: np.ndarray, offs: np.ndarray, widths: np.ndarray, mins: np.ndarray,
+                 out: np.ndarray) -> None:
+    """Decode full blocks into ``out`` (one row each), in the arithmetic of its dtype (u64, or
+    u32 for the low 32 bits): a field of w bits at absolute bit b is the bits ``b % k`` up of
+    k-bit word ``b // k`` and the rest from the next word, masked."""
+    kind = out.dtype.type
+    bits = 8 * out.dtype.itemsize
+    one, top = kind(1), kind(bits - 1)
+    bit = _FIRST_BIT[widths]
+    bit += 8 * (offs[:, None] + 9)  # after the block's u64 min and u8 width
+    shift = (bit & (bits - 1)).astype(kind)
+    bit >>= bits.bit_length() - 1  # the word index
+    np.take(words, bit, out=out)
+    np.right_shift(out, shift, out=out)
+    bit += 1
+    high = np.take(words, bit)
+    # the next word's bits above the field's first part: << (bits - shift) as two shifts, each
+    # under the word's width (so a shift of 0 takes nothing from it)
+    np.left_shift(high, one, out=high)
+    np.left_shift(high, top - shift, out=high)
+    np.bitwise_or(out, high, out=out)
+    np.bitwise_and(out, _MASKS[bits][widths][:, None], out=out)
+    with np.errstate(over="ignore"):
+        np.add(out, mins[:, None], out=out)  # wrapping add, as the reference
 
 
 def unpack_u64s(buf: bytes | memoryview) -> np.ndarray:
     """Decode a whole intpack blob to a uint64 array."""
     return IntpackReader(buf).all()
+
+
+def unpack_low_u32s(buf: bytes | memoryview) -> np.ndarray:
+    """Decode a whole intpack blob to the low 32 bits of each value (the reference's ``as u32``)."""
+    return IntpackReader(buf).all(np.uint32)

@@ -21,7 +21,7 @@ import numpy as np
 
 from ...errors import MalformedSectionPayload, UnsupportedSectionVersion
 from ..cursor import Cursor, utf8_error_text
-from ..encodings.intpack import pack_u64s, unpack_u64s
+from ..encodings.intpack import pack_u64s, unpack_low_u32s
 from ..layout import SECTION_BM25_INDEX
 from ..record import Record
 from .bm25_terms import read_term_table
@@ -29,7 +29,6 @@ from .bm25_terms import read_term_table
 BM25_PAYLOAD_VERSION = 2
 _HEAD_U = struct.Struct("<IfffII")
 _U32 = struct.Struct("<I")
-_U32_MASK = np.uint64(0xFFFFFFFF)
 
 
 def _malformed(reason: str) -> MalformedSectionPayload:
@@ -156,8 +155,9 @@ class _Reader(Cursor):
         return arr.astype(np.uint32)
 
     def intpack_column(self) -> np.ndarray:
+        """The next intpack column, each value cut to its low 32 bits (as the reference does)."""
         blob = self.view(self.u32())
-        return unpack_u64s(blob)  # errors keep section id 0, as the reference
+        return unpack_low_u32s(blob)  # errors keep section id 0, as the reference
 
 
 def decode_bm25(payload: bytes | memoryview) -> Bm25Payload:
@@ -203,56 +203,58 @@ def _decode_v1(cur: _Reader, n_docs: int, n_terms: int):
         tf_parts.append(pairs[1::2])
     docs = np.concatenate(doc_parts) if doc_parts else np.zeros(0, np.uint32)
     tfs = np.concatenate(tf_parts) if tf_parts else np.zeros(0, np.uint32)
-    return doc_lens, names, counts, docs, tfs
+    return doc_lens, names, np.asarray(counts, dtype=np.int64), docs, tfs
 
 
 def _decode_v2(cur: _Reader, n_docs: int, n_terms: int):
     dls = cur.intpack_column()
     if len(dls) != n_docs:
         raise _malformed("bm25 v2: doc-length column mismatch")
-    doc_lens = (dls & _U32_MASK).astype(np.uint32)
+    doc_lens = dls
     table = read_term_table(cur.buf, cur.pos, n_terms, names=True)
     if table is not None:
-        names, counts, cur.pos = table.names(), table.dfs.tolist(), table.end
+        names, counts, cur.pos = table.names(), table.dfs, table.end
     else:  # the cursor reports the first term that runs out or is not UTF-8, as the reference
-        names, counts = [], []
+        names, dfs = [], []
         for _ in range(n_terms):
             names.append(cur.term())
-            counts.append(cur.u32())
-    total = sum(counts)
+            dfs.append(cur.u32())
+        counts = np.asarray(dfs, dtype=np.int64)
+    total = int(counts.sum())
     gaps = cur.intpack_column()
     tfs = cur.intpack_column()
     if len(gaps) != total or len(tfs) != total:
         raise _malformed("bm25 v2: posting column mismatch")
     docs = _undo_gaps(gaps, counts)
-    return doc_lens, names, counts, docs, (tfs & _U32_MASK).astype(np.uint32)
+    return doc_lens, names, counts, docs, tfs
 
 
-def _undo_gaps(gaps: np.ndarray, counts: list[int]) -> np.ndarray:
+def _undo_gaps(gaps: np.ndarray, counts: np.ndarray) -> np.ndarray:
     """Doc ids from per-term gaps: a running u32 sum that restarts at every term."""
     if len(gaps) == 0:
         return np.zeros(0, np.uint32)
     # A running sum mod 2**32 in uint32 (numpy integer arithmetic wraps): the reference's
     # wrapping u32 adds, at half the memory traffic of a uint64 sum.
-    csum = np.cumsum((gaps & _U32_MASK).astype(np.uint32), dtype=np.uint32)
+    csum = np.cumsum(gaps, dtype=np.uint32)
     starts = np.zeros(len(counts) + 1, dtype=np.int64)
-    np.cumsum(np.asarray(counts, dtype=np.int64), out=starts[1:])
-    before = np.concatenate((np.zeros(1, np.uint32), csum))[starts[:-1]]
-    return csum - np.repeat(before, counts)
+    np.cumsum(counts, out=starts[1:])
+    firsts = starts[:-1]
+    before = csum[np.maximum(firsts - 1, 0)]  # the sum before each term's first gap
+    before[firsts == 0] = 0
+    return np.subtract(csum, np.repeat(before, counts), out=csum)
 
 
-def _keep_last(names: list[str], counts: list[int], docs: np.ndarray, tfs: np.ndarray):
+def _keep_last(names: list[str], counts: np.ndarray, docs: np.ndarray, tfs: np.ndarray):
     """Resolve repeated terms the reference's way: the last occurrence wins."""
     starts = np.zeros(len(counts) + 1, dtype=np.int64)
-    if counts:
-        np.cumsum(np.asarray(counts, dtype=np.int64), out=starts[1:])
-    last = {name: i for i, name in enumerate(names)}
-    if len(last) == len(names):
+    np.cumsum(counts, out=starts[1:])
+    if len(set(names)) == len(names):  # none repeated (a set in C, not a dict in bytecode)
         return names, starts, docs, tfs
+    last = {name: i for i, name in enumerate(names)}
     keep = sorted(last.values())
     idx = np.concatenate([np.arange(starts[i], starts[i + 1]) for i in keep] or
                          [np.zeros(0, np.int64)]).astype(np.int64)
-    kept_counts = np.asarray([counts[i] for i in keep], dtype=np.int64)
+    kept_counts = counts[np.asarray(keep, dtype=np.int64)]
     offsets = np.zeros(len(keep) + 1, dtype=np.int64)
     np.cumsum(kept_counts, out=offsets[1:])
     return [names[i] for i in keep], offsets, docs[idx], tfs[idx]

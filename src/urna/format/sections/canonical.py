@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import struct
+import sys
 import threading
 from bisect import bisect_left
 from collections.abc import Sequence
@@ -334,13 +335,61 @@ def _walked_starts(data: bytes, count: int) -> list[int] | None:
 
 def _records_ascii(data: bytes) -> bool:
     """Whether every record byte is ASCII (lengths and bodies alike): then each body is UTF-8.
-    The 12-byte prefix is left out: a count of 128 or more has a byte past 0x7f."""
+    The 12-byte prefix is left out: a count of 128 or more has a byte past 0x7f. The whole
+    payload is tested first, in place; only a prefix past 0x7f costs the copy of the rest."""
+    if data.isascii():
+        return True
+    if data[:PREFIX.size].isascii():
+        return False  # the byte past 0x7f is a record's
     return data[PREFIX.size:].isascii()
+
+
+# From this many records a process that has numpy loaded (the open or validate of a file with
+# indexes) checks the bodies' UTF-8 in one pass (``masked_utf8``); this module never imports
+# numpy itself (cite, and validate of a file without indexes, do without it).
+_MASKED_MIN_RECORDS = 256
+_DECODE_STEP = 1 << 16  # bytes per incremental decode: each call's string stays small
+
+
+def masked_utf8(data: bytes, starts: Sequence[int], gap: int, tail: int) -> bool:
+    """Whether every body of a walked payload is UTF-8 (``starts``: where each body begins;
+    ``gap``: the bytes before each later body, its length and the record before's tail;
+    ``tail``: the bytes after the last body).
+
+    One incremental decode from the first body to the last one's end, on a copy whose gap
+    bytes are line feeds: an ASCII byte between two bodies leaves each one's validity its own
+    (it is never part of a multi-byte sequence and ends an unfinished one).
+    """
+    import codecs
+
+    import numpy as np
+
+    if not starts:
+        return True
+    masked = np.frombuffer(data, dtype=np.uint8).copy()
+    later = np.asarray(starts[1:], dtype=np.int64)
+    for j in range(1, gap + 1):
+        masked[later - j] = 0x0A
+    text = masked.data[starts[0]:len(data) - tail]
+    decoder = codecs.getincrementaldecoder("utf-8")()
+    try:
+        for at in range(0, len(text), _DECODE_STEP):
+            decoder.decode(text[at:at + _DECODE_STEP])
+        decoder.decode(b"", True)
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
+def _masked_pays(n_records: int) -> bool:
+    return n_records >= _MASKED_MIN_RECORDS and "numpy" in sys.modules
 
 
 def _bodies_utf8(records: StringRecords) -> bool:
     if _records_ascii(records.data):
         return True
+    if _masked_pays(len(records)):
+        return masked_utf8(records.data, records.starts[:-1], 4, 0)
     try:
         for i in range(len(records)):
             body = records.body(i)
@@ -435,6 +484,8 @@ def span_records(raw: bytes | memoryview, expected: int | None, *,
 
 
 def _uris_utf8(data: bytes, starts: list[int]) -> bool:
+    if _masked_pays(len(starts)):
+        return masked_utf8(data, starts, 4 + _SPAN_TAIL.size, _SPAN_TAIL.size)
     unpack = _U32.unpack_from
     try:
         for start in starts:
