@@ -12,11 +12,13 @@ digest on the trusted path; a first ``urna.open`` takes it on the full path.
 from __future__ import annotations
 
 import hashlib
+import os
+import threading
 from pathlib import Path
 
 import numpy as np
 import pytest
-from _harness import check_outcome, write_case
+from _harness import check_outcome, time_cap, write_case
 
 import urna
 from helpers.cli_runner import invoke
@@ -163,3 +165,24 @@ def test_a_head_start_never_taken_is_dropped(tmp_path: Path) -> None:
     started = mapped._by_path[str(src)]
     mapped.drop_started()
     assert started.mm.closed and _nothing_left()
+
+
+@pytest.mark.parametrize("verb", ["validate", "inspect"])
+def test_a_fifo_is_read_as_a_stream_not_held_by_a_head_start(verb: str, tmp_path: Path) -> None:
+    src = REF / "quickstart-hybrid.urna"
+    want = invoke([verb, str(src)])
+    fifo = tmp_path / "corpus.urna"
+    os.mkfifo(fifo)
+
+    def write() -> None:
+        with open(fifo, "wb") as fh:  # waits for the verb to open its end
+            fh.write(src.read_bytes())
+
+    writer = threading.Thread(target=write, daemon=True)
+    writer.start()
+    with time_cap(30):  # a head start that opened the FIFO would leave the verb waiting
+        got = invoke([verb, str(fifo)])
+    writer.join(5)
+    assert got.exit_code == want.exit_code == 0, got.output
+    assert got.stdout.replace(str(fifo), str(src)) == want.stdout
+    assert _nothing_left()

@@ -93,8 +93,12 @@ def start_body_digest(path: str) -> None:
     if path in _by_path or worker_count() < 2:
         return
     try:
+        # Only a regular file: opening a FIFO would wait for its writer, and then take the
+        # stream the verb itself is to read.
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            return
         mm, _, st = map_file(path)
-    except Io:
+    except (OSError, Io):
         return  # the verb's own open reports it
     if mm is None:
         return
