@@ -330,7 +330,7 @@ def _unrolled_i4_vnni(pairs: int):
                     _prefetch_line(builder, builder.add(soon, ir.Constant(soon.type, 64 * line)),
                                    INT4_LOCALITY)
                 scs = builder.add(sc, builder.mul(loop.index, sc_block))
-                accs: list = [None] * BLOCK_ROWS
+                accs = [None] * BLOCK_ROWS
                 for t, step in enumerate(steps):
                     for r in range(BLOCK_ROWS):
                         at = builder.add(first, builder.mul(ir.Constant(row.type, r), stride))

@@ -12,14 +12,13 @@ opens never fails later except in ``blob_bytes``. Vector slabs are numpy views o
 from __future__ import annotations
 
 import contextlib
-import threading
 from functools import cached_property
 
 import numpy as np
 
 from ..errors import MalformedSectionPayload, SectionNotFound, UnsupportedDType
 from ..format import encodings
-from ..format.ahead import Lane
+from ..format.ahead import Job, Lane, submit
 from ..format.layout import (
     SECTION_BLOB_DATA,
     SECTION_BLOB_REFS,
@@ -179,23 +178,25 @@ class Deferred:
 
 
 class Preload:
-    """``fn()`` run on a worker thread while the caller goes on (its zstd frames and numpy
-    passes release the GIL); ``join`` waits for it. Its errors are left to the caller's own
-    later call of the same work, which then raises them in order. The caller joins before
-    the file can be closed: no worker outlives the call that started it."""
+    """``fn()`` run on a worker of the open pool (``format.ahead``) while the caller goes on
+    (its zstd frames and numpy passes release the GIL); ``join`` waits for it. Its errors are
+    left to the caller's own later call of the same work, which then raises them in order. The
+    caller joins before the file can be closed: no job outlives the call that started it.
+    ``fn`` must not wait for other jobs of the pool (a worker waiting on the queue behind it
+    could wait forever): a texts or BM25 decode does not."""
 
     def __init__(self, fn: Callable[[], Any]) -> None:
-        self._thread = threading.Thread(target=self._run, args=(fn,), daemon=True)
-        self._thread.start()
-
-    @staticmethod
-    def _run(fn: Callable[[], Any]) -> None:
-        with contextlib.suppress(Exception):
-            fn()
+        self._job = Job(_quietly, (fn,))
+        submit(self._job)
 
     def join(self) -> None:
         """Wait for the work to end (whatever its outcome)."""
-        self._thread.join()
+        self._job.wait()
+
+
+def _quietly(fn: Callable[[], Any]) -> None:
+    with contextlib.suppress(Exception):
+        fn()
 
 
 def preload_bm25(st: OpenedFile) -> Preload | None:
