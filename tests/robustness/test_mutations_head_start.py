@@ -1,4 +1,4 @@
-"""The CLI's head start (``format.mapped``) never changes what a call answers or refuses.
+"""The CLI's head start (``runtime.mapping``) never changes what a call answers or refuses.
 
 The command line maps its FILE and starts the body's SHA-256 on a worker as soon as the
 arguments are parsed; the open then takes that map and that digest. The reference cases are
@@ -24,8 +24,10 @@ import urna
 from helpers.cli_runner import invoke
 from helpers.mutate import apply_case, load_cases
 from helpers.vectors import REF
-from urna.format import mapped, reader
+from urna.format import ahead, reader
 from urna.format.layout import LEGACY_MAGIC, URNA_FOOTER_SIZE, URNA_HEADER_SIZE, URNA_MAGIC
+from urna.format.reader import UrnaView
+from urna.runtime import mapping
 from urna.runtime.validation import validate_bytes
 
 CASES = load_cases()
@@ -34,17 +36,17 @@ CASES = load_cases()
 @pytest.fixture(autouse=True)
 def head_start_on_every_file(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """Head starts for files of any size; returns the paths a head start was started for."""
-    monkeypatch.setattr(mapped, "INLINE_BYTES", 0)
-    monkeypatch.setattr(mapped, "worker_count", lambda: 2)
+    monkeypatch.setattr(mapping, "INLINE_BYTES", 0)
+    monkeypatch.setattr(mapping, "worker_count", lambda: 2)
     started: list[str] = []
-    real = mapped.start_body_digest
+    real = mapping.start_head_start
 
     def spy(path: str) -> None:
         real(path)
-        if path in mapped._by_path:
+        if path in mapping._started:
             started.append(path)
 
-    monkeypatch.setattr(mapped, "start_body_digest", spy)
+    monkeypatch.setattr(mapping, "start_head_start", spy)
     return started
 
 
@@ -54,7 +56,7 @@ def _headed(data: bytes) -> bool:
 
 
 def _nothing_left() -> bool:
-    return not mapped._by_map and not mapped._by_path
+    return not ahead._OFFERED and not mapping._started
 
 
 @pytest.mark.parametrize("src", sorted({case["src"] for case in CASES.values()}))
@@ -91,12 +93,12 @@ def test_every_light_verb_takes_the_head_starts_digest(
     path = str(REF / "quickstart-hybrid.urna")
     taken: list[bool] = []
 
-    def spy(buf: memoryview, body_end: int):
-        job = mapped.take_body_digest(buf, body_end)
+    def spy(owner: object, key: object):
+        job = ahead.claim_offered(owner, key)
         taken.append(job is not None)
         return job
 
-    monkeypatch.setattr(reader, "take_body_digest", spy)
+    monkeypatch.setattr(reader, "claim_offered", spy)
     args = [path]
     if verb == "cite":
         with urna.open(path) as f:
@@ -111,10 +113,11 @@ def test_every_light_verb_takes_the_head_starts_digest(
 
 def test_an_open_takes_the_map_and_the_digest(tmp_path: Path) -> None:
     src = REF / "quickstart-hybrid.urna"
-    mapped.start_body_digest(str(src))
-    started = mapped._by_path[str(src)]
+    mapping.start_head_start(str(src))
+    started = mapping._started[str(src)]
+    assert id(started.mm) in ahead._OFFERED
     with urna.open(str(src)) as f:
-        assert str(src) not in mapped._by_path and id(started.mm) not in mapped._by_map
+        assert _nothing_left()  # the open took the map, its checks the digest
         q = np.ones(f.embedding_dim, dtype=np.float32)
         got = [(h.chunk_id, h.score) for h in f.search(q, 5)]
     with urna.open(str(src)) as f:  # no head start: the same answers
@@ -122,22 +125,20 @@ def test_an_open_takes_the_map_and_the_digest(tmp_path: Path) -> None:
     assert started.mm.closed
 
 
-def test_the_digest_is_the_bodys_and_is_handed_over_once() -> None:
+def test_the_digest_taken_is_the_bodys() -> None:
     src = REF / "quickstart-hybrid.urna"
     data = src.read_bytes()
-    mapped.start_body_digest(str(src))
-    mm, buf, _ = mapped.map_file(str(src))
+    mapping.start_head_start(str(src))
+    mm, _, _ = mapping.map_file(str(src))
     assert mm is not None
-    view = memoryview(buf)
-    body_end = len(data) - URNA_FOOTER_SIZE
-    assert mapped.take_body_digest(view, body_end - 1) is None  # not these bytes
-    job = mapped.take_body_digest(view, body_end)
-    assert job is not None
-    assert job.result().digest() == hashlib.sha256(data[:body_end]).digest()
-    assert mapped.take_body_digest(view, body_end) is None
-    view.release()
-    mm.close()
+    copy = UrnaView.from_bytes(bytes(mm))  # other bytes object: the offer is not its own
+    assert id(mm) in ahead._OFFERED
+    view = UrnaView.from_bytes(mm)  # the footer check compared the head start's digest
     assert _nothing_left()
+    assert view.file_hash() == copy.file_hash() == "sha256:" + hashlib.sha256(data).hexdigest()
+    view.release()
+    copy.release()
+    mm.close()
 
 
 @pytest.mark.parametrize("kind", ["missing", "directory", "empty", "not urna", "short"])
@@ -151,7 +152,7 @@ def test_no_head_start_for_what_is_not_a_urna_file(kind: str, tmp_path: Path) ->
         path.write_bytes(b"not a urna file at all\n" * 100)
     elif kind == "short":
         path.write_bytes(URNA_MAGIC + bytes(100))
-    mapped.start_body_digest(str(path))
+    mapping.start_head_start(str(path))
     assert _nothing_left()
     if kind != "missing":  # and the verb still refuses it as it did without a head start
         result = invoke(["validate", str(path)])
@@ -161,9 +162,9 @@ def test_no_head_start_for_what_is_not_a_urna_file(kind: str, tmp_path: Path) ->
 
 def test_a_head_start_never_taken_is_dropped(tmp_path: Path) -> None:
     src = REF / "quickstart-hybrid.urna"
-    mapped.start_body_digest(str(src))
-    started = mapped._by_path[str(src)]
-    mapped.drop_started()
+    mapping.start_head_start(str(src))
+    started = mapping._started[str(src)]
+    mapping.drop_head_starts()
     assert started.mm.closed and _nothing_left()
 
 

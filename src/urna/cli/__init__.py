@@ -146,9 +146,9 @@ def _run(args: list[str], state: dict[str, object], files: list[str]) -> int:
         return 0
     if verb in ONE_REQUEST_VERBS and files:
         # The open's first SHA-256 pass runs on the other core during the verb's imports.
-        from ..format.mapped import start_body_digest
+        from ..runtime.mapping import start_head_start
 
-        start_body_digest(files[0])
+        start_head_start(files[0])
     try:
         command.callback(**values)
     except UsageError as exc:  # a verb's own check of its options
@@ -157,9 +157,9 @@ def _run(args: list[str], state: dict[str, object], files: list[str]) -> int:
         raise
     finally:
         if verb in ONE_REQUEST_VERBS and files:
-            from ..format.mapped import drop_started
+            from ..runtime.mapping import drop_head_starts
 
-            drop_started()
+            drop_head_starts()
     return 0
 
 

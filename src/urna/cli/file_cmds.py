@@ -8,7 +8,7 @@ optional sections gets the open's own steps (its index decodes) before the conte
 from __future__ import annotations
 
 # The reader, the verdicts and the checks are imported inside each verb, after the CLI has
-# started the file's head start (format.mapped): their import then runs beside its digest.
+# started the file's head start (runtime.mapping): their import then runs beside its digest.
 from ._output import echo, emit_json, labelled
 from .command import argument, command, option
 from .options import input_file
@@ -22,11 +22,11 @@ def read_file(path: str) -> bytes | memoryview:
 
     A map costs a third of a read here: the page cache is not copied into a fresh buffer
     whose every page faults on first touch. An empty or unmappable file is read instead.
-    The CLI's head start (``format.mapped``) may have mapped it already.
+    The CLI's head start (``runtime.mapping``) may have mapped it already.
     """
     import mmap
 
-    from ..format.mapped import take_map
+    from ..runtime.mapping import take_map
 
     started = take_map(path)
     if started is not None:

@@ -176,6 +176,34 @@ def submit(job: Job) -> None:
     _pool().submit(job)
 
 
+# Jobs started over a buffer before the code that reads it runs (the CLI's head start), keyed
+# by the id of the buffer's owner; each holds its owner, so the id cannot be reused meanwhile.
+_OFFERED: dict[int, tuple[object, object, Job]] = {}
+
+
+def offer(owner: object, key: object, job: Job) -> None:
+    """Leave the submitted ``job`` over ``owner``'s bytes for whoever claims it by ``key``."""
+    _OFFERED[id(owner)] = (owner, key, job)
+
+
+def claim_offered(owner: object, key: object) -> Job | None:
+    """The job offered over ``owner`` under ``key``, handed over once (the claimer waits for
+    it before ``owner`` may close); None when there is none."""
+    offered = _OFFERED.get(id(owner))
+    if offered is None or offered[0] is not owner or offered[1] != key:
+        return None
+    del _OFFERED[id(owner)]
+    return offered[2]
+
+
+def withdraw_offers() -> None:
+    """Wait for every offered job nobody claimed, and forget them."""
+    for _, _, job in list(_OFFERED.values()):
+        job.wait()
+        job.forget()
+    _OFFERED.clear()
+
+
 class Lane:
     """A context that starts jobs ahead and, on exit, waits for all of them."""
 

@@ -38,7 +38,7 @@ from ..errors import (
     UrnaError,
 )
 from . import encodings
-from .ahead import Job, Lane
+from .ahead import Job, Lane, claim_offered, offer, submit
 from .dtypes import DTYPE_ENCODINGS, SPACE_DTYPES
 from .hashing import sha256_state
 from .identity import content_hash as _content_hash
@@ -72,7 +72,6 @@ from .layout import (
     header_checksum,
 )
 from .manifest import Manifest
-from .mapped import take_body_digest
 from .record import FrozenRecord
 from .sections.canonical import CONTRACT_KEYS, decode_contract
 
@@ -179,8 +178,8 @@ class CheckSteps:
             if step.error is not None:
                 return
         body_end = length - URNA_FOOTER_SIZE
-        # The CLI's head start (format.mapped) may be hashing this very map's body already.
-        ahead = take_body_digest(buf, body_end)
+        # The CLI's head start (start_body_digest) may be hashing this very body already.
+        ahead = claim_offered(buf.obj, _body_key(length))
         trusted = False
         if self.trusted_body is not None:
             # A body once verified whole (runtime.verdicts): its digest, one pass, decides
@@ -265,6 +264,28 @@ class CheckSteps:
             if step.error is not None:
                 return
         self.view = view
+
+
+def start_body_digest(data: bytes | bytearray | memoryview) -> None:
+    """Start the SHA-256 of the body of ``data`` (an object exporting a file's bytes, e.g. its
+    mmap) on a worker, for the checks of a later ``UrnaView.from_bytes`` over that same object
+    to take instead of hashing the body again (the CLI's head start, ``runtime.mapping``)."""
+    buf = _byte_view(data)
+    length = len(buf)
+    if length < URNA_HEADER_SIZE + URNA_FOOTER_SIZE:
+        return
+    job = Job(_digest_of_body, (buf, length - URNA_FOOTER_SIZE))
+    offer(buf.obj, _body_key(length), job)
+    submit(job)
+
+
+def _body_key(length: int) -> tuple[str, int]:
+    return ("body digest", length)
+
+
+def _digest_of_body(buf: memoryview, end: int) -> object:
+    with buf, buf[:end] as body:  # released before the job reports: the map may close then
+        return sha256_state(body)
 
 
 def detached(exc: UrnaError) -> UrnaError:

@@ -23,13 +23,13 @@ from ..errors import BlobNotInlined, FileSizeMismatch, MalformedSectionPayload
 from ..format.citation import ResolvedCitation, locate_citation
 from ..format.identity import format_citation
 from ..format.layout import SECTION_BLOB_DATA, SECTION_CHUNKS_CANONICAL
-from ..format.mapped import map_file
 from ..index import exact
 from . import filtering as _f
 from . import search as _s
 from . import verdicts
 from .hits import RetrieveHit, SearchHit, SearchResult
 from .lazy_tables import TextsById
+from .mapping import map_file
 from .opening import OpenedFile, Preload, open_state
 from .query import as_f32, as_i32, check_size, prepare_batch
 from .ranks import check_rank
