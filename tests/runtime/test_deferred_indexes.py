@@ -5,7 +5,7 @@ serves the walk from ``BlockIds``: in a fresh process (as a CLI query: numba unl
 whole column is never decoded by ANN, hybrid and fused retrieve queries, and every answer
 equals a full open's, as it does in a process whose walks run on the compiled kernels; a
 full open decodes the column whole, as before. The hybrid path decodes a deferred BM25 on a
-worker while the beam walks (``opening.Preload``), whose failure is left to the caller's
+worker while the beam walks (``format.ahead.start_quietly``), whose failure is left to the caller's
 own call.
 """
 
@@ -22,8 +22,8 @@ import pytest
 
 import urna
 from urna.errors import MalformedSectionPayload
+from urna.format.ahead import start_quietly
 from urna.format.sections.hnsw import BlockIds
-from urna.runtime.opening import Preload
 
 MODEL_HASH = "sha256:" + "ab" * 32
 WORDS = ["alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel", "india"]
@@ -103,8 +103,9 @@ def test_preload_leaves_its_error_to_the_callers_own_call() -> None:
         calls.append(1)
         raise MalformedSectionPayload(8, "bm25: broken")
 
-    ahead = Preload(work)
-    ahead.join()  # the worker's failure is not raised here
+    ahead = start_quietly(work)
+    ahead.wait()  # the worker's failure is not raised here
+    assert not ahead.failed
     assert calls == [1]
     with pytest.raises(MalformedSectionPayload, match="bm25: broken"):
         work()  # the caller's own call raises it, in its turn

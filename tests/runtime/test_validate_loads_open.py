@@ -1,16 +1,14 @@
 """``urna validate`` loads the open's decoders beside the reader's checks (issue #20).
 
 On a file whose section table lists a section only the open decodes (HNSW, BM25, a graph,
-spaces, blobs), ``validate_bytes`` imports those decoders on a thread while the reader hashes,
+spaces, blobs), ``validate_bytes`` imports those decoders on a worker while the reader hashes,
 so the steps run with numpy loaded. Claims: the verdict is the one the steps give without it,
 on every reference file and on damaged copies of the files with indexes (the same error, class
-and text); no thread is left running when it returns or raises; a file without such sections
-starts no thread at all (its validate stays numpy-free, ``format/test_light_path_imports``).
+and text); no import is left running when it returns or raises; a file without such sections
+starts none at all (its validate stays numpy-free, ``format/test_light_path_imports``).
 """
 
 from __future__ import annotations
-
-import threading
 
 import pytest
 
@@ -41,26 +39,41 @@ def _without_loading(data: bytes):
     return check_view(UrnaView.from_bytes(data), VALIDATE_STEPS)
 
 
-def _loaders() -> list[threading.Thread]:
-    return [t for t in threading.enumerate() if t.name == "urna-load-open"]
+@pytest.fixture(autouse=True)
+def loaders(monkeypatch: pytest.MonkeyPatch) -> list:
+    """The import jobs ``validate_bytes`` starts, to check each is over when it returns."""
+    started: list = []
+    real = validation._start_loading_open
+
+    def spy(data):
+        job = real(data)
+        if job is not None:
+            started.append(job)
+        return job
+
+    monkeypatch.setattr(validation, "_start_loading_open", spy)
+    return started
+
+
+def _all_over(jobs: list) -> bool:
+    return all(job._done.is_set() for job in jobs)
 
 
 @pytest.mark.parametrize("name", FILES)
-def test_the_verdict_is_the_steps_own(name: str) -> None:
+def test_the_verdict_is_the_steps_own(name: str, loaders: list) -> None:
     data = (REF / name).read_bytes()
-    loading = validation._start_loading_open(data)
     needs = not listed_sections(data) <= VERIFIED_WITHOUT_OPEN
-    assert (loading is not None) is needs
-    if loading is not None:
-        loading.join()
-    assert _verdict(lambda: validate_bytes(data)) == _verdict(lambda: _without_loading(data))
-    assert not _loaders()
+    got = _verdict(lambda: validate_bytes(data))
+    assert len(loaders) == int(needs)
+    assert got == _verdict(lambda: _without_loading(data))
+    assert _all_over(loaders)
 
 
 @pytest.mark.parametrize("name", ["quickstart-hybrid.urna", "synthetic-graph.urna",
                                   "quickstart-spaces.urna", "synthetic-blobs.urna"])
 @pytest.mark.parametrize("cut", [0.1, 0.5, 0.9, 0.999])
-def test_a_damaged_file_with_indexes_fails_as_the_steps_fail(name: str, cut: float) -> None:
+def test_a_damaged_file_with_indexes_fails_as_the_steps_fail(name: str, cut: float,
+                                                             loaders: list) -> None:
     data = bytearray((REF / name).read_bytes())
     at = int(len(data) * cut)
     data[at] ^= 0x40  # past the header: the table still lists the index sections
@@ -68,4 +81,4 @@ def test_a_damaged_file_with_indexes_fails_as_the_steps_fail(name: str, cut: flo
     want = _verdict(lambda: _without_loading(damaged))
     assert want[0] != "ok"
     assert _verdict(lambda: validate_bytes(damaged)) == want
-    assert not _loaders()
+    assert loaders and _all_over(loaders)

@@ -144,7 +144,8 @@ def _run(args: list[str], state: dict[str, object], files: list[str]) -> int:
 
         echo(command_help(command, path))
         return 0
-    if verb in ONE_REQUEST_VERBS and files:
+    head_start = verb in ONE_REQUEST_VERBS and bool(files)
+    if head_start:
         # The open's first SHA-256 pass runs on the other core during the verb's imports.
         from ..runtime.mapping import start_head_start
 
@@ -156,7 +157,7 @@ def _run(args: list[str], state: dict[str, object], files: list[str]) -> int:
             exc.command = path
         raise
     finally:
-        if verb in ONE_REQUEST_VERBS and files:
+        if head_start:
             from ..runtime.mapping import drop_head_starts
 
             drop_head_starts()

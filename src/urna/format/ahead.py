@@ -12,6 +12,7 @@ imports ``logging`` (~6 ms), more than a light CLI verb's whole hashing on a sma
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 from collections.abc import Callable
@@ -174,6 +175,28 @@ def _pool() -> Pool:
 def submit(job: Job) -> None:
     """Run ``job`` on a worker of the open pool, outside any lane: its taker waits for it."""
     _pool().submit(job)
+
+
+def submit_over(fn: Callable[[memoryview], Any], buf: memoryview, start: int, end: int) -> Job:
+    """``submit`` of ``fn(buf[start:end])``, the slice made and released inside the job."""
+    job = Job(_over, (fn, buf, start, end))
+    submit(job)
+    return job
+
+
+def start_quietly(fn: Callable[[], Any]) -> Job:
+    """Run ``fn()`` on a worker, its outcome ignored: work done ahead for a later call of the
+    same work, which raises its errors in order. ``wait()`` for it before what it reads may
+    close; ``fn`` must not wait for other jobs of the pool (a worker waiting on the queue
+    behind it could wait forever)."""
+    job = Job(_quietly, (fn,))
+    submit(job)
+    return job
+
+
+def _quietly(fn: Callable[[], Any]) -> None:
+    with contextlib.suppress(Exception):
+        fn()
 
 
 # Jobs started over a buffer before the code that reads it runs (the CLI's head start), keyed

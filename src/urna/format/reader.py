@@ -38,7 +38,7 @@ from ..errors import (
     UrnaError,
 )
 from . import encodings
-from .ahead import Job, Lane, claim_offered, offer, submit
+from .ahead import Job, Lane, claim_offered, offer, submit_over
 from .dtypes import DTYPE_ENCODINGS, SPACE_DTYPES
 from .hashing import sha256_state
 from .identity import content_hash as _content_hash
@@ -274,18 +274,11 @@ def start_body_digest(data: bytes | bytearray | memoryview) -> None:
     length = len(buf)
     if length < URNA_HEADER_SIZE + URNA_FOOTER_SIZE:
         return
-    job = Job(_digest_of_body, (buf, length - URNA_FOOTER_SIZE))
-    offer(buf.obj, _body_key(length), job)
-    submit(job)
+    offer(buf.obj, _body_key(length), submit_over(sha256_state, buf, 0, length - URNA_FOOTER_SIZE))
 
 
 def _body_key(length: int) -> tuple[str, int]:
     return ("body digest", length)
-
-
-def _digest_of_body(buf: memoryview, end: int) -> object:
-    with buf, buf[:end] as body:  # released before the job reports: the map may close then
-        return sha256_state(body)
 
 
 def detached(exc: UrnaError) -> UrnaError:

@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import BlobNotInlined, FileSizeMismatch, MalformedSectionPayload
+from ..format.ahead import start_quietly
 from ..format.citation import ResolvedCitation, locate_citation
 from ..format.identity import format_citation
 from ..format.layout import SECTION_BLOB_DATA, SECTION_CHUNKS_CANONICAL
@@ -30,7 +31,7 @@ from . import verdicts
 from .hits import RetrieveHit, SearchHit, SearchResult
 from .lazy_tables import TextsById
 from .mapping import map_file
-from .opening import OpenedFile, Preload, open_state
+from .opening import OpenedFile, open_state
 from .query import as_f32, as_i32, check_size, prepare_batch
 from .ranks import check_rank
 from .routing import EXACT, choose_route
@@ -281,18 +282,18 @@ class UrnaFile:
         # The stored texts are read while the search runs (their zstd frame and the numpy
         # proof release the GIL); a text error still comes first, as when they were read
         # before the search.
-        reader = None if self._by_id is not None else Preload(self._text_table)
+        reader = None if self._by_id is not None else start_quietly(self._text_table)
         try:
             res = _s.routed_search(st, x, k, cand, check_size(hops), check_size(ef), query_text,
                                    where, check_rank(rank))
         except BaseException:
             if reader is not None:
-                reader.join()
+                reader.wait()
                 self._text_table()  # raises the text error, if there is one
             raise
         if self._by_id is None:
             if reader is not None:
-                reader.join()
+                reader.wait()
             self._by_id = _s.texts_by_id(st, self._text_table())
         return _s.with_text(res, self._by_id)
 

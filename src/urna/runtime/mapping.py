@@ -36,13 +36,12 @@ if TYPE_CHECKING:
 class HeadStart(FrozenRecord):
     """A file mapped ahead of its open (its body digest running over the map)."""
 
-    __slots__ = _fields = ("path", "mm", "st")
-    path: str
+    __slots__ = _fields = ("mm", "st")
     mm: mmap.mmap
     st: os.stat_result
 
-    def __init__(self, path: str, mm: mmap.mmap, st: os.stat_result) -> None:
-        self._set(path, mm, st)
+    def __init__(self, mm: mmap.mmap, st: os.stat_result) -> None:
+        self._set(mm, st)
 
 
 _started: dict[str, HeadStart] = {}  # by path, map not taken yet
@@ -107,7 +106,7 @@ def start_head_start(path: str) -> None:
         mm.close()
         return
     start_body_digest(memoryview(mm))
-    _started[path] = HeadStart(path, mm, st)
+    _started[path] = HeadStart(mm, st)
 
 
 def drop_head_starts() -> None:

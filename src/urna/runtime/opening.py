@@ -11,14 +11,13 @@ opens never fails later except in ``blob_bytes``. Vector slabs are numpy views o
 
 from __future__ import annotations
 
-import contextlib
 from functools import cached_property
 
 import numpy as np
 
 from ..errors import MalformedSectionPayload, SectionNotFound, UnsupportedDType
 from ..format import encodings
-from ..format.ahead import Job, Lane, submit
+from ..format.ahead import Job, Lane, start_quietly
 from ..format.layout import (
     SECTION_BLOB_DATA,
     SECTION_BLOB_REFS,
@@ -177,31 +176,11 @@ class Deferred:
         self.load = load
 
 
-class Preload:
-    """``fn()`` run on a worker of the open pool (``format.ahead``) while the caller goes on
-    (its zstd frames and numpy passes release the GIL); ``join`` waits for it. Its errors are
-    left to the caller's own later call of the same work, which then raises them in order. The
-    caller joins before the file can be closed: no job outlives the call that started it.
-    ``fn`` must not wait for other jobs of the pool (a worker waiting on the queue behind it
-    could wait forever): a texts or BM25 decode does not."""
-
-    def __init__(self, fn: Callable[[], Any]) -> None:
-        self._job = Job(_quietly, (fn,))
-        submit(self._job)
-
-    def join(self) -> None:
-        """Wait for the work to end (whatever its outcome)."""
-        self._job.wait()
-
-
-def _quietly(fn: Callable[[], Any]) -> None:
-    with contextlib.suppress(Exception):
-        fn()
-
-
-def preload_bm25(st: OpenedFile) -> Preload | None:
-    """Start decoding a deferred 0x08 on a worker; None when it is decoded (or absent)."""
-    return Preload(lambda: st.bm25) if isinstance(st.bm25_index, Deferred) else None
+def preload_bm25(st: OpenedFile) -> Job | None:
+    """Start decoding a deferred 0x08 on a worker (``format.ahead.start_quietly``: the search's
+    own read of ``st.bm25`` raises its errors); None when it is decoded (or absent). Wait for
+    the job before the file may close."""
+    return start_quietly(lambda: st.bm25) if isinstance(st.bm25_index, Deferred) else None
 
 
 def _decode_hnsw(view: UrnaView, n: int, verified: bool = False) -> Any:

@@ -239,7 +239,7 @@ def hybrid_search(st: OpenedFile, x: np.ndarray, text: str, k: int, cpp: int,
         vec, exact_c, ann_c, path = _hybrid_vector_shortlist(st, q, k, cpp, fm)
     finally:
         if bm25_ahead is not None:
-            bm25_ahead.join()
+            bm25_ahead.wait()
     mask = None if fm is None else fm.mask
     lex = ([int(d) for d in st.bm25.search_arrays(text, cpp, mask)[0]]
            if st.bm25 is not None else [])

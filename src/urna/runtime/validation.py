@@ -16,8 +16,7 @@ TUI's rows (``format.verify.Checks`` over ``VALIDATE_STEPS``) all run this list.
 
 from __future__ import annotations
 
-import threading
-
+from ..format.ahead import Job, start_quietly
 from ..format.layout import (
     SECTION_CHUNK_IDS,
     SECTION_CHUNKS_CANONICAL,
@@ -103,22 +102,17 @@ SETTLED = frozenset({verdicts.OPEN, verdicts.CITE_RECORDS, verdicts.TEXT_RECORDS
 
 
 def _import_open() -> None:
-    from contextlib import suppress
-
-    with suppress(Exception):  # an import error is the indexes step's to report
-        from . import opening  # noqa: F401 - loaded for the steps to come
+    from . import opening  # noqa: F401 - loaded for the steps to come; an error is theirs
 
 
-def _start_loading_open(data: bytes | memoryview) -> threading.Thread | None:
-    """Start importing the open's decoders (numpy and the index sections) on a thread when the
+def _start_loading_open(data: bytes | memoryview) -> Job | None:
+    """Start importing the open's decoders (numpy and the index sections) on a worker when the
     section table lists a section only they read: the import then overlaps the reader's
     hashing, and the steps before ``indexes`` take numpy's walks (the NaN walk's)."""
     listed = listed_sections(data)
     if listed is None or listed <= VERIFIED_WITHOUT_OPEN:
         return None
-    loading = threading.Thread(target=_import_open, name="urna-load-open")
-    loading.start()
-    return loading
+    return start_quietly(_import_open)
 
 
 def validate_bytes(data: bytes | memoryview, path: str | None = None) -> Verification:
@@ -132,7 +126,7 @@ def validate_bytes(data: bytes | memoryview, path: str | None = None) -> Verific
         view = UrnaView.from_bytes(data)
     finally:
         if loading is not None:
-            loading.join()
+            loading.wait()
     result = check_view(view, VALIDATE_STEPS)
     if path is not None:
         verdicts.keep_view(path, data, view, SETTLED)
