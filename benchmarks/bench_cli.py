@@ -15,6 +15,10 @@ an earlier full open (``runtime.verdicts``); the ``(first open)`` rows run with
     .venv/bin/python benchmarks/bench_cli.py --file F.urna --runs 5
     .venv/bin/python benchmarks/bench_cli.py --file F.urna --baseline /tmp/old/src
 
+Two floors run in the same rounds: ``python -c pass`` (the interpreter's start) and the
+interpreter importing numpy as the CLI does (one BLAS thread, no teardown), the least a verb
+that scores vectors can take.
+
 ``--baseline SRC`` adds every ``urna`` command run from another source tree (e.g. ``git
 archive`` of an earlier commit), labelled ``(baseline)``, taking turns with the rest, and
 prints each command's median CPU ratio to its baseline twin: a before/after under one load.
@@ -46,6 +50,8 @@ import subprocess
 import sys
 import tempfile
 import time
+
+from scratch import scratch_dir  # this folder
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SRC = os.path.join(os.path.dirname(HERE), "src")
@@ -96,6 +102,10 @@ def _children_cpu() -> float:
     return use.ru_utime + use.ru_stime
 
 
+_NUMPY_FLOOR = ("import os; os.environ.setdefault('OPENBLAS_NUM_THREADS', '1'); "
+                "import numpy; os._exit(0)")
+
+
 def run_once(argv: list[str], env: dict) -> tuple[float, float]:
     """(wall, CPU) seconds from spawn to exit of one command (output discarded; must succeed)."""
     t0, c0 = time.perf_counter(), _children_cpu()
@@ -116,7 +126,7 @@ def commands(path: str, baseline: str | None = None,
         hit = f.search(_vector(path, dim), 1)[0]
     vector = json.dumps(_vector(path, dim).tolist())
     ours_env = dict(os.environ, PYTHONPATH=SRC,
-                    URNA_CACHE_DIR=tempfile.mkdtemp(prefix="urna-bench-cache-"))
+                    URNA_CACHE_DIR=scratch_dir("urna-bench-cache-"))
     ref_env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     # What the installed `urna` script runs (``console``: no interpreter teardown after a
     # one-request verb); a tree from before it had only ``main``.
@@ -137,11 +147,16 @@ def commands(path: str, baseline: str | None = None,
         "urna inspect (first open)": (ours + ["inspect", path],
                                       {**ours_env, "URNA_OPEN_CACHE": "0"}),
         "urna validate": (ours + ["validate", path], ours_env),
+        # The floors of a call, in the same rounds: the interpreter's start alone, and with
+        # numpy imported as a verb that scores vectors imports it (one BLAS thread, the exit
+        # without teardown), so no such verb can take less.
+        "floor: python": ([sys.executable, "-c", "pass"], ours_env),
+        "floor: python + numpy": ([sys.executable, "-c", _NUMPY_FLOOR], ours_env),
     }
     if baseline is None:
         return timed
     compileall.compile_dir(baseline, quiet=1)
-    base_cache = tempfile.mkdtemp(prefix="urna-bench-cache-baseline-")
+    base_cache = scratch_dir("urna-bench-cache-baseline-")
     for name, (argv, env) in list(timed.items()):
         if name.startswith("urna "):
             timed[f"{name} (baseline)"] = (argv, {**env, "PYTHONPATH": baseline,
@@ -247,7 +262,8 @@ def main() -> None:
     cmds = commands(path, args.baseline, ASKED)
     if args.only:
         keep = {"reference search"} | {f"urna {v}" for v in args.only.split(",")}
-        cmds = {k: v for k, v in cmds.items() if k.split(" (")[0] in keep}
+        cmds = {k: v for k, v in cmds.items()
+                if k.split(" (")[0] in keep or k.startswith("floor: ")}
     compileall.compile_dir(SRC, quiet=1)
     for argv, env in cmds.values():  # warm-up: page cache, bytecode, the open verdicts
         run_once(asking(argv, questions[0]), env)

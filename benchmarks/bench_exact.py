@@ -37,7 +37,6 @@ import argparse
 import os
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -47,6 +46,7 @@ for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMB
     os.environ.setdefault(_var, "1")  # before numpy / faiss load
 
 import numpy as np  # noqa: E402
+from scratch import scratch_dir  # noqa: E402  (this folder)
 
 import urna  # noqa: E402
 from urna.index import exact  # noqa: E402
@@ -252,7 +252,7 @@ def main() -> None:
     from usearch.index import search as usearch_search
 
     faiss.omp_set_num_threads(1)
-    folder = args.dir or tempfile.mkdtemp(prefix="urna-bench-")
+    folder = args.dir or scratch_dir("urna-bench-")
     rows, queries = clustered(args.n, args.dim, max(args.queries, args.batch), centres=2000)
     single, batch = queries[:args.queries], queries[:args.batch]
     k, nt = args.k, args.threads

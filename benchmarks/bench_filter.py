@@ -23,12 +23,12 @@ import argparse
 import math
 import os
 import sys
-import tempfile
 import time
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")  # before numpy / BLAS load
 
 import numpy as np  # noqa: E402
+from scratch import scratch_dir  # noqa: E402  (this folder)
 
 import urna  # noqa: E402
 from urna.runtime import search as _s  # noqa: E402
@@ -89,7 +89,7 @@ def main() -> int:
     chunks = [{"canonical_text": f"row {i}", "source_uri": f"r/{i}", "byte_start": 0,
                "byte_end": 1, "embedding": X[i]} for i in range(args.rows)]
     t0 = time.perf_counter()
-    path = os.path.join(tempfile.mkdtemp(), "filter.urna")
+    path = os.path.join(scratch_dir("urna-bench-filter-"), "filter.urna")
     urna.build(path, "bench", args.dim, "bench/1", "sha256:" + "0" * 64, chunks,
                with_hnsw=True, hnsw_m=args.m, hnsw_ef_construction=args.ef_construction,
                metadata=[{"bucket": int(b)} for b in bucket])

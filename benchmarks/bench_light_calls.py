@@ -17,9 +17,9 @@ import json
 import os
 import statistics
 import sys
-import tempfile
 
 from bench_cli import run_once  # this folder: one timing of a process for both benchmarks
+from scratch import scratch_dir
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SRC = os.path.join(os.path.dirname(HERE), "src")
@@ -64,7 +64,7 @@ def main() -> None:
     with urna.open(args.file) as f:
         dim = f.embedding_dim
         citation = f"urna://{f.content_hash}/{f.chunk_ids()[0]}"
-    ours = dict(os.environ, PYTHONPATH=SRC, URNA_CACHE_DIR=tempfile.mkdtemp(prefix="urna-bench-"))
+    ours = dict(os.environ, PYTHONPATH=SRC, URNA_CACHE_DIR=scratch_dir("urna-bench-"))
     ref = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     vector = json.dumps([1.0 / dim ** 0.5] * dim)
     cmds = {"reference search": ([os.path.join(REF_BIN, "urna"), "search", args.file, vector,
