@@ -131,3 +131,20 @@ def _v2(n: int, ids) -> bytes:
         blob = pack_u64s(np.asarray(col, dtype=np.uint64))
         out += struct.pack("<I", len(blob)) + blob
     return out
+
+
+@settings(max_examples=80, deadline=None)
+@given(tied_graphs(), st.sampled_from([0, 1, 2]), st.data())
+def test_a_beam_of_width_zero_or_one_with_its_entry_masked_out_walks_as_the_kernel(
+        case, ef, data) -> None:
+    # results start empty (the entry is not allowed): every closer row is measured against +inf
+    g, x, rng = case
+    g = decode_hnsw(encode_hnsw(payload_from_lists(
+        g.m, g.m_max0, 0, g.entry_point, g.max_level,
+        [[g.neighbors(i, layer).tolist() for layer in range(int(g.levels[i]) + 1)]
+         for i in range(g.n_nodes)])), g.n_nodes)  # ef_construction 0: the beam is ef wide
+    allowed = rng.random(g.n_nodes) < data.draw(st.sampled_from([0.0, 0.3, 0.7]))
+    allowed[g.entry_point] = False
+    q = rng.normal(size=x.shape[1]).astype(np.float32)
+    with np.errstate(all="ignore"):
+        assert _beam(g, x, q, ef, allowed) == _kernel(g, x, q, ef, allowed)

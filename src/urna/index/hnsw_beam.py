@@ -153,7 +153,8 @@ def search_graph(q: np.ndarray, ef: int, entry_point: int, max_level: int, rows:
             if not batch:
                 continue
             for nb, d in zip(batch, dist8_rows(q, rows[batch]).tolist(), strict=True):
-                if len(results) < ef or d < -results[0][0]:
+                # no result yet (the entry masked out, or ef 0): the worst is +inf
+                if len(results) < ef or d < (-results[0][0] if results else _INF):
                     node = _Node(nb)
                     heappush(frontier, (d, node))
                     if ok is None or ok[nb]:
