@@ -26,6 +26,10 @@ _STEP3 = (("icate", "ic"), ("ative", ""), ("alize", "al"), ("iciti", "ic"), ("ic
           ("ful", ""), ("ness", ""))
 _STEP4 = ("al", "ance", "ence", "er", "ic", "able", "ible", "ant", "ement", "ment", "ent",
           "ou", "ism", "ate", "iti", "ous", "ive", "ize")
+# Each step's suffixes as one tuple: one ``str.endswith`` call tells whether any rule of the
+# step applies (most words match none) before its rules are tried in order.
+_STEP2_ENDS = tuple(suffix for suffix, _ in _STEP2)
+_STEP3_ENDS = tuple(suffix for suffix, _ in _STEP3)
 
 
 def _consonants(w: str) -> list[bool]:
@@ -64,7 +68,10 @@ def _cvc(w: str) -> bool:
             and _is_consonant(w, len(w) - 3) and w[-1] not in "wxy")
 
 
-def _replace(w: str, rules: tuple[tuple[str, str], ...], min_m: int) -> str:
+def _replace(w: str, rules: tuple[tuple[str, str], ...], ends: tuple[str, ...],
+             min_m: int) -> str:
+    if not w.endswith(ends):
+        return w
     for suffix, repl in rules:
         if w.endswith(suffix):
             stem = w[: len(w) - len(suffix)]
@@ -73,8 +80,9 @@ def _replace(w: str, rules: tuple[tuple[str, str], ...], min_m: int) -> str:
 
 
 def _step2(w: str) -> str:
-    if any(w.endswith(suffix) for suffix, _ in _STEP2):
-        return _replace(w, _STEP2, 0)  # a failed condition ends the step, as in Porter
+    if w.endswith(_STEP2_ENDS):
+        # a failed condition ends the step, as in Porter
+        return _replace(w, _STEP2, _STEP2_ENDS, 0)
     if w.endswith("logi") and _measure(w[:-4]) > 0:
         return w[:-1]
     if w.endswith("li") and len(w) > 3 and w[-3] in "cdeghkmnrt" and _measure(w[:-2]) > 1:
@@ -108,7 +116,7 @@ def _step1(w: str) -> str:
 
 
 def _step4(w: str) -> str:
-    for suffix in _STEP4:
+    for suffix in _STEP4 if w.endswith(_STEP4) else ():
         if w.endswith(suffix):
             stem = w[: len(w) - len(suffix)]
             if _measure(stem) > 1:
@@ -139,6 +147,6 @@ def porter_stem(term: str) -> str:
         return term
     w = _step1(term)
     w = _step2(w)
-    w = _replace(w, _STEP3, 0)
+    w = _replace(w, _STEP3, _STEP3_ENDS, 0)
     w = _step4(w)
     return _step5(w)

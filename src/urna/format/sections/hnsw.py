@@ -23,6 +23,7 @@ import numpy as np
 
 from ...errors import MalformedSectionPayload, UnsupportedSectionVersion
 from ..encodings.intpack import INTPACK_BLOCK, IntpackReader, pack_u64s
+from ..encodings.intpack_scan import block_header
 from ..layout import SECTION_HNSW_INDEX
 from ..record import Record
 
@@ -31,6 +32,7 @@ MAX_LEVEL = 64  # hostile-input caps of the reference decoder; real graphs stay 
 MAX_DEGREE = 4096
 _HEAD = struct.Struct("<7I")
 _U32 = struct.Struct("<I")
+_U32_MAX = (1 << 32) - 1
 
 
 class HnswPayload(Record):
@@ -102,6 +104,8 @@ class BlockIds:
     def __init__(self, reader: IntpackReader, n_nodes: int) -> None:
         self._reader, self._n_nodes = reader, n_nodes
         self._blocks: dict[int, np.ndarray] = {}  # racing threads store equal arrays
+        self._lists: dict[int, list[int]] = {}  # the same blocks as ints (``read``)
+        self._offsets: list[int] | None = None
         self.size = reader.count
 
     def _block(self, b: int) -> np.ndarray:
@@ -112,6 +116,46 @@ class BlockIds:
                 raise _malformed("hnsw v2: neighbour id out of range")
             got = self._blocks[b] = values.astype(np.int32)
         return got
+
+    def _ints(self, b: int) -> list[int]:
+        """Block ``b`` as ints, checked as ``_block`` checks it: a block of ids (width and min
+        under 2**32, so no value wraps) is decoded in three numpy calls (its bits, one product
+        with the powers of two, the min added); any other, or one holding an id out of
+        range, goes through ``_block``."""
+        got = self._lists.get(b)
+        if got is not None:
+            return got
+        reader = self._reader
+        if self._offsets is None:
+            self._offsets = reader.offsets.tolist()
+        at = self._offsets[b]
+        blen = min(INTPACK_BLOCK, reader.count - b * INTPACK_BLOCK)
+        lo, width, body_len = block_header(reader.buf, at, blen)
+        got = None
+        if width <= 32 and lo <= _U32_MAX:
+            bits = np.unpackbits(np.frombuffer(reader.buf, np.uint8, body_len, at + 9),
+                                 count=blen * width, bitorder="little")
+            got = (bits.reshape(blen, width) @ _POWERS[width] + lo).tolist()
+            if max(got) >= self._n_nodes:
+                got = None
+        if got is None:
+            got = self._block(b).tolist()  # raises its error, as a slice would
+        self._lists[b] = got
+        return got
+
+    def read(self, lo: int, hi: int) -> list[int]:
+        """``self[lo:hi]`` as a list of ints (how the numba-free walk reads a stored list)."""
+        hi = min(hi, self.size)
+        if hi <= lo:
+            return []
+        first, last = lo // INTPACK_BLOCK, (hi - 1) // INTPACK_BLOCK
+        base = first * INTPACK_BLOCK
+        if first == last:
+            return self._ints(first)[lo - base:hi - base]
+        whole: list[int] = []
+        for b in range(first, last + 1):
+            whole += self._ints(b)
+        return whole[lo - base:hi - base]
 
     def __len__(self) -> int:
         return self.size
@@ -133,6 +177,10 @@ class BlockIds:
         if ids.size and int(ids.max()) >= self._n_nodes:
             raise _malformed("hnsw v2: neighbour id out of range")
         return ids.astype(np.int32)
+
+
+# by bit width: the int64 powers of two that weigh a block's bits back into its values
+_POWERS = [np.left_shift(np.int64(1), np.arange(w, dtype=np.int64)) for w in range(33)]
 
 
 class _DeferredIdsPayload(HnswPayload):
