@@ -12,6 +12,13 @@ full check's own parses waits for it (``format.verify.Checks``).
 
 The CLI (``validate_bytes``), ``UrnaFile.validate(full=True)`` (``validate_opened``) and the
 TUI's rows (``format.verify.Checks`` over ``VALIDATE_STEPS``) all run this list.
+
+Nothing is checked twice or waited for needlessly: ``validate_bytes`` imports numpy and the
+index decoders on a worker while the reader hashes, the passes that need neither (the 0x02
+decode, then the content hash; the zstd sections the open's steps read,
+``zstd_sections_opened``) run beside that import, and the open's steps take the 0x01 / 0x03
+records validate's own steps proved (``opening.open_steps``' ``proven_ids`` /
+``proven_spans``).
 """
 
 from __future__ import annotations
@@ -134,7 +141,8 @@ def _indexes(c: Checking) -> str:
 
 
 # The open's steps after its NaN walk: its errors are the open's; it parses 0x01 and 0x03
-# again after the rerank slab, so on these files a failure of those two rows waits for it.
+# again after the rerank slab (unless handed this run's proofs, which exist only when those
+# rows passed), so on these files a failure of those two rows waits for it.
 OPEN_STEPS = Step(INDEXES, _indexes, opens=True, repeats=frozenset({CHUNK_IDS, SPANS}),
                   applies=needs_open, ahead=_start_index_decodes, early=True)
 _AT = [s.name for s in FORMAT_STEPS].index(CONTENT_HASH)  # the open ends with the content hash
