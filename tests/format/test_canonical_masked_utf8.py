@@ -1,11 +1,12 @@
 """The one-pass UTF-8 check of 0x02 / 0x03 bodies (``canonical.masked_utf8``) = each body's.
 
-A process with numpy loaded checks every body of a large payload in one incremental decode of
-a copy whose framing bytes (lengths, span tails) are line feeds. Claims: it accepts exactly
-when every body decodes on its own, whatever bytes surround it (a body cut inside a sequence
-whose next length byte would complete it, empty bodies, bad bytes in the first, a middle or
-the last record, no record at all); and ``string_records`` / ``span_records`` taking it end as
-the decoders end, record for record or with the same error.
+A process with numpy loaded checks every body of a large payload by incremental decodes of
+copies, a block of whole records at a time, whose framing bytes (lengths, span tails) are line
+feeds. Claims: it accepts exactly when every body decodes on its own, whatever bytes surround
+it (a body cut inside a sequence whose next length byte would complete it, empty bodies, bad
+bytes in the first, a middle or the last record, no record at all), whatever the block size
+(records split at every block end, records larger than a block); and ``string_records`` /
+``span_records`` taking it end as the decoders end, record for record or with the same error.
 """
 
 from __future__ import annotations
@@ -149,3 +150,32 @@ def test_records_are_ascii_whatever_the_prefix_holds(count: int, records: bytes)
     # the count's bytes may pass 0x7f; only the records' bytes decide
     payload = pack_prefix(count) + records
     assert canonical._records_ascii(payload) is records.isascii()
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(BODY, max_size=40), st.lists(st.integers(0, 255), min_size=16, max_size=16),
+       st.integers(1, 48))
+def test_the_check_read_in_blocks_is_every_body_decoded_alone(bodies: list[bytes], tail: list,
+                                                              block: int) -> None:
+    # the bodies are read a buffer's worth of whole records at a time; a buffer of a few bytes
+    # splits them at every record, and leaves the records longer than it to be read alone
+    want = all(map(_valid, bodies))
+    strings = _strings_payload(bodies)
+    spans = b"".join([pack_prefix(len(bodies))] + [
+        len(body).to_bytes(4, "little") + body + bytes(tail) for body in bodies])
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(canonical, "_MASK_BLOCK", block)
+        assert masked_utf8(strings, _starts(bodies, 4), 4, 0) is want
+        assert masked_utf8(spans, _starts(bodies, 20), 20, 16) is want
+
+
+@pytest.mark.parametrize("block", [1, 3, 7, 64, 1 << 18])
+def test_a_sequence_split_by_a_block_end_is_judged_whole(block: int) -> None:
+    # bodies holding multi-byte sequences that a block boundary would cut, were blocks not
+    # made of whole records
+    bodies = [b"ab" + "ç€😀".encode() * 3, b"x", "€".encode() * 5, b""]
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(canonical, "_MASK_BLOCK", block)
+        assert masked_utf8(_strings_payload(bodies), _starts(bodies, 4), 4, 0) is True
+        bodies[2] = bodies[2][:-1]  # the last "€" cut short
+        assert masked_utf8(_strings_payload(bodies), _starts(bodies, 4), 4, 0) is False

@@ -14,8 +14,12 @@ does not make (or makes again later, in its own order: ``repeats``) is held whil
 steps of the open still run, and is the outcome only when they pass.
 
 The big passes run ahead on workers (``format.ahead``): the NaN walk and the 0x02 decode
-start at once, the content hash beside the 0x02 record parse; each outcome is claimed in the
-steps' order.
+start at once (the decode even before a job the run waits for, ``Checks``' ``loading``), the
+content hash as soon as 0x02 is decoded; each outcome is claimed in the steps' order.
+
+A passed 0x01 and 0x03 parse is kept (``Checking.proven_ids``, ``proven_spans``): the runtime
+open's steps, run by ``urna validate`` after them, take those records instead of proving the
+same bytes again.
 """
 
 from __future__ import annotations
@@ -32,7 +36,7 @@ from .layout import (
 )
 from .reader import UrnaView, detached
 from .record import FrozenRecord
-from .sections.canonical import span_records, string_records
+from .sections.canonical import SpanRecords, StringRecords, span_records, string_records
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -65,6 +69,9 @@ class Checking:
         self.view, self._lane = view, lane
         self._ahead: dict[str, Job] = {}
         self.blobs_verified: int | None = None
+        # The records of 0x01 and 0x03 as their steps' parses proved them (None until then).
+        self.proven_ids: StringRecords | None = None
+        self.proven_spans: SpanRecords | None = None
 
     def start(self, name: str, size: int, fn: Callable[..., Any], *args: Any) -> None:
         """Start ``fn(*args)`` for step ``name`` (on a worker when ``size`` bytes warrant it)."""
@@ -75,6 +82,12 @@ class Checking:
         job = self._ahead.pop(name, None)
         return fn(*args) if job is None else job.result()
 
+    def settle(self, name: str) -> None:
+        """Wait for ``name``'s work started ahead, if any, leaving its outcome unclaimed."""
+        job = self._ahead.get(name)
+        if job is not None:
+            job.wait()
+
 
 class Step(FrozenRecord):
     """One check of ``urna validate`` after the reader's.
@@ -82,22 +95,25 @@ class Step(FrozenRecord):
     ``run`` returns what the check found (a row's detail) or raises its typed error;
     ``opens``: the runtime open makes this check too, with the same outcome; ``repeats``: the
     steps whose open check this one makes again, in the open's order, on the files it
-    ``applies`` to; ``ahead`` starts its big pass before the first step runs.
+    ``applies`` to; ``ahead`` starts its big pass before the first step runs; ``early``: that
+    pass may start while ``Checks``' ``loading`` job still runs (it holds no GIL for long and
+    reads nothing that job loads).
     """
 
-    __slots__ = _fields = ("name", "run", "opens", "repeats", "applies", "ahead")
+    __slots__ = _fields = ("name", "run", "opens", "repeats", "applies", "ahead", "early")
     name: str
     run: Callable[[Checking], str]
     opens: bool
     repeats: frozenset[str]
     applies: Callable[[UrnaView], bool] | None
     ahead: Callable[[Checking], None] | None
+    early: bool
 
     def __init__(self, name: str, run: Callable[[Checking], str], *, opens: bool,
                  repeats: frozenset[str] = frozenset(),
                  applies: Callable[[UrnaView], bool] | None = None,
-                 ahead: Callable[[Checking], None] | None = None) -> None:
-        self._set(name, run, opens, repeats, applies, ahead)
+                 ahead: Callable[[Checking], None] | None = None, early: bool = False) -> None:
+        self._set(name, run, opens, repeats, applies, ahead, early)
 
     def repeated_on(self, view: UrnaView) -> frozenset[str]:
         """The steps this one checks again on ``view``'s file (none where it does not apply)."""
@@ -126,11 +142,17 @@ class Checks:
 
     Once it is run out, ``error`` is the outcome (None when every step passed) and, on a pass,
     ``verification`` what the check established. Closing it early waits for the work ahead.
+
+    ``loading``: a job started elsewhere that the steps want over before they run (``urna
+    validate``'s import of the open's decoders): the ``early`` passes ahead start first, beside
+    it, then the run waits for it, then the other passes start and the steps run.
     """
 
-    def __init__(self, view: UrnaView, steps: Iterable[Step]) -> None:
+    def __init__(self, view: UrnaView, steps: Iterable[Step], *,
+                 loading: Job | None = None) -> None:
         self.view = view
         self.steps = tuple(steps)
+        self.loading = loading
         self.error: UrnaError | None = None
         self.verification: Verification | None = None
 
@@ -142,8 +164,15 @@ class Checks:
         held: UrnaError | None = None  # a failure the open's later steps may still overrule
         with Lane() as lane:
             checking = Checking(view, lane)
+            try:
+                for step in steps:
+                    if step.ahead is not None and step.early:
+                        step.ahead(checking)
+            finally:
+                if self.loading is not None:
+                    self.loading.wait()
             for step in steps:
-                if step.ahead is not None:
+                if step.ahead is not None and not step.early:
                     step.ahead(checking)
             for i, step in enumerate(steps):
                 if held is not None and not step.opens:
@@ -170,9 +199,12 @@ class Checks:
                                              view.file_hash(), view.content_hash())
 
 
-def check_view(view: UrnaView, steps: Iterable[Step]) -> Verification:
-    """Run ``steps`` over a view that passed the reader; raises the outcome's typed error."""
-    checks = Checks(view, steps)
+def check_view(view: UrnaView, steps: Iterable[Step], *,
+               loading: Job | None = None) -> Verification:
+    """Run ``steps`` over a view that passed the reader; raises the outcome's typed error.
+
+    ``loading``: as for ``Checks`` (waited for before the first step runs)."""
+    checks = Checks(view, steps, loading=loading)
     for row in checks:
         del row  # a failed row holds the error, whose traceback will hold this frame
     if checks.verification is not None:
@@ -231,13 +263,13 @@ def _contract(c: Checking) -> str:
 
 def _chunk_ids(c: Checking) -> str:
     n = c.view.header.n_embeddings
-    string_records(c.view.decoded(SECTION_CHUNK_IDS), n, SECTION_CHUNK_IDS)
+    c.proven_ids = string_records(c.view.decoded(SECTION_CHUNK_IDS), n, SECTION_CHUNK_IDS)
     return f"{n} ids"
 
 
 def _spans(c: Checking) -> str:
     n = c.view.header.n_embeddings
-    span_records(c.view.decoded(SECTION_CHUNKS_ORIGINAL_SPANS), n)
+    c.proven_spans = span_records(c.view.decoded(SECTION_CHUNKS_ORIGINAL_SPANS), n)
     return f"{n} spans"
 
 
@@ -245,20 +277,28 @@ def _start_texts(c: Checking) -> None:
     # zstd releases the GIL; the decoder bounds its expansion
     entry = c.view.entry(SECTION_CHUNKS_CANONICAL)
     assert entry is not None  # a required section (reader step 16)
-    c.start(TEXTS, entry.size, c.view.decoded, SECTION_CHUNKS_CANONICAL)
+    c.start(TEXTS, entry.size, _decode_texts, c)
+
+
+def _decode_texts(c: Checking) -> bytes | memoryview:
+    """0x02 decoded, then the content hash (which reads the decoded tables) started at once:
+    it runs beside the steps up to its own, not from the 0x02 parse on."""
+    view = c.view
+    decoded = view.decoded(SECTION_CHUNKS_CANONICAL)
+    c.start(CONTENT_HASH, view.check_embeddings_layout().size + len(decoded), view.content_hash)
+    return decoded
 
 
 def _texts(c: Checking) -> str:
     view = c.view
-    decoded = c.claim(TEXTS, view.decoded, SECTION_CHUNKS_CANONICAL)
-    # The content hash reads the decoded tables: it runs on a worker beside this parse.
-    c.start(CONTENT_HASH, view.check_embeddings_layout().size + len(decoded), view.content_hash)
+    decoded = c.claim(TEXTS, _decode_texts, c)
     n = view.header.n_chunks
     string_records(decoded, n, SECTION_CHUNKS_CANONICAL)
     return f"{n} texts"
 
 
 def _content_hash(c: Checking) -> str:
+    c.settle(TEXTS)  # an unclaimed 0x02 decode (its step skipped) may still start the hash
     return str(c.claim(CONTENT_HASH, c.view.content_hash))
 
 
@@ -275,7 +315,7 @@ FORMAT_STEPS: tuple[Step, ...] = (
     Step(CONTRACT, _contract, opens=False),
     Step(CHUNK_IDS, _chunk_ids, opens=True),
     Step(SPANS, _spans, opens=True),
-    Step(TEXTS, _texts, opens=False, ahead=_start_texts),
+    Step(TEXTS, _texts, opens=False, ahead=_start_texts, early=True),
     Step(CONTENT_HASH, _content_hash, opens=True),
     Step(BLOBS, _blobs, opens=False),
 )

@@ -36,9 +36,17 @@ from ..format.layout import (
 )
 from ..format.reader import SPACE_DTYPES, UrnaView
 from ..format.record import Record
-from ..format.sections.canonical import decode_chunk_ids
+from ..format.sections.canonical import SpanRecords, StringRecords, decode_chunk_ids
 from ..index.exact import Slab
-from .lazy_tables import WalkedSpans, WalkedTexts, lazy_chunk_ids, lazy_spans, lazy_texts
+from .lazy_tables import (
+    LazyChunkIds,
+    LazySpans,
+    WalkedSpans,
+    WalkedTexts,
+    lazy_chunk_ids,
+    lazy_spans,
+    lazy_texts,
+)
 from .verdicts import CITE_RECORDS, TEXT_RECORDS, Verdict
 
 TYPE_CHECKING = False
@@ -246,19 +254,27 @@ def _fp_slab(view: UrnaView, n: int, dim: int) -> tuple[Slab, str] | None:
     return (Slab.float32(arr) if dtype == "float32" else Slab.float16(arr)), dtype
 
 
-def _chunk_ids(view: UrnaView, n: int) -> Sequence[str]:
-    """Step 7: 0x01, decoded on use when provably well formed, else eagerly (its error)."""
+def _chunk_ids(view: UrnaView, n: int, proven: StringRecords | None = None) -> Sequence[str]:
+    """Step 7: 0x01, decoded on use when provably well formed, else eagerly (its error).
+
+    ``proven``: the records a parse of this view's 0x01 with ``n`` records passed (``urna
+    validate``'s step before the open's): that proof is not made again."""
+    if proven is not None:
+        return LazyChunkIds(proven)
     raw = view.decoded(SECTION_CHUNK_IDS)
     lazy = lazy_chunk_ids(raw, n)
     return lazy if lazy is not None else decode_chunk_ids(raw, n)
 
 
-def _spans(view: UrnaView, n: int) -> Any:
-    """Step 8: 0x03 as a fresh sequence (the blob overlay may replace entries)."""
+def _spans(view: UrnaView, n: int, proven: SpanRecords | None = None) -> Any:
+    """Step 8: 0x03 as a fresh sequence (the blob overlay may replace entries); ``proven`` as
+    for ``_chunk_ids``."""
     entry = view.entry(SECTION_CHUNKS_ORIGINAL_SPANS)
     if entry is not None and entry.encoding != 4 and view.trusted:  # decoded whole before
         return WalkedSpans(lambda: view.decoded(SECTION_CHUNKS_ORIGINAL_SPANS), n)
     if entry is not None and entry.encoding != 4:  # the repack keeps its own column path
+        if proven is not None:
+            return LazySpans(proven)
         lazy = lazy_spans(view.decoded(SECTION_CHUNKS_ORIGINAL_SPANS), n)
         if lazy is not None:
             return lazy
@@ -356,11 +372,16 @@ def open_state(buf, verdict: Verdict | None = None) -> OpenedFile:
     return state
 
 
-def open_steps(view: UrnaView, deferred: bool = False) -> OpenedFile:
+def open_steps(view: UrnaView, deferred: bool = False, *,
+               proven_ids: StringRecords | None = None,
+               proven_spans: SpanRecords | None = None) -> OpenedFile:
     """The open's steps 5-13 after the NaN walk, on a checked view: dtype, slabs, tables and
     the optional indexes (``urna validate`` runs them too, in this order).
 
     ``deferred``: the body was verified whole before, so HNSW and BM25 decode on first use.
+    ``proven_ids`` / ``proven_spans``: the 0x01 / 0x03 records that ``urna validate``'s own
+    parses of this view proved, with ``n_embeddings`` records each (``format.verify.Checking``):
+    the open's parse of that section would pass with the same records, so it is not run.
     """
     dim, n = view.header.embedding_dim, view.header.n_embeddings
     m = view.manifest
@@ -369,8 +390,8 @@ def open_steps(view: UrnaView, deferred: bool = False) -> OpenedFile:
     stored = slab_from_payload(m.dtype, view.payload(SECTION_EMBEDDINGS), n, dim)
     fp = _fp_slab(view, n, dim)
     scoring, scoring_dtype = fp if fp is not None else (stored, m.dtype)
-    chunk_ids = _chunk_ids(view, n)
-    spans = _spans(view, n)
+    chunk_ids = _chunk_ids(view, n, proven_ids)
+    spans = _spans(view, n, proven_spans)
     hnsw: Any = None
     bm25: Any = None
     graph = None

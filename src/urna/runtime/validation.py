@@ -12,12 +12,26 @@ full check's own parses waits for it (``format.verify.Checks``).
 
 The CLI (``validate_bytes``), ``UrnaFile.validate(full=True)`` (``validate_opened``) and the
 TUI's rows (``format.verify.Checks`` over ``VALIDATE_STEPS``) all run this list.
+
+Nothing is checked twice or waited for needlessly: ``validate_bytes`` imports numpy and the
+index decoders on a worker while the reader hashes, the passes that need neither (the 0x02
+decode, then the content hash; the zstd sections the open's steps read,
+``zstd_sections_opened``) run beside that import, and the open's steps take the 0x01 / 0x03
+records validate's own steps proved (``opening.open_steps``' ``proven_ids`` /
+``proven_spans``).
 """
 
 from __future__ import annotations
 
+import contextlib
+
+from ..errors import UrnaError
 from ..format.ahead import Job, start_quietly
 from ..format.layout import (
+    ENCODING_ZSTD,
+    SECTION_BLOB_REFS,
+    SECTION_BLOB_SPAN_OVERLAY,
+    SECTION_BM25_INDEX,
     SECTION_CHUNK_IDS,
     SECTION_CHUNKS_CANONICAL,
     SECTION_CHUNKS_ORIGINAL_SPANS,
@@ -25,6 +39,8 @@ from ..format.layout import (
     SECTION_DICTIONARY,
     SECTION_EMBEDDINGS,
     SECTION_ENTRY,
+    SECTION_GRAPH_ADJACENCY,
+    SECTION_HNSW_INDEX,
     SECTION_METADATA,
     SECTION_PROVENANCE,
     SECTION_SEARCH_CONTRACT,
@@ -75,22 +91,60 @@ def needs_open(view: UrnaView) -> bool:
     return any(e.section_id not in VERIFIED_WITHOUT_OPEN for e in view.entries)
 
 
+# The sections the open's steps read through ``view.decoded`` (``opening.open_steps``), each
+# with the capability flag it needs (None: read whenever listed).
+OPEN_DECODES: tuple[tuple[int, str | None], ...] = (
+    (SECTION_HNSW_INDEX, None), (SECTION_BM25_INDEX, None),
+    (SECTION_GRAPH_ADJACENCY, "graph_present"), (SECTION_BLOB_REFS, "blobs_present"),
+    (SECTION_BLOB_SPAN_OVERLAY, "blobs_present"))
+
+
+def zstd_sections_opened(view: UrnaView) -> list[int]:
+    """The zstd sections among ``OPEN_DECODES`` that the open's steps decode on ``view``."""
+    ext = view.manifest.capabilities_ext
+    out = []
+    for section_id, flag in OPEN_DECODES:
+        entry = view.entry(section_id)
+        if entry is None or entry.encoding != ENCODING_ZSTD:
+            continue
+        if flag is None or (ext is not None and getattr(ext, flag, None) is True):
+            out.append(section_id)
+    return out
+
+
+def _decode_quietly(view: UrnaView, section_ids: list[int]) -> None:
+    for section_id in section_ids:
+        with contextlib.suppress(UrnaError):  # the open's own decode raises it, in its order
+            view.decoded(section_id)  # kept by the view for the open's steps
+
+
+def _start_index_decodes(c: Checking) -> None:
+    # zstd releases the GIL: the sections decode beside the import of numpy, not after it
+    ids = zstd_sections_opened(c.view)
+    if ids:
+        c.start(INDEXES, sum(e.size for e in c.view.entries if e.section_id in ids),
+                _decode_quietly, c.view, ids)
+
+
 def _indexes(c: Checking) -> str:
     view = c.view
     others = sorted({e.section_id for e in view.entries} - VERIFIED_WITHOUT_OPEN)
+    c.settle(INDEXES)  # the decodes ahead are over: the open's steps read what they kept
     if not others:
         return "none to decode"
     # numpy and the index decoders: only files with such sections import them
     from .opening import open_steps  # the open's steps after its NaN walk, in its order
 
-    open_steps(view)
+    # 0x01 and 0x03 as this run's own steps proved them: the open does not prove them again
+    open_steps(view, proven_ids=c.proven_ids, proven_spans=c.proven_spans)
     return "decoded as the open does: " + ", ".join(section_name(i) or "unknown" for i in others)
 
 
 # The open's steps after its NaN walk: its errors are the open's; it parses 0x01 and 0x03
-# again after the rerank slab, so on these files a failure of those two rows waits for it.
+# again after the rerank slab (unless handed this run's proofs, which exist only when those
+# rows passed), so on these files a failure of those two rows waits for it.
 OPEN_STEPS = Step(INDEXES, _indexes, opens=True, repeats=frozenset({CHUNK_IDS, SPANS}),
-                  applies=needs_open)
+                  applies=needs_open, ahead=_start_index_decodes, early=True)
 _AT = [s.name for s in FORMAT_STEPS].index(CONTENT_HASH)  # the open ends with the content hash
 VALIDATE_STEPS: tuple[Step, ...] = (*FORMAT_STEPS[:_AT], OPEN_STEPS, *FORMAT_STEPS[_AT:])
 # What a full open of these bytes leaves to validate (``validate_opened``).
@@ -124,10 +178,12 @@ def validate_bytes(data: bytes | memoryview, path: str | None = None) -> Verific
     loading = _start_loading_open(data)
     try:
         view = UrnaView.from_bytes(data)
-    finally:
+    except BaseException:
         if loading is not None:
             loading.wait()
-    result = check_view(view, VALIDATE_STEPS)
+        raise
+    # The steps wait for the import; the 0x02 decode (zstd, no GIL) starts before, beside it.
+    result = check_view(view, VALIDATE_STEPS, loading=loading)
     if path is not None:
         verdicts.keep_view(path, data, view, SETTLED)
     return result
