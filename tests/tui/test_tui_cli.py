@@ -29,22 +29,24 @@ def _env(**extra: str) -> dict[str, str]:
 
 
 def test_tui_in_tmux_shows_the_reference_top_hit_and_citation() -> None:
-    tmux = shutil.which("tmux")
-    assert tmux, "tmux is required (Debian package tmux, installed by `make test`)"
+    found = shutil.which("tmux")
+    assert found, "tmux is required (Debian package tmux, installed by `make test`)"
     query = EXPECTED["quickstart-hybrid.urna"]["queries"][0]
     top = query["retrieve"][0]
     session = f"urna-tui-{uuid.uuid4().hex[:8]}"
+    # A server of its own (-L): on a shared server another client's size shrank the window.
+    tmux = [found, "-L", session]
     command = " ".join(shlex.quote(a) for a in [*CLI, "tui", str(REF / "quickstart-hybrid.urna"),
                                                 "--ask", query["text"]])
     env = _env(TERM="xterm-256color")
-    subprocess.run([tmux, "new-session", "-d", "-s", session, "-x", "200", "-y", "50",
+    subprocess.run([*tmux, "new-session", "-d", "-s", session, "-x", "200", "-y", "50",
                     f"env PYTHONPATH={shlex.quote(str(SRC))} {command}"],
                    check=True, env=env, cwd=ROOT, timeout=30)
     screen = ""
     try:
         deadline = time.monotonic() + 180
         while time.monotonic() < deadline:
-            screen = subprocess.run([tmux, "capture-pane", "-p", "-t", session],
+            screen = subprocess.run([*tmux, "capture-pane", "-p", "-t", session],
                                     capture_output=True, text=True, timeout=30).stdout
             if top["citation_id"] in screen:
                 break
@@ -52,17 +54,17 @@ def test_tui_in_tmux_shows_the_reference_top_hit_and_citation() -> None:
         assert top["citation_id"] in screen, screen
         hit_rows = [ln for ln in screen.splitlines() if ln.lstrip().startswith("1 ")]
         assert any(top["source_uri"] in ln for ln in hit_rows), screen
-        subprocess.run([tmux, "send-keys", "-t", session, "q"], timeout=30, check=True)
+        subprocess.run([*tmux, "send-keys", "-t", session, "q"], timeout=30, check=True)
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
-            alive = subprocess.run([tmux, "has-session", "-t", session], capture_output=True,
+            alive = subprocess.run([*tmux, "has-session", "-t", session], capture_output=True,
                                    timeout=30).returncode == 0
             if not alive:
                 break
             time.sleep(0.3)
         assert not alive, "q did not quit the TUI"
     finally:
-        subprocess.run([tmux, "kill-session", "-t", session], capture_output=True, timeout=30)
+        subprocess.run([*tmux, "kill-server"], capture_output=True, timeout=30)
 
 
 # Make textual unimportable for the child, as if urna[tui] were not installed.
