@@ -9,6 +9,7 @@ import subprocess
 import sys
 import time
 import uuid
+from pathlib import Path
 
 import pytest
 from tui_support import EXPECTED, ROOT
@@ -24,7 +25,9 @@ CLI = [sys.executable, "-c", "from urna.cli import main; main()"]
 
 def _env(**extra: str) -> dict[str, str]:
     env = dict(os.environ, PYTHONPATH=str(SRC), **extra)
-    env.pop("NO_COLOR", None)
+    # COLUMNS / LINES (set under pytest-xdist) would size the app over the terminal's own size
+    for name in ("NO_COLOR", "COLUMNS", "LINES"):
+        env.pop(name, None)
     return env
 
 
@@ -65,6 +68,8 @@ def test_tui_in_tmux_shows_the_reference_top_hit_and_citation() -> None:
         assert not alive, "q did not quit the TUI"
     finally:
         subprocess.run([*tmux, "kill-server"], capture_output=True, timeout=30)
+        socket_dir = Path(os.environ.get("TMUX_TMPDIR", "/tmp")) / f"tmux-{os.getuid()}"
+        (socket_dir / session).unlink(missing_ok=True)
 
 
 # Make textual unimportable for the child, as if urna[tui] were not installed.
