@@ -3,7 +3,7 @@ PY ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: install venv lint system-packages quickstart test bench quality pins fuzz fuzz-atheris clean
+.PHONY: install venv lint system-packages quickstart test test-long bench quality pins fuzz fuzz-atheris clean
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -32,8 +32,14 @@ lint: venv
 	$(BIN)/ruff check src tests benchmarks
 	$(BIN)/mypy
 
+# The suite on TEST_WORKERS processes (pytest-xdist; a file's tests stay on one worker, in order).
+TEST_WORKERS ?= 2
 test: system-packages venv lint
-	$(BIN)/python -m pytest tests
+	$(BIN)/python -m pytest tests -n $(TEST_WORKERS) --dist loadfile
+
+# The same suite with every property test, fuzz budget and search at its long size (tests/helpers/budget.py).
+test-long: system-packages venv
+	URNA_LONG_TESTS=1 $(BIN)/python -m pytest tests -n $(TEST_WORKERS) --dist loadfile
 
 # Side-by-side benchmarks (peers measured in the same run); figures go in the README.
 bench: venv

@@ -150,6 +150,7 @@ def test_unparsable_file_is_a_spec_error(tmp_path: Path) -> None:
 from hypothesis import given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
+from helpers.budget import examples  # noqa: E402
 from urna.forge.spec import parse_spec  # noqa: E402
 
 _values = st.recursive(st.one_of(st.none(), st.booleans(), st.integers(-3, 3),
@@ -167,7 +168,7 @@ _docs = st.dictionaries(
     max_size=5)
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400, 150), deadline=None)
 @given(_docs)
 def test_any_document_parses_or_raises_a_spec_error(doc: dict) -> None:
     try:

@@ -25,6 +25,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from tokenizers import Tokenizer
 
+from helpers.budget import examples
 from urna.forge.embedders import potion, wordpiece
 from urna.forge.embedders.potion import POTION_DIR, PotionEmbedder
 from urna.forge.embedders.wordpiece import ascii_wordpiece
@@ -47,7 +48,7 @@ def test_the_vendored_tokenizer_is_one_it_reads() -> None:
     assert PY is not None and PY.unk_id == HF.token_to_id("[UNK]")
 
 
-@settings(max_examples=1500, deadline=None)
+@settings(max_examples=examples(1500, 300), deadline=None)
 @given(_TEXT)
 def test_ids_equal_the_tokenizers_ids(text: str) -> None:
     assert PY is not None

@@ -15,6 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from helpers.budget import examples
 from urna.errors import UrnaError
 from urna.format.sections.canonical import (
     decode_spans,
@@ -138,7 +139,7 @@ def test_many_ascii_records_and_one_bad_body_fail_as_the_decoder(bad: bytes) -> 
     assert _outcome(span_records, broken, 200) == _outcome(decode_spans, broken, 200)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200, 75), deadline=None)
 @given(TEXTS, SPANS, st.data())
 def test_a_proven_record_is_the_decoded_one(texts: list[str], spans: list,
                                             data: st.DataObject) -> None:

@@ -18,6 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_enc_reference import OWN_CORPORA, REFERENCE_OWN_CORPORA
 
+from helpers.budget import examples
 from urna.format.encodings import chooser
 from urna.format.encodings.dedup import dedup, encode_map
 from urna.format.encodings.fsst import encode_fsst
@@ -113,7 +114,7 @@ texts_strategy = st.lists(
     max_size=40)
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60, 20), deadline=None)
 @given(texts_strategy, st.sampled_from([1, 2, 4]))
 def test_any_corpus_any_threads_same_choice(texts, threads):
     assert chosen(texts, threads) == long_way(texts)

@@ -21,6 +21,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from helpers.budget import examples
 from helpers.mutate import MUTATIONS_JSON, apply_case, find_entry
 from urna.errors import Json
 from urna.format import layout as L
@@ -345,7 +346,7 @@ def _outcome(parse: object, text: str) -> str:
         return "error " + str(exc)
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400, 150), deadline=None)
 @given(_json_texts(), _ws, _ws)
 def test_fast_path_agrees_with_exact_parser(text: str, lead: str, trail: str) -> None:
     from urna.format.json_text import parse_exact as _parse_slow

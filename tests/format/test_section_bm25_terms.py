@@ -19,6 +19,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from helpers.budget import examples
 from urna.errors import UrnaError
 from urna.format.sections import bm25 as bm25_codec
 from urna.format.sections.bm25 import decode_bm25
@@ -85,14 +86,14 @@ def _assert_is_the_walk(buf: bytes, pos: int, names: list[str], dfs: list[int]) 
     assert named is not None and named.names() == names
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400, 150), deadline=None)
 @given(case=_TABLES)
 def test_the_records_found_are_the_walks(case) -> None:
     buf, pos, names, dfs = _layout(case)
     _assert_is_the_walk(buf, pos, names, dfs)
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400, 150), deadline=None)
 @given(case=_TABLES, probes=st.lists(_NAME, max_size=8))
 def test_lookups_answer_as_a_dict_of_the_names(case, probes: list[str]) -> None:
     buf, pos, names, _ = _layout(case)
@@ -145,7 +146,7 @@ def _outcome(fn, raw: bytes):
         return type(exc), str(exc)
 
 
-@settings(max_examples=500, deadline=None)
+@settings(max_examples=examples(500, 150), deadline=None)
 @given(case=_TABLES, data=st.data())
 def test_a_damaged_table_is_refused_where_the_walk_fails(case, data) -> None:
     buf, pos, names, _ = _layout(case)
@@ -165,7 +166,7 @@ def test_a_damaged_table_is_refused_where_the_walk_fails(case, data) -> None:
         assert (table.starts.tolist(), table.names(), table.dfs.tolist(), table.end) == want
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300, 100), deadline=None)
 @given(docs=st.lists(st.lists(st.sampled_from(["a", "b\u00e9", "\u6771", "cc", "q" * 300]),
                               max_size=4).map(" ".join), min_size=1, max_size=12),
        data=st.data())

@@ -27,6 +27,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import urna.index.tokenize_corpus as tc
+from helpers.budget import examples
 from helpers.payloads import bm25_payload
 from urna.format.encodings.intpack import pack_u64s
 from urna.format.sections.bm25 import Bm25Payload, decode_bm25, encode_bm25
@@ -54,7 +55,7 @@ def _per_doc(corpus: tc.CorpusTokens) -> list[list[str]]:
             for a, b in zip(starts, ends, strict=True)]
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300, 100), deadline=None)
 @given(_CORPUS)
 def test_corpus_tokens_equal_the_tokenizer(docs: list[str]) -> None:
     corpus = tc.tokenize_corpus(docs)
@@ -181,7 +182,7 @@ def _bits(hits: list[tuple[int, float]]) -> list[tuple[int, bytes]]:
 _WORDS = st.lists(st.sampled_from(["aa", "bb", "cc", "dd", "ee", "AA", "ff"]), max_size=8)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200, 75), deadline=None)
 @given(st.lists(_WORDS.map(" ".join), min_size=1, max_size=60), _WORDS.map(" ".join),
        st.integers(1, 12))
 def test_search_equals_the_plain_scorer(docs: list[str], query: str, k: int) -> None:
@@ -192,7 +193,7 @@ def test_search_equals_the_plain_scorer(docs: list[str], query: str, k: int) -> 
 _HOSTILE_F32 = st.sampled_from([1.5, 0.75, 0.0, -1.0, -0.5, 1e-30, 3e38, 1.0])
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300, 100), deadline=None)
 @given(st.integers(1, 80), _HOSTILE_F32, _HOSTILE_F32, _HOSTILE_F32,
        st.lists(st.lists(st.tuples(st.integers(0, 79), st.integers(0, 3)), max_size=80),
                 min_size=1, max_size=3),

@@ -22,6 +22,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import urna
+from helpers.budget import examples
 from helpers.payloads import bm25_payload
 from helpers.vectors import REF
 from urna.errors import UrnaError
@@ -74,7 +75,7 @@ def test_per_term_index_answers_as_the_whole_decode(docs: list[str], text: str, 
     _same_answers(eager, lazy, text, k, mask)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300, 100), deadline=None)
 @given(docs=st.lists(st.lists(st.sampled_from(["a", "b\u00e9", "\u6771", "cc"]), max_size=4)
                      .map(" ".join), min_size=1, max_size=12),
        data=st.data())
@@ -113,7 +114,7 @@ def test_terms_spanning_many_blocks_answer_as_the_whole_decode() -> None:
 _HOSTILE_F32 = st.sampled_from([1.5, 0.75, 0.0, -1.0, -0.5, 1e-30, 3e38, 1.0])
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200, 75), deadline=None)
 @given(n_docs=st.integers(1, 300), k1=_HOSTILE_F32, b=_HOSTILE_F32, avgdl=_HOSTILE_F32,
        lists=st.lists(st.lists(st.tuples(st.integers(0, 299), st.integers(0, 3)),
                                max_size=300), min_size=1, max_size=3),

@@ -12,6 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from helpers.budget import examples
 from urna.errors import (
     FilterError,
     FilterTypeError,
@@ -374,7 +375,7 @@ def field_test(name: str, op: str, operand, value) -> bool:
             "$lte": value <= operand}[op]
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400, 100), deadline=None)
 @given(row_sets(), expressions())
 def test_mask_equals_the_row_by_row_oracle(data, expr) -> None:
     rows, uris, starts = data

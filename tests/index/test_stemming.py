@@ -10,6 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from helpers.budget import examples
 from urna.index.stemming import MAX_STEMMED, porter_stem
 
 PORTER_1980 = {
@@ -79,14 +80,14 @@ SUFFIX_HEAVY = st.lists(st.sampled_from(
      "ou", "ism", "ate", "iti", "ous", "ive", "ize", "ll"]), min_size=1, max_size=6).map("".join)
 
 
-@settings(max_examples=3000)
+@settings(max_examples=examples(3000, 500))
 @given(st.one_of(SUFFIX_HEAVY, st.text(alphabet="abcdefilmnorstuvyz", min_size=1, max_size=20)))
 def test_a_word_begins_with_its_stem_but_the_last_letter(term: str) -> None:
     # stemmed_bm25.stem_group looks a stem's words up by this prefix
     assert term.startswith(porter_stem(term)[:-1])
 
 
-@settings(max_examples=3000)
+@settings(max_examples=examples(3000, 500))
 @given(st.one_of(SUFFIX_HEAVY, st.text(alphabet="abcdefilmnorstuvyz", min_size=1, max_size=20)))
 def test_a_word_begins_with_its_whole_stem_unless_that_ends_in_i_or_a_late_e_or_l(
         term: str) -> None:

@@ -8,7 +8,8 @@ points; splices; hostile counts; seeded random multi-step mutations). By default
 file gets a few seconds (cases in a seeded order, so the budget samples every kind); knobs:
 
 * ``URNA_MUTATION_ITERS`` random cases per source (default 200), ``URNA_FUZZ_SECONDS`` budget
-  per source (default 1.5 s x ITERS / 200; 0 = run every case), ``URNA_FUZZ_SEED`` (default 0),
+  per source (default 0.75 s x ITERS / 200, 1.5 s under ``URNA_LONG_TESTS=1``; 0 = run every
+  case), ``URNA_FUZZ_SEED`` (default 0),
   ``URNA_FUZZ_CASE_CAP`` seconds per case before it counts as a hang (default 20),
   ``URNA_FUZZ_TRACEMALLOC=1`` to trace the peak allocation of every case,
   ``URNA_FUZZ_ONLY=<case_id>`` and ``URNA_FUZZ_SOURCES=a.urna,b.urna`` to replay,
@@ -30,6 +31,7 @@ from _cases import generate, is_hostile
 from _harness import CaseTimeout, env_float, env_int, exercise, now, rss_peak_mib, time_cap
 from _sources import BUILT, built_source
 
+from helpers.budget import seconds
 from helpers.mutate import DATA_DIR, source_bytes
 
 DEFAULT_SOURCES = [
@@ -47,7 +49,7 @@ SOURCES = [s for s in os.environ.get("URNA_FUZZ_SOURCES", ",".join(DEFAULT_SOURC
            if s]
 ITERS = env_int("URNA_MUTATION_ITERS", 200)
 # More random cases buy proportionally more time unless the budget is given explicitly.
-BUDGET = env_float("URNA_FUZZ_SECONDS", 1.5 * max(ITERS, 200) / 200)
+BUDGET = env_float("URNA_FUZZ_SECONDS", seconds(1.5, 0.75) * max(ITERS, 200) / 200)
 SEED = env_int("URNA_FUZZ_SEED", 0)
 CASE_CAP = env_float("URNA_FUZZ_CASE_CAP", 20.0)
 TRACE = os.environ.get("URNA_FUZZ_TRACEMALLOC") == "1"

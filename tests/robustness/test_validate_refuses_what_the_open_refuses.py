@@ -14,6 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import urna
+from helpers.budget import examples
 from helpers.mutate import iter_entries, reseal, source_bytes
 from helpers.vectors import expected
 from urna.errors import UrnaError
@@ -35,7 +36,7 @@ def every_check(monkeypatch) -> None:
     monkeypatch.setenv("URNA_OPEN_CACHE", "0")  # no verdict: the open runs every step
 
 
-@settings(max_examples=400, deadline=None,
+@settings(max_examples=examples(400, 100), deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.sampled_from(NAMES), st.data())
 def test_validate_refuses_what_the_open_refuses(every_check, tmp_path, name: str,

@@ -17,6 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import urna
+from helpers.budget import examples
 from helpers.payloads import damaged, eager_result
 from helpers.vectors import REF
 from urna.format import ahead
@@ -32,7 +33,7 @@ texts = st.text(alphabet=st.characters(codec="utf-8", max_codepoint=0x2FF), max_
 spans = st.tuples(texts, st.integers(0, 2**64 - 1), st.integers(0, 2**64 - 1))
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300, 100), deadline=None)
 @given(ids=st.lists(texts, max_size=30), data=st.data())
 def test_lazy_ids_match_eager(ids: list[str], data: st.DataObject) -> None:
     raw = damaged(encode_chunk_ids(ids), data)
@@ -45,7 +46,7 @@ def test_lazy_ids_match_eager(ids: list[str], data: st.DataObject) -> None:
             assert lazy.index(cid) == eager.index(cid)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300, 100), deadline=None)
 @given(rows=st.lists(spans, max_size=30), data=st.data())
 def test_lazy_spans_match_eager(rows: list[tuple[str, int, int]], data: st.DataObject) -> None:
     raw = damaged(encode_spans(rows), data)

@@ -19,6 +19,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import urna
+from helpers.budget import examples
 from helpers.mutate import find_entry, payload_range, reseal
 from helpers.payloads import damaged, eager_result
 from helpers.vectors import REF
@@ -39,7 +40,7 @@ texts = st.text(alphabet=st.sampled_from("ab \n\u00e9\u2010\U0001f600"), max_siz
 ids = st.text(alphabet=st.sampled_from("ab\x00\x01\x02\x03"), max_size=4)
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400, 150), deadline=None)
 @given(rows=st.lists(texts, max_size=30), data=st.data())
 def test_lazy_texts_taken_exactly_when_eager_decodes(rows: list[str],
                                                      data: st.DataObject) -> None:
@@ -68,7 +69,7 @@ def _reference_map(chunk_ids: list[str], stored: list[str]) -> dict[str, str]:
     return {cid: stored[i] for i, cid in enumerate(chunk_ids) if i < len(stored)}
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400, 150), deadline=None)
 @given(chunk_ids=st.lists(ids, max_size=25), n_texts=st.integers(0, 30), asked=ids,
        in_place=st.booleans())
 def test_text_by_id_is_the_reference_map(chunk_ids: list[str], n_texts: int, asked: str,
@@ -146,7 +147,7 @@ def test_a_text_error_comes_before_the_search_and_its_own_errors(tmp_path: Path)
 _URIS = st.text(alphabet=st.sampled_from("ab/:\u00e9\u6771"), max_size=8)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300, 100), deadline=None)
 @given(rows=st.lists(st.tuples(_URIS, st.integers(0, 2**64 - 1), st.integers(0, 2**64 - 1)),
                      max_size=30), data=st.data())
 def test_walked_spans_are_the_decoded_spans_in_any_order(rows, data) -> None:

@@ -13,6 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from serve_support import EXPECTED, REF
 
+from helpers.budget import examples
 from urna.runtime.corpora import corpus_name
 from urna.serve.corpora import ApiError, Corpora
 
@@ -55,7 +56,7 @@ def _answer_or_4xx(fn, body) -> None:
 
 @pytest.mark.parametrize("method", ["search", "retrieve", "cite"])
 @given(body=JSON | SHAPED)
-@settings(max_examples=150, deadline=None, derandomize=True,
+@settings(max_examples=examples(150, 50), deadline=None, derandomize=True,
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 def test_any_body_gets_an_answer_or_a_4xx(corpus, method: str, body) -> None:
     _answer_or_4xx(getattr(corpus, method), body)

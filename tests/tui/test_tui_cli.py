@@ -9,6 +9,7 @@ import subprocess
 import sys
 import time
 import uuid
+from pathlib import Path
 
 import pytest
 from tui_support import EXPECTED, ROOT
@@ -24,27 +25,31 @@ CLI = [sys.executable, "-c", "from urna.cli import main; main()"]
 
 def _env(**extra: str) -> dict[str, str]:
     env = dict(os.environ, PYTHONPATH=str(SRC), **extra)
-    env.pop("NO_COLOR", None)
+    # COLUMNS / LINES (set under pytest-xdist) would size the app over the terminal's own size
+    for name in ("NO_COLOR", "COLUMNS", "LINES"):
+        env.pop(name, None)
     return env
 
 
 def test_tui_in_tmux_shows_the_reference_top_hit_and_citation() -> None:
-    tmux = shutil.which("tmux")
-    assert tmux, "tmux is required (Debian package tmux, installed by `make test`)"
+    found = shutil.which("tmux")
+    assert found, "tmux is required (Debian package tmux, installed by `make test`)"
     query = EXPECTED["quickstart-hybrid.urna"]["queries"][0]
     top = query["retrieve"][0]
     session = f"urna-tui-{uuid.uuid4().hex[:8]}"
+    # A server of its own (-L): on a shared server another client's size shrank the window.
+    tmux = [found, "-L", session]
     command = " ".join(shlex.quote(a) for a in [*CLI, "tui", str(REF / "quickstart-hybrid.urna"),
                                                 "--ask", query["text"]])
     env = _env(TERM="xterm-256color")
-    subprocess.run([tmux, "new-session", "-d", "-s", session, "-x", "200", "-y", "50",
+    subprocess.run([*tmux, "new-session", "-d", "-s", session, "-x", "200", "-y", "50",
                     f"env PYTHONPATH={shlex.quote(str(SRC))} {command}"],
                    check=True, env=env, cwd=ROOT, timeout=30)
     screen = ""
     try:
         deadline = time.monotonic() + 180
         while time.monotonic() < deadline:
-            screen = subprocess.run([tmux, "capture-pane", "-p", "-t", session],
+            screen = subprocess.run([*tmux, "capture-pane", "-p", "-t", session],
                                     capture_output=True, text=True, timeout=30).stdout
             if top["citation_id"] in screen:
                 break
@@ -52,17 +57,19 @@ def test_tui_in_tmux_shows_the_reference_top_hit_and_citation() -> None:
         assert top["citation_id"] in screen, screen
         hit_rows = [ln for ln in screen.splitlines() if ln.lstrip().startswith("1 ")]
         assert any(top["source_uri"] in ln for ln in hit_rows), screen
-        subprocess.run([tmux, "send-keys", "-t", session, "q"], timeout=30, check=True)
+        subprocess.run([*tmux, "send-keys", "-t", session, "q"], timeout=30, check=True)
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
-            alive = subprocess.run([tmux, "has-session", "-t", session], capture_output=True,
+            alive = subprocess.run([*tmux, "has-session", "-t", session], capture_output=True,
                                    timeout=30).returncode == 0
             if not alive:
                 break
             time.sleep(0.3)
         assert not alive, "q did not quit the TUI"
     finally:
-        subprocess.run([tmux, "kill-session", "-t", session], capture_output=True, timeout=30)
+        subprocess.run([*tmux, "kill-server"], capture_output=True, timeout=30)
+        socket_dir = Path(os.environ.get("TMUX_TMPDIR", "/tmp")) / f"tmux-{os.getuid()}"
+        (socket_dir / session).unlink(missing_ok=True)
 
 
 # Make textual unimportable for the child, as if urna[tui] were not installed.
