@@ -16,7 +16,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from urna.errors import UrnaError
+from helpers.outcomes import outcome
 from urna.format.layout import pack_prefix
 from urna.format.sections import canonical
 from urna.format.sections.canonical import (
@@ -96,13 +96,6 @@ def test_no_records_and_empty_bodies_pass() -> None:
     assert masked_utf8(_strings_payload(bodies), _starts(bodies, 4), 4, 0) is True
 
 
-def _outcome(fn, *args):
-    try:
-        return "ok", fn(*args)
-    except UrnaError as exc:
-        return type(exc).__name__, str(exc)
-
-
 def _hostile(payload: bytes, data: st.DataObject) -> bytes:
     """``payload`` as drawn: intact, cut short (down to empty), grown, or its count raised."""
     kind = data.draw(st.sampled_from(["intact", "intact", "cut", "grow", "count"]))
@@ -140,8 +133,8 @@ def test_records_taking_the_masked_check_end_as_the_decoders(bodies: list[bytes]
             got = span_records(payload, len(bodies))
             return [got.span(i) for i in range(len(got))]
 
-        assert _outcome(texts, raw) == _outcome(decode_strings, raw, len(bodies), 0x02)
-        assert _outcome(rows, spans_raw) == _outcome(decode_spans, spans_raw, len(bodies))
+        assert outcome(texts, raw) == outcome(decode_strings, raw, len(bodies), 0x02)
+        assert outcome(rows, spans_raw) == outcome(decode_spans, spans_raw, len(bodies))
 
 
 @settings(max_examples=300, deadline=None)

@@ -16,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from helpers.budget import examples
-from urna.errors import UrnaError
+from helpers.outcomes import outcome
 from urna.format.sections.canonical import (
     decode_spans,
     decode_strings,
@@ -43,13 +43,6 @@ SPANS = _past_127(st.lists(st.tuples(st.sampled_from(["a.txt", "docs/ü.md", "",
                            max_size=30), ("a.txt", 1, 2))
 
 
-def _outcome(fn, *args):
-    try:
-        return "ok", fn(*args)
-    except UrnaError as exc:
-        return type(exc).__name__, str(exc)
-
-
 def _damaged(payload: bytes, data: st.DataObject) -> bytes:
     buf = bytearray(payload)
     for _ in range(data.draw(st.integers(0, 3))):
@@ -72,13 +65,13 @@ def _damaged(payload: bytes, data: st.DataObject) -> bytes:
 def test_string_records_end_as_the_decoder(texts: list[str], data: st.DataObject) -> None:
     payload = _damaged(encode_strings(texts), data)
     expected = data.draw(st.sampled_from([None, len(texts)]))
-    want = _outcome(decode_strings, payload, expected, 0x02)
+    want = outcome(decode_strings, payload, expected, 0x02)
 
     def records(raw: bytes, n: int | None, sid: int) -> list[str]:
         got = string_records(raw, n, sid)
         return [got.text(i) for i in range(len(got))]
 
-    assert _outcome(records, payload, expected, 0x02) == want
+    assert outcome(records, payload, expected, 0x02) == want
 
 
 @settings(max_examples=200, deadline=None)
@@ -101,8 +94,8 @@ def test_equal_length_records_take_the_column_check() -> None:
     assert [got.text(i) for i in range(50)] == ids and got.index(ids[37]) == 37
     bad = bytearray(encode_strings(ids))
     bad[12 + 75 * 20] = 70  # one record's length: the column check refuses, the walk decides
-    assert _outcome(string_records, bytes(bad), 50, 0x01) == \
-        _outcome(decode_strings, bytes(bad), 50, 0x01)
+    assert outcome(string_records, bytes(bad), 50, 0x01) == \
+        outcome(decode_strings, bytes(bad), 50, 0x01)
 
 
 @settings(max_examples=300, deadline=None)
@@ -110,13 +103,13 @@ def test_equal_length_records_take_the_column_check() -> None:
 def test_span_records_end_as_the_decoder(spans: list, data: st.DataObject) -> None:
     payload = _damaged(encode_spans(spans), data)
     expected = data.draw(st.sampled_from([None, len(spans)]))
-    want = _outcome(decode_spans, payload, expected)
+    want = outcome(decode_spans, payload, expected)
 
     def records(raw: bytes, n: int | None) -> list:
         got = span_records(raw, n)
         return [got.span(i) for i in range(len(got))]
 
-    assert _outcome(records, payload, expected) == want
+    assert outcome(records, payload, expected) == want
     if want[0] == "ok":
         checked = span_records(payload, expected, utf8_checked=True)
         assert [checked.span(i) for i in range(len(checked))] == want[1]
@@ -129,14 +122,14 @@ def test_many_ascii_records_and_one_bad_body_fail_as_the_decoder(bad: bytes) -> 
     assert [string_records(ids, 200, 0x01).text(i) for i in range(200)] == \
         decode_strings(ids, 200, 0x01)
     broken = ids.replace(b"id77", b"id7" + bad[:1], 1)
-    assert _outcome(string_records, broken, 200, 0x01)[0] == "MalformedSectionPayload"
-    assert _outcome(string_records, broken, 200, 0x01) == \
-        _outcome(decode_strings, broken, 200, 0x01)
+    assert outcome(string_records, broken, 200, 0x01)[0] == "MalformedSectionPayload"
+    assert outcome(string_records, broken, 200, 0x01) == \
+        outcome(decode_strings, broken, 200, 0x01)
     spans = encode_spans([("a.txt", i, i + 1) for i in range(199)] + [("b.txt", 0, 1)])
     assert span_records(spans, 200).span(199) == ("b.txt", 0, 1)
     broken = spans.replace(b"b.txt", (b"b" + bad + b"xt.t")[:5], 1)
-    assert _outcome(span_records, broken, 200)[0] == "MalformedSectionPayload"
-    assert _outcome(span_records, broken, 200) == _outcome(decode_spans, broken, 200)
+    assert outcome(span_records, broken, 200)[0] == "MalformedSectionPayload"
+    assert outcome(span_records, broken, 200) == outcome(decode_spans, broken, 200)
 
 
 @settings(max_examples=examples(200, 75), deadline=None)
@@ -160,5 +153,5 @@ def test_a_proven_record_is_the_decoded_one(texts: list[str], spans: list,
 
 def test_a_count_no_payload_can_hold_is_refused_before_walking() -> None:
     huge = struct.pack("<IQ", 1, 2**40) + b"\x00" * 8
-    assert _outcome(string_records, huge, None, 0x02) == _outcome(decode_strings, huge, None, 0x02)
-    assert _outcome(span_records, huge, None) == _outcome(decode_spans, huge, None)
+    assert outcome(string_records, huge, None, 0x02) == outcome(decode_strings, huge, None, 0x02)
+    assert outcome(span_records, huge, None) == outcome(decode_spans, huge, None)

@@ -12,8 +12,8 @@ from __future__ import annotations
 import pytest
 
 from helpers.mutate import replace_payload
+from helpers.outcomes import verdict
 from helpers.vectors import REF
-from urna.errors import UrnaError
 from urna.format.encodings import zstd_compress
 from urna.format.layout import (
     ENCODING_ZSTD,
@@ -83,14 +83,6 @@ def test_recompressed_index_sections_are_listed(name: str) -> None:
     assert wanted and wanted <= set(listed)
 
 
-def _verdict(run) -> tuple:
-    try:
-        run()
-        return ("ok",)
-    except UrnaError as exc:
-        return (type(exc).__name__, str(exc))
-
-
 def test_a_bad_zstd_index_fails_where_the_open_fails() -> None:
     data = (REF / "quickstart-hybrid.urna").read_bytes()
     view = UrnaView.from_bytes(data)
@@ -98,6 +90,6 @@ def test_a_bad_zstd_index_fails_where_the_open_fails() -> None:
     broken = frame[:len(frame) // 2]  # a frame cut in half: its decode fails
     damaged = bytes(replace_payload(data, SECTION_BM25_INDEX, broken, ENCODING_ZSTD))
     assert SECTION_BM25_INDEX in zstd_sections_opened(UrnaView.from_bytes(damaged))
-    want = _verdict(lambda: open_steps(UrnaView.from_bytes(damaged)))
+    want = verdict(lambda: open_steps(UrnaView.from_bytes(damaged)))
     assert want[0] == "MalformedSectionPayload"
-    assert _verdict(lambda: validate_bytes(damaged)) == want
+    assert verdict(lambda: validate_bytes(damaged)) == want

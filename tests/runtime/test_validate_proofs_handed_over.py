@@ -16,8 +16,8 @@ import threading
 import pytest
 
 from helpers.mutate import replace_payload
+from helpers.outcomes import verdict
 from helpers.vectors import REF
-from urna.errors import UrnaError
 from urna.format.ahead import Job, submit
 from urna.format.layout import ENCODING_RAW, SECTION_CHUNK_IDS, SECTION_CHUNKS_ORIGINAL_SPANS
 from urna.format.reader import UrnaView
@@ -27,14 +27,6 @@ from urna.runtime.opening import open_steps
 from urna.runtime.validation import INDEXES, VALIDATE_STEPS, validate_bytes
 
 FILES = sorted(p.name for p in REF.glob("*.urna"))
-
-
-def _verdict(run) -> tuple:
-    try:
-        run()
-        return ("ok",)
-    except UrnaError as exc:
-        return (type(exc).__name__, str(exc))
 
 
 def _with_spy(name: str, spy) -> list[Step]:
@@ -71,13 +63,13 @@ def _kept(data: bytes) -> tuple:
     """The proofs a validate run over ``data`` handed to the open's steps, and its verdict."""
     seen: list[Checking] = []
     steps = _with_spy(INDEXES, seen.append)
-    verdict = _verdict(lambda: check_view(UrnaView.from_bytes(data), steps))
-    return (seen[0].proven_ids, seen[0].proven_spans, verdict) if seen else (None, None, verdict)
+    ended = verdict(lambda: check_view(UrnaView.from_bytes(data), steps))
+    return (seen[0].proven_ids, seen[0].proven_spans, ended) if seen else (None, None, ended)
 
 
 def test_a_passed_validate_kept_both_proofs() -> None:
-    ids, spans, verdict = _kept((REF / "quickstart-hybrid.urna").read_bytes())
-    assert verdict == ("ok",) and ids is not None and spans is not None
+    ids, spans, ended = _kept((REF / "quickstart-hybrid.urna").read_bytes())
+    assert ended == ("ok",) and ids is not None and spans is not None
     assert len(ids) == len(spans) == 12  # quickstart's 12 chunks
 
 
@@ -87,12 +79,12 @@ def test_a_failed_spans_parse_hands_no_spans_over() -> None:
     raw[4:12] = (13).to_bytes(8, "little")  # quickstart has 12 chunks: one record claimed more
     damaged = bytes(replace_payload(data, SECTION_CHUNKS_ORIGINAL_SPANS, bytes(raw),
                                     ENCODING_RAW))
-    ids, spans, verdict = _kept(damaged)
+    ids, spans, ended = _kept(damaged)
     assert ids is not None and spans is None
     # the reference wheel's words for this file (urna 0.5.1 validate)
     want = ("SectionCountMismatch", "section count mismatch: section=3 expected=12 got=13")
-    assert verdict == want
-    assert _verdict(lambda: validate_bytes(damaged)) == want
+    assert ended == want
+    assert verdict(lambda: validate_bytes(damaged)) == want
 
 
 @pytest.mark.parametrize("name", ["synthetic-hybrid.urna", "quickstart-exact.urna"])
