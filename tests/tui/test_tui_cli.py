@@ -46,17 +46,22 @@ def test_tui_in_tmux_shows_the_reference_top_hit_and_citation() -> None:
                     f"env PYTHONPATH={shlex.quote(str(SRC))} {command}"],
                    check=True, env=env, cwd=ROOT, timeout=30)
     screen = ""
+
+    def top_hit_row(screen: str) -> bool:
+        hit_rows = [ln for ln in screen.splitlines() if ln.lstrip().startswith("1 ")]
+        return any(top["source_uri"] in ln for ln in hit_rows)
+
     try:
         deadline = time.monotonic() + 180
         while time.monotonic() < deadline:
             screen = subprocess.run([*tmux, "capture-pane", "-p", "-t", session],
                                     capture_output=True, text=True, timeout=30).stdout
-            if top["citation_id"] in screen:
+            # the detail pane and the table are painted in separate refreshes: wait for both
+            if top["citation_id"] in screen and top_hit_row(screen):
                 break
             time.sleep(0.5)
         assert top["citation_id"] in screen, screen
-        hit_rows = [ln for ln in screen.splitlines() if ln.lstrip().startswith("1 ")]
-        assert any(top["source_uri"] in ln for ln in hit_rows), screen
+        assert top_hit_row(screen), screen
         subprocess.run([*tmux, "send-keys", "-t", session, "q"], timeout=30, check=True)
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
