@@ -106,6 +106,11 @@ def packed_len(values) -> int:
     return total
 
 
+# by bit width: the powers of two that weigh a block's bits back into its fields (a walk
+# decodes blocks one at a time, so they are made once, not per block)
+_WEIGHTS = [np.left_shift(np.uint64(1), np.arange(w, dtype=np.uint64)) for w in range(65)]
+
+
 class IntpackReader:
     """Random and full access to one intpack blob, with the reference's checks."""
 
@@ -125,9 +130,8 @@ class IntpackReader:
         if width == 0:
             return np.full(blen, lo, dtype=np.uint64)
         body = np.frombuffer(self.buf, dtype=np.uint8, count=body_len, offset=o + 9)
-        bits = np.unpackbits(body, bitorder="little")[: blen * width].reshape(blen, width)
-        weights = np.left_shift(np.uint64(1), np.arange(width, dtype=np.uint64))
-        fields = bits.astype(np.uint64) @ weights
+        bits = np.unpackbits(body, count=blen * width, bitorder="little").reshape(blen, width)
+        fields = bits @ _WEIGHTS[width]
         with np.errstate(over="ignore"):
             return fields + np.uint64(lo)  # wrapping add, as the reference
 

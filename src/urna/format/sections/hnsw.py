@@ -23,7 +23,6 @@ import numpy as np
 
 from ...errors import MalformedSectionPayload, UnsupportedSectionVersion
 from ..encodings.intpack import INTPACK_BLOCK, IntpackReader, pack_u64s
-from ..encodings.intpack_scan import block_header
 from ..layout import SECTION_HNSW_INDEX
 from ..record import Record
 
@@ -32,7 +31,6 @@ MAX_LEVEL = 64  # hostile-input caps of the reference decoder; real graphs stay 
 MAX_DEGREE = 4096
 _HEAD = struct.Struct("<7I")
 _U32 = struct.Struct("<I")
-_U32_MAX = (1 << 32) - 1
 
 
 class HnswPayload(Record):
@@ -105,42 +103,26 @@ class BlockIds:
         self._reader, self._n_nodes = reader, n_nodes
         self._blocks: dict[int, np.ndarray] = {}  # racing threads store equal arrays
         self._lists: dict[int, list[int]] = {}  # the same blocks as ints (``read``)
-        self._offsets: list[int] | None = None
         self.size = reader.count
+
+    def _checked(self, b: int) -> np.ndarray:
+        """Block ``b`` decoded, every id checked against ``n_nodes``."""
+        values = self._reader.block(b)
+        if values.size and int(values.max()) >= self._n_nodes:  # never in a verified body
+            raise _malformed("hnsw v2: neighbour id out of range")
+        return values
 
     def _block(self, b: int) -> np.ndarray:
         got = self._blocks.get(b)
         if got is None:
-            values = self._reader.block(b)
-            if values.size and int(values.max()) >= self._n_nodes:  # never in a verified body
-                raise _malformed("hnsw v2: neighbour id out of range")
-            got = self._blocks[b] = values.astype(np.int32)
+            got = self._blocks[b] = self._checked(b).astype(np.int32)
         return got
 
     def _ints(self, b: int) -> list[int]:
-        """Block ``b`` as ints, checked as ``_block`` checks it: a block of ids (width and min
-        under 2**32, so no value wraps) is decoded in three numpy calls (its bits, one product
-        with the powers of two, the min added); any other, or one holding an id out of
-        range, goes through ``_block``."""
+        """Block ``b`` as ints, checked as ``_block`` checks it."""
         got = self._lists.get(b)
-        if got is not None:
-            return got
-        reader = self._reader
-        if self._offsets is None:
-            self._offsets = reader.offsets.tolist()
-        at = self._offsets[b]
-        blen = min(INTPACK_BLOCK, reader.count - b * INTPACK_BLOCK)
-        lo, width, body_len = block_header(reader.buf, at, blen)
-        got = None
-        if width <= 32 and lo <= _U32_MAX:
-            bits = np.unpackbits(np.frombuffer(reader.buf, np.uint8, body_len, at + 9),
-                                 count=blen * width, bitorder="little")
-            got = (bits.reshape(blen, width) @ _POWERS[width] + lo).tolist()
-            if max(got) >= self._n_nodes:
-                got = None
         if got is None:
-            got = self._block(b).tolist()  # raises its error, as a slice would
-        self._lists[b] = got
+            got = self._lists[b] = self._checked(b).tolist()
         return got
 
     def read(self, lo: int, hi: int) -> list[int]:
@@ -177,10 +159,6 @@ class BlockIds:
         if ids.size and int(ids.max()) >= self._n_nodes:
             raise _malformed("hnsw v2: neighbour id out of range")
         return ids.astype(np.int32)
-
-
-# by bit width: the int64 powers of two that weigh a block's bits back into its values
-_POWERS = [np.left_shift(np.int64(1), np.arange(w, dtype=np.int64)) for w in range(33)]
 
 
 class _DeferredIdsPayload(HnswPayload):
