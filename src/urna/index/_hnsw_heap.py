@@ -1,8 +1,10 @@
-"""The HNSW beam's heaps and sort key, as plain Python that numba also compiles.
+"""The HNSW beam's heaps and sort key, as plain Python that numba compiles.
 
-One home for the rules both engines follow: ``_hnsw_kernels`` compiles these functions with
-numba for long-lived processes, ``hnsw_beam`` runs them as they are in a short one (a CLI
-query), so the two beams push, pop and order candidates identically, ties included.
+The home of the rules the beams follow: ``_hnsw_kernels`` compiles these functions with numba
+for long-lived processes. The numba-free beam of a short one (``hnsw_beam``, a CLI query) runs
+the standard library's C ``heapq`` instead, whose push and pop follow these same rules on
+negated keys (its docstring says how), so the two beams push, pop and order candidates
+identically, ties and NaN included (``tests/index/test_hnsw_beam_heaps.py`` walks both).
 
 The heap replays Rust's ``BinaryHeap``: a max-heap on ``key`` where "greater" means
 ``key_a > key_b``, so a NaN key compares Equal to everything (``partial_cmp().unwrap_or(Equal)``)

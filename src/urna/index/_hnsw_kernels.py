@@ -44,8 +44,8 @@ __all__ = ["EPOCH_LIMIT", "HAVE_NUMBA", "build_graph", "dist8", "dist_one", "dis
 _F32_INF = np.float32(np.inf)
 
 
-# The heaps (a Rust BinaryHeap replica) and the sort key live in ``_hnsw_heap``, shared with
-# the numba-free beam of ``hnsw_beam``.
+# The heaps (a Rust BinaryHeap replica) and the sort key live in ``_hnsw_heap``; the numba-free
+# beam of ``hnsw_beam`` follows the same rules with ``heapq``.
 order_key = jit(_heap.order_key)
 _push = jit_no_refcount(_heap.push)
 _pop_root = jit_no_refcount(_heap.pop_root)

@@ -68,10 +68,7 @@ def _cvc(w: str) -> bool:
             and _is_consonant(w, len(w) - 3) and w[-1] not in "wxy")
 
 
-def _replace(w: str, rules: tuple[tuple[str, str], ...], ends: tuple[str, ...],
-             min_m: int) -> str:
-    if not w.endswith(ends):
-        return w
+def _replace(w: str, rules: tuple[tuple[str, str], ...], min_m: int) -> str:
     for suffix, repl in rules:
         if w.endswith(suffix):
             stem = w[: len(w) - len(suffix)]
@@ -82,7 +79,7 @@ def _replace(w: str, rules: tuple[tuple[str, str], ...], ends: tuple[str, ...],
 def _step2(w: str) -> str:
     if w.endswith(_STEP2_ENDS):
         # a failed condition ends the step, as in Porter
-        return _replace(w, _STEP2, _STEP2_ENDS, 0)
+        return _replace(w, _STEP2, 0)
     if w.endswith("logi") and _measure(w[:-4]) > 0:
         return w[:-1]
     if w.endswith("li") and len(w) > 3 and w[-3] in "cdeghkmnrt" and _measure(w[:-2]) > 1:
@@ -147,6 +144,7 @@ def porter_stem(term: str) -> str:
         return term
     w = _step1(term)
     w = _step2(w)
-    w = _replace(w, _STEP3, _STEP3_ENDS, 0)
+    if w.endswith(_STEP3_ENDS):
+        w = _replace(w, _STEP3, 0)
     w = _step4(w)
     return _step5(w)
