@@ -310,7 +310,7 @@ def rerank(slab: Slab, q: np.ndarray, candidates, k: int) -> tuple[np.ndarray, n
 # integer query q' = qscale * qi (int16 levels, or int8 for the VNNI screens; error
 # e = q - q'); their integer dot products are exact (the +128 / +8 offsets come back off in
 # integers). int8 then adds an f32 conversion and two products (3 roundings); int4 sums its
-# exact integer lanes (8 or 16 per group, each |lane| <= the sum of its |c_j q'_j|) times the
+# exact integer lanes (2, 8 or 16 per group, each |lane| <= the sum of its |c_j q'_j|) times the
 # group scale in f32 in some tree: one rounding per product, at most 16 G - 1 in the tree and
 # one for qscale, 16 G + 1 <= m since 16 G = dim / 4. So |s - t| <= R |e| + gamma_m R |q'|
 # (the sum of |r_j q'_j| is <= R |q'|). Hence |s - K| <= delta with
