@@ -791,18 +791,22 @@ def screened_rows(bits, k, delta2, cand):
     when a score is inf or NaN. ``bits`` are the f32 scores viewed as int32, 1 <= k <= n."""
     n = bits.shape[0]
     heap = np.empty(k, dtype=np.int32)  # a min-heap of the k largest keys so far
-    top, bad = _block_max(bits, 0, k)
     for t in range(k):
         heap[t] = _key(bits[t])
     for start in range(k // 2 - 1, -1, -1):
         _sift(heap, start, k)
     top = heap[0]
-    for lo in range(k, n, _SELECT_BLOCK):
+    bad = np.int32(0)
+    # each block's largest key, kept for the cut below: the scores are read once for both
+    maxima = np.empty((n + _SELECT_BLOCK - 1) // _SELECT_BLOCK, dtype=np.int32)
+    for b in range(maxima.shape[0]):
+        lo = b * _SELECT_BLOCK
         hi = min(n, lo + _SELECT_BLOCK)
         most, worse = _block_max(bits, lo, hi)
+        maxima[b] = most
         bad |= worse
         if most > top:
-            for j in range(lo, hi):
+            for j in range(max(lo, k), hi):  # the first k are in the heap already
                 v = _key(bits[j])
                 if v > top:
                     heap[0] = v
@@ -824,10 +828,10 @@ def screened_rows(bits, k, delta2, cand):
             fb[0] += 1
     cut = np.int32(-1) if f[0] == 0 else _key(fb[0])  # -0.0 and +0.0 both pass a zero cut
     count = 0
-    for lo in range(0, n, _SELECT_BLOCK):
+    for b in range(maxima.shape[0]):
+        lo = b * _SELECT_BLOCK
         hi = min(n, lo + _SELECT_BLOCK)
-        most, _ = _block_max(bits, lo, hi)
-        if most >= cut:
+        if maxima[b] >= cut:
             for j in range(lo, hi):
                 if _key(bits[j]) >= cut:
                     cand[count] = j
