@@ -238,6 +238,8 @@ def test_compiled_query_quantiser_equals_numpy(dtype, bits, seed, dim, spread) -
     got = exact._probe(slab, q, bits, _scan_kernels.quantise_query)
     # the same rigorous norms (f64 sums in another order, both rounded up by 1e-9)
     assert np.allclose([got.err, got.norm], [want.err, want.norm], rtol=1e-12, atol=0)
+    # |q| for the bound, rounded up: never below the f64 norm the numpy path uses
+    assert got.qnorm >= exact._norm(q) and np.isclose(got.qnorm, exact._norm(q), rtol=1e-8)
     assert len(got.args) == len(want.args)
     for a, b in zip(got.args, want.args, strict=True):
         if isinstance(a, np.ndarray):

@@ -694,7 +694,7 @@ def screen_i4_vnni_rows(P, scales, qe, qo, corr, qscale, rows, lo, hi, out):
 def quantise_query(q, levels, head, lane, qi, qe, qo, corr):
     """The query as integer ``levels`` into ``qi`` (and, for int4, its halves ``qe`` / ``qo``
     and the ``-8 x`` lane sums ``corr``, ``lane`` bytes a lane); returns ``(qscale,
-    |q - q'|, |q'|, 128 x the sum of qi[:head])`` with the norms in f64, rounded up."""
+    |q - q'|, |q'|, 128 x the sum of qi[:head], |q|)`` with the norms in f64, rounded up."""
     top = 0.0
     for j in range(q.shape[0]):
         top = max(top, abs(np.float64(q[j])))
@@ -704,8 +704,10 @@ def quantise_query(q, levels, head, lane, qi, qe, qo, corr):
     step = np.float64(qscale)
     err2 = 0.0
     norm2 = 0.0
+    qnorm2 = 0.0
     fix = 0
     for j in range(q.shape[0]):
+        qnorm2 += np.float64(q[j]) * np.float64(q[j])
         v = min(max(np.rint(np.float64(q[j]) / step), -levels), levels)
         if not np.isfinite(v):
             v = 0.0  # a NaN query: err below is NaN too, and the caller scans every row
@@ -723,7 +725,8 @@ def quantise_query(q, levels, head, lane, qi, qe, qo, corr):
         for b in range(lane):
             acc += np.int32(qe[t * lane + b]) + np.int32(qo[t * lane + b])
         corr[t] = -8 * acc
-    return qscale, np.sqrt(err2) * (1 + 1e-9), np.sqrt(norm2) * (1 + 1e-9), fix
+    return (qscale, np.sqrt(err2) * (1 + 1e-9), np.sqrt(norm2) * (1 + 1e-9), fix,
+            np.sqrt(qnorm2) * (1 + 1e-9))
 
 
 @_plain
