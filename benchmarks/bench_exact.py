@@ -15,7 +15,11 @@ slows them alike and the ratios stay meaningful (read those, not the absolute ti
   fastest), and the same split across threads for the thread figure. The filtered scan
   (``exact.search(..., rows=)``, a mask of every other row) on 1 and on ``--threads``
   threads. float32 also: numpy ``M @ q`` + argpartition, usearch exact, and urna's numpy /
-  BLAS screen (the path of a process that has not loaded numba).
+  BLAS screen (the path of a process that has not loaded numba). Two diagnostics of the
+  compiled screen alone (no cut, no rescoring): over every row as the scan reads them, and
+  over the first ``L2_BLOCK_BYTES`` of rows scanned again and again for as many rows (so
+  the bytes come from L2: what the kernel costs when the memory keeps up); "memory share"
+  is how much of the streaming screen the in-L2 one does not explain.
 * kernel break-even: the wall time a fresh interpreter needs to import numba and load the
   cached scan kernels, against the time they save per float32 query.
 * batch: queries per second for ``--batch`` float32 queries at once; urna = ``search_batch``
@@ -178,6 +182,44 @@ def threaded_floor(a: np.ndarray, threads: int, pool) -> int:
     return sum(parts)
 
 
+# The in-L2 screen diagnostic's block: half of a 1 MB L2 (Zen 4's), so the rows stay there.
+L2_BLOCK_BYTES = 512 * 1024
+_REPEATED: list = []
+
+
+def screen_fns(slab) -> dict:
+    """The compiled screen alone over every row, and over one L2-sized block of rows repeated
+    for as many rows (empty without the compiled screens)."""
+    kern = exact._scan_kernels()
+    if kern is None:
+        return {}
+    if not _REPEATED:
+        import numba
+
+        @numba.njit(nogil=True, cache=False)
+        def repeated(screen, rows, reps, out, head, args):
+            for _ in range(reps):
+                screen(*head, *args, 0, rows, out)
+
+        _REPEATED.append(repeated)
+    screen, head = kern["range"][slab.dtype], exact._slab_args(slab)
+    row_bytes = sum(a.strides[0] for a in head)
+    rows = max(4, min(slab.n, L2_BLOCK_BYTES // row_bytes) // 4 * 4)
+    reps = max(1, slab.n // rows)
+    out = np.empty(slab.n, np.float32)
+
+    def stream(q):
+        screen(*head, *exact._probe(slab, q, kern["bits"], kern["quantise"]).args,
+               0, slab.n, out)
+
+    def in_l2(q):
+        _REPEATED[0](screen, rows, reps, out, head,
+                     exact._probe(slab, q, kern["bits"], kern["quantise"]).args)
+
+    return {"screen alone, streaming": stream,
+            f"screen alone, {L2_BLOCK_BYTES >> 10} KB in L2": in_l2}
+
+
 def kernel_load_seconds() -> float:
     """Wall time of a fresh interpreter's numba import + cached scan kernels (the rent)."""
     code = ("import time; t = time.perf_counter(); from urna.index import exact; "
@@ -292,6 +334,7 @@ def main() -> None:
                    s, q, k, threads=1, rows=r),
                f"urna rows= half, {nt} threads": lambda q, s=slab, r=every_other: exact.search(
                    s, q, k, threads=nt, rows=r)}
+        fns.update(screen_fns(slab))
         if dt == "float32":
             fns["numpy matmul+argpartition"] = lambda q: numpy_top(M, q, k)
             fns["usearch exact"] = lambda q: usearch_search(M, q, k, MetricKind.IP, exact=True,
@@ -316,6 +359,15 @@ def main() -> None:
           + "".join(f"{ratio(many[d], fn_[d]):>9.2f}x" for d in files))
     print(f"{'urna 1 thread / faiss':<34}"
           + "".join(f"{ratio(one[d], peer[d]):>9.2f}x" for d in files))
+    if "screen alone, streaming" in table:
+        streamed = table["screen alone, streaming"]
+        l2 = table[f"screen alone, {L2_BLOCK_BYTES >> 10} KB in L2"]
+        print(f"{'screen streaming / floor':<34}"
+              + "".join(f"{ratio(streamed[d], f1[d]):>9.2f}x" for d in files))
+        print(f"{'screen in L2 / floor':<34}"
+              + "".join(f"{ratio(l2[d], f1[d]):>9.2f}x" for d in files))
+        print(f"{'memory share of the screen':<34}"
+              + "".join(f"{1 - ratio(l2[d], streamed[d]):>9.0%} " for d in files))
     half1, halfn = table["urna rows= half, 1 thread"], table[f"urna rows= half, {nt} threads"]
     print(f"{'rows= half / floor, 1 thread':<34}"
           + "".join(f"{ratio(half1[d], f1[d]):>9.2f}x" for d in files))

@@ -21,6 +21,7 @@ from helpers.slabs import DTYPES, corpora, make_slab
 from urna.errors import InvalidInput, UrnaError
 from urna.index import exact
 from urna.index.exact import Slab, score_rows, search, search_batch, top_k
+from urna.index.row_scores import unpack_int4
 
 # the fixtures only pick a backend and task size: the same for every generated input
 FIXED = [HealthCheck.function_scoped_fixture]
@@ -125,6 +126,41 @@ def test_int4_screen_of_every_width_stays_within_its_bound(screen_backend, seed,
     k = int(rng.integers(1, 12))
     ids, scores = search(slab, q, k, threads=threads)
     assert (ids.tolist(), scores.tobytes()) == full_scan(slab, q, k)
+
+
+@pytest.mark.parametrize("screens", ["this machine", "portable"])
+@settings(max_examples=30, deadline=None)
+@given(seed=st.integers(0, 2 ** 32 - 1), dim=st.sampled_from([128, 256, 384, 512, 640, 768,
+                                                              1024, 1536, 2048]),
+       n=st.integers(1, 45))
+def test_int4_screen_scales_each_row_and_group_by_its_own_scale(screens, seed, dim, n) -> None:
+    # the screen's arithmetic, which its bound assumes: qscale * sum_g s_g * (exact integer
+    # dot of group g), up to f32 roundings; every (row, group) scale a different power of
+    # two, so lanes of one row or group summed under another's scale would miss by far more
+    assert exact.load_kernels()
+    from urna.index import _scan_kernels
+
+    kern = _scan_kernels.SCREENS if screens == "this machine" else _scan_kernels.PORTABLE
+    rng = np.random.default_rng(seed)
+    groups = dim // 64
+    packed = rng.integers(0, 256, (n, dim // 2), dtype=np.uint8)
+    exps = (np.arange(n)[:, None] * 5 + np.arange(groups)[None, :] * 3 + seed) % 13 - 6
+    slab = Slab.int4(np.ldexp(1.0, exps).astype(np.float16), packed, dim)
+    q = rng.standard_normal(dim).astype(np.float32)
+    probe = exact._probe(slab, q, kern["bits"], _scan_kernels.quantise_query)
+    qe, qo, _, qscale = probe.args
+    qi = np.empty(dim, np.int64)
+    qi[0::2], qi[1::2] = qe, qo
+    codes = unpack_int4(packed).astype(np.int64).reshape(n, groups, 64)
+    terms = codes * qi.reshape(groups, 64)
+    scale = np.ldexp(1.0, exps)
+    want = float(qscale) * (terms.sum(axis=2) * scale).sum(axis=1)  # exact in f64
+    out = np.empty(n, np.float32)
+    kern["range"]["int4"](*exact._slab_args(slab), *probe.args, 0, n, out)
+    # f32 roundings: at most one per lane product, 16 lanes a group, and the sum tree
+    size = float(qscale) * (np.abs(terms).sum(axis=2) * scale).sum(axis=1)
+    slack = size * (32 * groups + 4) * 2.0 ** -24
+    assert np.all(np.abs(out.astype(np.float64) - want) <= slack)
 
 
 def test_int4_screen_covers_every_nibble(screen_backend) -> None:
@@ -238,6 +274,8 @@ def test_compiled_query_quantiser_equals_numpy(dtype, bits, seed, dim, spread) -
     got = exact._probe(slab, q, bits, _scan_kernels.quantise_query)
     # the same rigorous norms (f64 sums in another order, both rounded up by 1e-9)
     assert np.allclose([got.err, got.norm], [want.err, want.norm], rtol=1e-12, atol=0)
+    # |q| for the bound, rounded up: never below the f64 norm the numpy path uses
+    assert got.qnorm >= exact._norm(q) and np.isclose(got.qnorm, exact._norm(q), rtol=1e-8)
     assert len(got.args) == len(want.args)
     for a, b in zip(got.args, want.args, strict=True):
         if isinstance(a, np.ndarray):

@@ -22,7 +22,9 @@ a screened score can be from the exact one.
   query halves, lanes 0-7 scaled by one group's scale and 8-15 by the next; four rows at a
   time share one horizontal-sum tree. For the common widths (:data:`UNROLLED_PAIRS`) the
   whole range is one unrolled loop (:func:`_unrolled_i4_vnni`): the query's vectors stay in
-  registers and every line of the rows ahead is prefetched.
+  registers, a step's four rows are summed in an exact integer tree to two lanes per row and
+  group before one conversion and one product per 16 lanes, and every line of the rows and
+  their scales ahead is prefetched.
 
 Each dtype has one row function and two loops over it: a row range (``screen_*``) and a
 list of rows (``screen_*_rows``, the filtered scan); both prefetch ahead in software
@@ -297,55 +299,139 @@ def _prefetch_line(builder: ir.IRBuilder, addr: ir.Value, locality: int = 3) -> 
                       ir.Constant(_I32, locality), ir.Constant(_I32, 1)])
 
 
-# How far ahead the unrolled int4 scan prefetches every line of a block of rows, and into
-# which levels: into L2 (prefetcht1) beat into L1 (prefetcht0) at every distance tried
-# (6-48 KB), a whole query 0.85-0.9x; 24 KB ahead was the best of those (A/B in one process).
+# How far ahead the unrolled int4 scan prefetches every line of a block of rows (and its
+# scales), and into which levels: into L2 (prefetcht1) beat into L1 (prefetcht0) at every
+# distance tried (6-48 KB), a whole query 0.85-0.9x; 24 KB ahead was the best of those (A/B in
+# one process). On top of that every line of the block INT4_NEAR_BLOCKS on is prefetched
+# into L1: 1-6 blocks all helped, 3 most (the scan 0.87x with the scales' prefetch as well).
 INT4_AHEAD_BYTES = 24 * 1024
 INT4_LOCALITY = 2
+INT4_NEAR_BLOCKS = 3
+
+
+def _i4_vnni_ints(builder: ir.IRBuilder, row: ir.Value, query: tuple, t: ir.Value) -> ir.Value:
+    """Step ``t``'s exact int32 lanes of one row (64 bytes: lanes 0-7 the step's first group,
+    8-15 its second), the ``-8 x`` offsets already in (:func:`_i4_vnni_query`)."""
+    flip = ir.Constant(_vec(_I8, 64), [0x88] * 64)  # each nibble reads as value + 8
+    nib = ir.Constant(_vec(_I8, 64), [15] * 64)
+    four = ir.Constant(_vec(_I8, 64), [4] * 64)
+    y = builder.xor(_load(builder, row, t, 64, _vec(_I8, 64)), flip)
+    low, high = builder.and_(y, nib), builder.and_(builder.lshr(y, four), nib)
+    q_even, q_odd, acc = query
+    return _vpdpbusd(builder, _vpdpbusd(builder, acc, low, q_even), high, q_odd)
+
+
+# Lane labels (row of the block, group of the step, position) of the integer tree below: a
+# step's lanes, then the two rows' sums of 4 (rows 0, 1 / 2, 3), then 2 per row and group
+# with the row fastest, so the block's f32 sum is two halvings of one vector.
+_TREE_IN = [[(r, j // 8, j % 8) for j in range(16)] for r in range(BLOCK_ROWS)]
+_TREE_MID = [[(r, g, p) for g in range(2) for r in pair for p in range(4)]
+             for pair in ((0, 1), (2, 3))]
+_TREE_OUT = [(r, g, p) for g in range(2) for p in range(2) for r in range(BLOCK_ROWS)]
+
+
+def _tree_add(builder: ir.IRBuilder, a: tuple, b: tuple, out: list, half: int) -> tuple:
+    """The lanes ``out`` (labels) from the labelled vectors ``a``, ``b``: lane (r, g, p) is
+    the sum of their lanes (r, g, p) and (r, g, p + half); exact int32 adds."""
+    where = {lab: i for i, lab in enumerate(a[1])}
+    where.update({lab: 16 + i for i, lab in enumerate(b[1])})
+
+    def pick(shift: int) -> ir.Value:
+        idx = [where[(r, g, p + shift)] for r, g, p in out]
+        return builder.shuffle_vector(a[0], b[0], ir.Constant(_vec(_I32, 16), idx))
+
+    return builder.add(pick(0), pick(half)), out
+
+
+def _i4_vnni_block_step(builder: ir.IRBuilder, rows: list, query: tuple, scales: ir.Value,
+                        groups: int, t: int) -> ir.Value:
+    """Step ``t`` of a block of 4 rows as 16 f32 lanes: the rows' int32 lanes summed in an
+    integer tree to 2 per row and group (still exact: |lane| <= 32 x 8 x 127 < 2^24), then
+    converted and times their group's scale (``scales``: the block's, row by row)."""
+    step = ir.Constant(rows[0].type, t)
+    v = [(_i4_vnni_ints(builder, rows[r], query, step), _TREE_IN[r]) for r in range(BLOCK_ROWS)]
+    low = _tree_add(builder, v[0], v[1], _TREE_MID[0], 4)
+    high = _tree_add(builder, v[2], v[3], _TREE_MID[1], 4)
+    ints, _ = _tree_add(builder, low, high, _TREE_OUT, 2)
+    spread = [r * groups + 2 * t + g for r, g, _ in _TREE_OUT]
+    sc = builder.shuffle_vector(scales, scales, ir.Constant(_vec(_I32, 16), spread))
+    return builder.fmul(builder.sitofp(ints, _vec(_F32, 16)), sc, flags=("contract",))
 
 
 def _unrolled_i4_vnni(pairs: int):
     """An intrinsic scanning ``blocks`` blocks of ``BLOCK_ROWS`` packed int4 rows of ``pairs``
     64-byte steps (VNNI): the steps unrolled, so the query's vectors are loaded once into
-    registers for every row, and every line of the block ``ahead`` bytes on prefetched (no
-    further than ``last``, the address of the last block)."""
+    registers for every row; a step's four rows share one integer tree and one conversion
+    and product per 16 lanes (:func:`_i4_vnni_block_step`); every line of the block (and its
+    scales) ``ahead`` bytes on prefetched into L2, of the block ``INT4_NEAR_BLOCKS`` on into
+    L1 (no further than ``last``, the address of the last block; ``sc_last`` of its scales)."""
+    groups = 2 * pairs
+    sc_lines = -(-4 * groups * BLOCK_ROWS // 64)  # consecutive blocks: every line covered
+
     @intrinsic
     def scan(typingctx, row, stride, qe, qo, corr, sc, sc_stride, qscale, out, blocks, ahead,
-             last):
+             last, sc_last):
         sig = types.void(types.uintp, types.intp, types.uintp, types.uintp, types.uintp,
                          types.uintp, types.intp, types.float32, types.uintp, types.intp,
-                         types.intp, types.uintp)
+                         types.intp, types.uintp, types.uintp)
 
         def codegen(context, builder, signature, args):
-            row, stride, qe, qo, corr, sc, sc_stride, qscale, out, blocks, ahead, last = args
-            steps = [ir.Constant(row.type, t) for t in range(pairs)]
-            query = [_i4_vnni_query(builder, qe, qo, corr, t, 64) for t in steps]
+            (row, stride, qe, qo, corr, sc, sc_stride, qscale, out, blocks, ahead, last,
+             sc_last) = args
+            query = [_i4_vnni_query(builder, qe, qo, corr, ir.Constant(row.type, t), 64)
+                     for t in range(pairs)]
             block = builder.mul(stride, ir.Constant(stride.type, BLOCK_ROWS))
             sc_block = builder.mul(sc_stride, ir.Constant(sc_stride.type, BLOCK_ROWS))
+            sc_ahead = builder.mul(builder.sdiv(ahead, stride), sc_stride)
+            near = builder.mul(block, ir.Constant(block.type, INT4_NEAR_BLOCKS))
+
+            def fetch(base: ir.Value, offset: ir.Value, end: ir.Value, lines: int,
+                      locality: int) -> None:
+                at = builder.add(base, offset)
+                at = builder.select(builder.icmp_unsigned(">", at, end), end, at)
+                for line in range(lines):
+                    _prefetch_line(builder, builder.add(at, ir.Constant(at.type, 64 * line)),
+                                   locality)
+
             with cgutils.for_range(builder, blocks) as loop:
                 first = builder.add(row, builder.mul(loop.index, block))
-                soon = builder.add(first, ahead)
-                soon = builder.select(builder.icmp_unsigned(">", soon, last), last, soon)
-                for line in range(BLOCK_ROWS * pairs):
-                    _prefetch_line(builder, builder.add(soon, ir.Constant(soon.type, 64 * line)),
-                                   INT4_LOCALITY)
                 scs = builder.add(sc, builder.mul(loop.index, sc_block))
-                accs = [None] * BLOCK_ROWS
-                for t, step in enumerate(steps):
-                    for r in range(BLOCK_ROWS):
-                        at = builder.add(first, builder.mul(ir.Constant(row.type, r), stride))
-                        sr = builder.add(scs, builder.mul(ir.Constant(sc.type, r), sc_stride))
-                        prod = _i4_vnni_lanes(builder, at, query[t], sr, step, 64)
-                        accs[r] = prod if t == 0 else builder.fadd(accs[r], prod,
-                                                                   flags=("contract",))
-                _scale_store(builder, accs, qscale,
-                             builder.add(out, builder.mul(loop.index,
-                                                          ir.Constant(out.type, 4 * BLOCK_ROWS))))
+                fetch(first, ahead, last, BLOCK_ROWS * pairs, INT4_LOCALITY)
+                fetch(scs, sc_ahead, sc_last, sc_lines, INT4_LOCALITY)
+                fetch(first, near, last, BLOCK_ROWS * pairs, 3)
+                rows = [builder.add(first, builder.mul(ir.Constant(row.type, r), stride))
+                        for r in range(BLOCK_ROWS)]
+                ptr = builder.inttoptr(scs, _vec(_F32, BLOCK_ROWS * groups).as_pointer())
+                scales = builder.load(ptr, align=4)  # the block's scales, row by row
+                acc = None
+                for t in range(pairs):
+                    prod = _i4_vnni_block_step(builder, rows, query[t], scales, groups, t)
+                    acc = prod if acc is None else builder.fadd(acc, prod, flags=("contract",))
+                _store4(builder, acc, qscale,
+                        builder.add(out, builder.mul(loop.index,
+                                                     ir.Constant(out.type, 4 * BLOCK_ROWS))))
             return context.get_dummy_value()
 
         return sig, codegen
 
     return scan
+
+
+def _store4(builder: ir.IRBuilder, acc: ir.Value, qscale: ir.Value, out: ir.Value) -> None:
+    """The four rows' sums of ``acc`` (16 f32 lanes, the row fastest) times ``qscale``."""
+    def pick(a: ir.Value, idx: list) -> ir.Value:
+        return builder.shuffle_vector(a, a, ir.Constant(_vec(_I32, len(idx)), idx))
+
+    def add(a: ir.Value, b: ir.Value) -> ir.Value:
+        return builder.fadd(a, b, flags=("reassoc", "contract"))
+
+    half = add(pick(acc, list(range(8))), pick(acc, list(range(8, 16))))
+    sums = add(pick(half, [0, 1, 2, 3]), pick(half, [4, 5, 6, 7]))
+    one = builder.insert_element(ir.Constant(_vec(_F32, 4), ir.Undefined), qscale,
+                                 ir.Constant(_I32, 0))
+    splat = builder.shuffle_vector(one, one, ir.Constant(_vec(_I32, 4), [0] * 4))
+    builder.store(builder.fmul(sums, splat), builder.inttoptr(out, _vec(_F32, 4).as_pointer()),
+                  align=1)
 
 
 # Step counts (dims 128 ... 2048) with an unrolled int4 VNNI scan; other widths take the
@@ -552,22 +638,23 @@ def _scan_unrolled(P, scales, qe, qo, corr, qscale, lo, blocks, hi, out):
     at = out.ctypes.data + lo * 4
     ahead = max(BLOCK_ROWS, INT4_AHEAD_BYTES // max(1, stride)) * stride
     last = P.ctypes.data + (hi - BLOCK_ROWS) * stride
+    sc_last = scales.ctypes.data + (hi - BLOCK_ROWS) * sc_stride
     if pairs == 3:
-        _SCAN_3(row, stride, *q, sc, sc_stride, qscale, at, blocks, ahead, last)
+        _SCAN_3(row, stride, *q, sc, sc_stride, qscale, at, blocks, ahead, last, sc_last)
     elif pairs == 6:
-        _SCAN_6(row, stride, *q, sc, sc_stride, qscale, at, blocks, ahead, last)
+        _SCAN_6(row, stride, *q, sc, sc_stride, qscale, at, blocks, ahead, last, sc_last)
     elif pairs == 4:
-        _SCAN_4(row, stride, *q, sc, sc_stride, qscale, at, blocks, ahead, last)
+        _SCAN_4(row, stride, *q, sc, sc_stride, qscale, at, blocks, ahead, last, sc_last)
     elif pairs == 8:
-        _SCAN_8(row, stride, *q, sc, sc_stride, qscale, at, blocks, ahead, last)
+        _SCAN_8(row, stride, *q, sc, sc_stride, qscale, at, blocks, ahead, last, sc_last)
     elif pairs == 2:
-        _SCAN_2(row, stride, *q, sc, sc_stride, qscale, at, blocks, ahead, last)
+        _SCAN_2(row, stride, *q, sc, sc_stride, qscale, at, blocks, ahead, last, sc_last)
     elif pairs == 1:
-        _SCAN_1(row, stride, *q, sc, sc_stride, qscale, at, blocks, ahead, last)
+        _SCAN_1(row, stride, *q, sc, sc_stride, qscale, at, blocks, ahead, last, sc_last)
     elif pairs == 12:
-        _SCAN_12(row, stride, *q, sc, sc_stride, qscale, at, blocks, ahead, last)
+        _SCAN_12(row, stride, *q, sc, sc_stride, qscale, at, blocks, ahead, last, sc_last)
     elif pairs == 16:
-        _SCAN_16(row, stride, *q, sc, sc_stride, qscale, at, blocks, ahead, last)
+        _SCAN_16(row, stride, *q, sc, sc_stride, qscale, at, blocks, ahead, last, sc_last)
     else:
         return False
     return True
@@ -607,7 +694,7 @@ def screen_i4_vnni_rows(P, scales, qe, qo, corr, qscale, rows, lo, hi, out):
 def quantise_query(q, levels, head, lane, qi, qe, qo, corr):
     """The query as integer ``levels`` into ``qi`` (and, for int4, its halves ``qe`` / ``qo``
     and the ``-8 x`` lane sums ``corr``, ``lane`` bytes a lane); returns ``(qscale,
-    |q - q'|, |q'|, 128 x the sum of qi[:head])`` with the norms in f64, rounded up."""
+    |q - q'|, |q'|, 128 x the sum of qi[:head], |q|)`` with the norms in f64, rounded up."""
     top = 0.0
     for j in range(q.shape[0]):
         top = max(top, abs(np.float64(q[j])))
@@ -617,8 +704,10 @@ def quantise_query(q, levels, head, lane, qi, qe, qo, corr):
     step = np.float64(qscale)
     err2 = 0.0
     norm2 = 0.0
+    qnorm2 = 0.0
     fix = 0
     for j in range(q.shape[0]):
+        qnorm2 += np.float64(q[j]) * np.float64(q[j])
         v = min(max(np.rint(np.float64(q[j]) / step), -levels), levels)
         if not np.isfinite(v):
             v = 0.0  # a NaN query: err below is NaN too, and the caller scans every row
@@ -636,7 +725,8 @@ def quantise_query(q, levels, head, lane, qi, qe, qo, corr):
         for b in range(lane):
             acc += np.int32(qe[t * lane + b]) + np.int32(qo[t * lane + b])
         corr[t] = -8 * acc
-    return qscale, np.sqrt(err2) * (1 + 1e-9), np.sqrt(norm2) * (1 + 1e-9), fix
+    return (qscale, np.sqrt(err2) * (1 + 1e-9), np.sqrt(norm2) * (1 + 1e-9), fix,
+            np.sqrt(qnorm2) * (1 + 1e-9))
 
 
 @_plain
@@ -704,18 +794,22 @@ def screened_rows(bits, k, delta2, cand):
     when a score is inf or NaN. ``bits`` are the f32 scores viewed as int32, 1 <= k <= n."""
     n = bits.shape[0]
     heap = np.empty(k, dtype=np.int32)  # a min-heap of the k largest keys so far
-    top, bad = _block_max(bits, 0, k)
     for t in range(k):
         heap[t] = _key(bits[t])
     for start in range(k // 2 - 1, -1, -1):
         _sift(heap, start, k)
     top = heap[0]
-    for lo in range(k, n, _SELECT_BLOCK):
+    bad = np.int32(0)
+    # each block's largest key, kept for the cut below: the scores are read once for both
+    maxima = np.empty((n + _SELECT_BLOCK - 1) // _SELECT_BLOCK, dtype=np.int32)
+    for b in range(maxima.shape[0]):
+        lo = b * _SELECT_BLOCK
         hi = min(n, lo + _SELECT_BLOCK)
         most, worse = _block_max(bits, lo, hi)
+        maxima[b] = most
         bad |= worse
         if most > top:
-            for j in range(lo, hi):
+            for j in range(max(lo, k), hi):  # the first k are in the heap already
                 v = _key(bits[j])
                 if v > top:
                     heap[0] = v
@@ -737,10 +831,10 @@ def screened_rows(bits, k, delta2, cand):
             fb[0] += 1
     cut = np.int32(-1) if f[0] == 0 else _key(fb[0])  # -0.0 and +0.0 both pass a zero cut
     count = 0
-    for lo in range(0, n, _SELECT_BLOCK):
+    for b in range(maxima.shape[0]):
+        lo = b * _SELECT_BLOCK
         hi = min(n, lo + _SELECT_BLOCK)
-        most, _ = _block_max(bits, lo, hi)
-        if most >= cut:
+        if maxima[b] >= cut:
             for j in range(lo, hi):
                 if _key(bits[j]) >= cut:
                     cand[count] = j

@@ -310,7 +310,7 @@ def rerank(slab: Slab, q: np.ndarray, candidates, k: int) -> tuple[np.ndarray, n
 # integer query q' = qscale * qi (int16 levels, or int8 for the VNNI screens; error
 # e = q - q'); their integer dot products are exact (the +128 / +8 offsets come back off in
 # integers). int8 then adds an f32 conversion and two products (3 roundings); int4 sums its
-# exact integer lanes (8 or 16 per group, each |lane| <= the sum of its |c_j q'_j|) times the
+# exact integer lanes (2, 8 or 16 per group, each |lane| <= the sum of its |c_j q'_j|) times the
 # group scale in f32 in some tree: one rounding per product, at most 16 G - 1 in the tree and
 # one for qscale, 16 G + 1 <= m since 16 G = dim / 4. So |s - t| <= R |e| + gamma_m R |q'|
 # (the sum of |r_j q'_j| is <= R |q'|). Hence |s - K| <= delta with
@@ -396,28 +396,32 @@ def _ranges(n: int, threads: int) -> list[tuple[int, int]]:
 
 class _Probe(Record):
     """The query as one dtype's screen takes it, with the norms the bound needs: ``err`` is
-    ``|q - q'|``, ``norm`` is ``|q'|``."""
+    ``|q - q'|``, ``norm`` is ``|q'|``, ``qnorm`` is ``|q|`` when the probe computed it."""
 
-    _fields = ("args", "err", "norm")
+    _fields = ("args", "err", "norm", "qnorm")
     __slots__ = _fields
 
-    def __init__(self, args: tuple, err: float, norm: float) -> None:
-        self.args, self.err, self.norm = args, err, norm
+    def __init__(self, args: tuple, err: float, norm: float,
+                 qnorm: float | None = None) -> None:
+        self.args, self.err, self.norm, self.qnorm = args, err, norm, qnorm
 
 
-def _probe(slab: Slab, q: np.ndarray, bits: int = 16, quantise=None) -> _Probe:
+def _probe(slab: Slab, q: np.ndarray, bits: int = 16, quantise=None,
+           scratch: bool = False) -> _Probe:
     """The query for ``slab``'s screen; integer screens take it as ``bits``-bit levels
-    (computed by the compiled ``quantise`` when given: one call instead of ~20 numpy ops)."""
+    (computed by the compiled ``quantise`` when given: one call instead of ~20 numpy ops,
+    into this thread's scratch buffers when ``scratch``: the caller is done with the probe
+    before its next one)."""
     if slab.dtype in ("float32", "float16"):
-        return _Probe((q,), 0.0, float(np.sqrt(np.dot(q.astype(np.float64),
-                                                       q.astype(np.float64)))))
+        norm = _norm(q)
+        return _Probe((q,), 0.0, norm, norm)
     if bits == 8:  # vpdpbusd: int8 levels; sums of (c + 128) * q or (nibble + 8) * q stay exact
         levels = 127
     else:  # int16 levels, as many as keep every int32 partial sum exact
         width = 128 * slab.dim if slab.dtype == "int8" else 8 * 64
         levels = max(1, min(32767, _INT_DOT // width))
     if quantise is not None:
-        return _probe_compiled(slab, q, bits, levels, quantise)
+        return _probe_compiled(slab, q, bits, levels, quantise, scratch)
     top = float(np.abs(q).max()) if q.size else 0.0
     qscale = F32(top / levels) if top > 0 else F32(1.0)
     if not np.isfinite(qscale) or qscale == 0:
@@ -441,23 +445,30 @@ def _probe(slab: Slab, q: np.ndarray, bits: int = 16, quantise=None) -> _Probe:
     return _Probe((qe, qo, corr, qscale), err, norm)
 
 
-def _probe_compiled(slab: Slab, q: np.ndarray, bits: int, levels: int, quantise) -> _Probe:
-    """:func:`_probe` by the compiled ``quantise_query`` (the same levels and norms)."""
+def _probe_compiled(slab: Slab, q: np.ndarray, bits: int, levels: int, quantise,
+                    scratch: bool = False) -> _Probe:
+    """:func:`_probe` by the compiled ``quantise_query`` (the same levels and norms, and
+    ``|q|`` rounded up)."""
     dim = slab.dim
-    qi = np.empty(dim, np.int8 if bits == 8 else np.int16)
     int4 = slab.dtype == "int4"
     half = dim // 2 if int4 else 0
     lane = 4 if bits == 8 else 2
-    qe, qo = np.empty(half, qi.dtype), np.empty(half, qi.dtype)
-    corr = np.empty(half // lane, np.int32)
+
+    def new(name: str, count: int, dtype) -> np.ndarray:
+        # fresh arrays cost ~1-3 us each from cold caches after a scan
+        return _scratch(f"{name}{bits}", count, dtype) if scratch else np.empty(count, dtype)
+
+    qt = np.int8 if bits == 8 else np.int16
+    qi, qe, qo = new("qi", dim, qt), new("qe", half, qt), new("qo", half, qt)
+    corr = new("corr", half // lane, np.int32)
     head = (dim // 64) * 64 if bits == 8 else 0
-    scale, err, norm, fix = quantise(q, levels, head, lane, qi, qe, qo, corr)
+    scale, err, norm, fix, qnorm = quantise(q, levels, head, lane, qi, qe, qo, corr)
     qscale = F32(scale)  # the screens take it as f32
     if int4:
-        return _Probe((qe, qo, corr, qscale), err, norm)
+        return _Probe((qe, qo, corr, qscale), err, norm, qnorm)
     if bits == 8:
-        return _Probe((qi, fix, qscale), err, norm)
-    return _Probe((qi, qscale), err, norm)
+        return _Probe((qi, fix, qscale), err, norm, qnorm)
+    return _Probe((qi, qscale), err, norm, qnorm)
 
 
 def screen_bound(slab: Slab, qnorm: float, probe_err: float = 0.0,
@@ -511,7 +522,8 @@ DENSE_ROWS = 0.25
 
 def _norm(q: np.ndarray) -> float:
     """|q| in f64."""
-    return float(np.sqrt(np.dot(q.astype(np.float64), q.astype(np.float64))))
+    v = q.astype(np.float64)
+    return float(np.sqrt(np.dot(v, v)))
 
 
 def _screens_for(slab: Slab) -> dict | None:
@@ -646,8 +658,9 @@ def _compiled_top(slab: Slab, q: np.ndarray, k: int,
                   kern: dict) -> tuple[np.ndarray, np.ndarray] | None:
     """One thread's whole screened search in one compiled call; None when a score is not
     finite (the caller scores every row)."""
-    probe = _probe(slab, q, kern["bits"], kern["quantise"])
-    delta = screen_bound(slab, _norm(q), probe.err, probe.norm)
+    probe = _probe(slab, q, kern["bits"], kern["quantise"], scratch=True)
+    qnorm = _norm(q) if probe.qnorm is None else probe.qnorm
+    delta = screen_bound(slab, qnorm, probe.err, probe.norm)
     if not math.isfinite(delta):
         return None
     ids, best = np.empty(k, dtype=np.int64), np.empty(k, dtype=F32)
