@@ -18,7 +18,7 @@ import numpy as np
 from labelled_sets import CACHE, SETS
 
 import urna
-from urna.forge.embedders.potion import POTION_DIR, _load_potion
+from urna.forge.embedders.potion import POTION_FOLDER, _load_table, _load_tokenizer
 from urna.forge.evaluate import RECALL_DEPTH
 from urna.forge.query import default_candidates, embed_query, manifest_of
 from urna.index import exact, metrics
@@ -195,7 +195,8 @@ def feedback(m: int, beta: float):  # type: ignore[no-untyped-def]
 
 def idf_query_vector(st, text: str) -> np.ndarray:  # type: ignore[no-untyped-def]
     """The potion query embedding with each token weighted by its word's BM25 idf ** 0.5."""
-    tok, table, unk = _load_potion(str(POTION_DIR))
+    tok, unk = _load_tokenizer(POTION_FOLDER)
+    table = _load_table(POTION_FOLDER)
     enc = tok.encode(text, add_special_tokens=False)
     ids = enc.ids or [unk]
     n = st.bm25.n_docs
