@@ -45,17 +45,21 @@ class SerdeReader:
 
     # positions: ``error`` is at the index, ``peek_error`` one byte further (clamped).
     def err(self, msg: str) -> SerdeSyntax:
+        """A syntax error at the current index (serde's ``error``)."""
         return SerdeSyntax(msg, self.i)
 
     def peek_err(self, msg: str) -> SerdeSyntax:
+        """A syntax error one byte past the index, clamped to the end (``peek_error``)."""
         return SerdeSyntax(msg, min(self.i + 1, len(self.buf)))
 
     def fix(self, e: SerdeSyntax) -> SerdeSyntax:
+        """An error raised without a position, placed at the current index."""
         if e.at is None:
             e.at = self.i
         return e
 
     def ws(self) -> int | None:
+        """Skip whitespace; the next byte, None at the end (``parse_whitespace``)."""
         buf, i = self.buf, self.i
         if i < len(buf) and buf[i] in _WS:
             i = self.i = _WS_RUN.match(buf, i).end()  # type: ignore[union-attr]
@@ -68,9 +72,11 @@ class SerdeReader:
         return self.i - start
 
     def peek0(self) -> int:
+        """The next byte without consuming it, 0 at the end (``peek_or_null``)."""
         return self.buf[self.i] if self.i < len(self.buf) else 0
 
     def ident(self, rest: bytes) -> None:
+        """Consume the rest of a literal (``ull`` of ``null``); serde's ``parse_ident``."""
         for expected in rest:
             if self.i >= len(self.buf):
                 raise self.err(EOF_VALUE)
@@ -80,12 +86,14 @@ class SerdeReader:
                 raise self.err("expected ident")
 
     def enter(self) -> None:
+        """Go one nesting level down; fails at serde's recursion limit."""
         self.depth -= 1
         if self.depth == 0:
             raise self.peek_err("recursion limit exceeded")
 
     # -- numbers (serde_json parse_integer / parse_number / parse_decimal / parse_exponent)
     def number(self, positive: bool) -> int | float:
+        """A number after its sign (``parse_integer`` on): int in u64/i64 range, else float."""
         if self.i >= len(self.buf):
             raise self.err(EOF_VALUE)
         c = self.buf[self.i]
@@ -190,6 +198,7 @@ class SerdeReader:
             raise self.err(e.msg) from None
 
     def ignore_number(self) -> None:
+        """Step over a number, checking its syntax only (serde's ``ignore_number``)."""
         c = self.peek0()
         self.i += 1 if self.i < len(self.buf) else 0
         if c == 0x30:
@@ -280,6 +289,7 @@ class SerdeReader:
             raise self.err("invalid escape") from None
 
     def ignore_string(self) -> None:
+        """Step over a string body (opening quote consumed) without decoding it."""
         buf = self.buf
         while True:
             m = _STOP.search(buf, self.i)
@@ -378,6 +388,7 @@ class SerdeReader:
         raise self.peek_err("expected value")
 
     def has_next_element(self, first: bool) -> bool:
+        """Whether a sequence has another element (``SeqAccess::has_next_element``)."""
         c = self.ws()
         if c is None:
             raise self.peek_err(EOF_LIST)
@@ -396,6 +407,7 @@ class SerdeReader:
         return True
 
     def has_next_key(self, first: bool) -> bool:
+        """Whether a map has another key (``MapAccess::has_next_key``); keys are strings."""
         c = self.ws()
         if c is None:
             raise self.peek_err(EOF_OBJECT)
@@ -418,10 +430,12 @@ class SerdeReader:
         raise self.peek_err("key must be a string")
 
     def key(self) -> str:
+        """A map key (the next byte is its opening quote)."""
         self.i += 1
         return self.string()
 
     def colon(self) -> None:
+        """Consume the ``:`` after a map key (``parse_object_colon``)."""
         c = self.ws()
         if c == 0x3A:
             self.i += 1
@@ -429,6 +443,7 @@ class SerdeReader:
         raise self.peek_err(EOF_OBJECT if c is None else "expected `:`")
 
     def end_seq(self) -> None:
+        """The ``]`` that closes a sequence (serde's ``end_seq``)."""
         c = self.ws()
         if c == 0x5D:
             self.i += 1
@@ -439,6 +454,7 @@ class SerdeReader:
         raise self.peek_err(EOF_LIST if c is None else "trailing characters")
 
     def end_map(self) -> None:
+        """The ``}`` that closes a map (serde's ``end_map``)."""
         c = self.ws()
         if c == 0x7D:
             self.i += 1
