@@ -75,14 +75,21 @@ class SerdeReader:
         """The next byte without consuming it, 0 at the end (``peek_or_null``)."""
         return self.buf[self.i] if self.i < len(self.buf) else 0
 
+    def next_or_eof(self, eof: str) -> int:
+        """The next byte, consumed; the error ``eof`` at the end (serde's ``next_or_eof``)."""
+        if self.i >= len(self.buf):
+            raise self.err(eof)
+        c = self.buf[self.i]
+        self.i += 1
+        return c
+
     def ident(self, rest: bytes) -> None:
         """Consume the rest of a literal (``ull`` of ``null``); serde's ``parse_ident``."""
-        for expected in rest:
-            if self.i >= len(self.buf):
-                raise self.err(EOF_VALUE)
-            got = self.buf[self.i]
-            self.i += 1
-            if got != expected:
+        if self.buf.startswith(rest, self.i):
+            self.i += len(rest)
+            return
+        for expected in rest:  # byte by byte only to place the error as serde does
+            if self.next_or_eof(EOF_VALUE) != expected:
                 raise self.err("expected ident")
 
     def enter(self) -> None:
@@ -94,10 +101,7 @@ class SerdeReader:
     # -- numbers (serde_json parse_integer / parse_number / parse_decimal / parse_exponent)
     def number(self, positive: bool) -> int | float:
         """A number after its sign (``parse_integer`` on): int in u64/i64 range, else float."""
-        if self.i >= len(self.buf):
-            raise self.err(EOF_VALUE)
-        c = self.buf[self.i]
-        self.i += 1
+        c = self.next_or_eof(EOF_VALUE)
         if c == 0x30:
             if self.peek0() in DIGITS:
                 raise self.peek_err("invalid number")
@@ -168,10 +172,7 @@ class SerdeReader:
         elif self.peek0() == 0x2D:
             self.i += 1
             pos_exp = False
-        if self.i >= len(self.buf):
-            raise self.err(EOF_VALUE)
-        c = self.buf[self.i]
-        self.i += 1
+        c = self.next_or_eof(EOF_VALUE)
         if c not in DIGITS:
             raise self.err("invalid number")
         exp = c - 0x30
@@ -227,11 +228,7 @@ class SerdeReader:
         """Parse a string body (opening quote consumed), validating escapes and UTF-8."""
         buf, parts, start = self.buf, [], self.i
         while True:
-            m = _STOP.search(buf, self.i)
-            if m is None:
-                self.i = len(buf)
-                raise self.err(EOF_STRING)
-            j = m.start()
+            j = self._stop()
             c = buf[j]
             if c == 0x22:
                 parts.append(buf[start:j])
@@ -249,11 +246,16 @@ class SerdeReader:
                 self.i = j + 1
                 raise self.err("control character (\\u0000-\\u001F) found while parsing a string")
 
-    def _escape(self) -> bytes:
-        if self.i >= len(self.buf):
+    def _stop(self) -> int:
+        """Where the next quote, backslash or control byte is; EOF_STRING when there is none."""
+        m = _STOP.search(self.buf, self.i)
+        if m is None:
+            self.i = len(self.buf)
             raise self.err(EOF_STRING)
-        ch = self.buf[self.i]
-        self.i += 1
+        return m.start()
+
+    def _escape(self) -> bytes:
+        ch = self.next_or_eof(EOF_STRING)
         if ch in _ESC_IN:
             return _ESC_IN[ch]
         if ch != 0x75:
@@ -264,11 +266,7 @@ class SerdeReader:
         if not 0xD800 <= n <= 0xDBFF:
             return chr(n).encode("utf-8")
         for want in (0x5C, 0x75):  # a leading surrogate must be followed by \u
-            if self.i >= len(self.buf):
-                raise self.err(EOF_STRING)
-            got = self.buf[self.i]
-            self.i += 1
-            if got != want:
+            if self.next_or_eof(EOF_STRING) != want:
                 raise self.err("unexpected end of hex escape")
         n2 = self._hex4()
         if not 0xDC00 <= n2 <= 0xDFFF:
@@ -292,12 +290,7 @@ class SerdeReader:
         """Step over a string body (opening quote consumed) without decoding it."""
         buf = self.buf
         while True:
-            m = _STOP.search(buf, self.i)
-            if m is None:
-                self.i = len(buf)
-                raise self.err(EOF_STRING)
-            j = m.start()
-            self.i = j
+            j = self.i = self._stop()
             c = buf[j]
             if c == 0x22:
                 self.i = j + 1
@@ -305,10 +298,7 @@ class SerdeReader:
             if c != 0x5C:  # ignore_str reports a control character without stepping over it
                 raise self.err("control character (\\u0000-\\u001F) found while parsing a string")
             self.i = j + 1
-            if self.i >= len(buf):
-                raise self.err(EOF_STRING)
-            ch = buf[self.i]
-            self.i += 1
+            ch = self.next_or_eof(EOF_STRING)
             if ch == 0x75:
                 self._hex4()
             elif ch not in _ESC_IN:
