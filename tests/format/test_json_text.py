@@ -22,7 +22,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from helpers.budget import examples
-from helpers.mutate import MUTATIONS_JSON, apply_case, find_entry
+from helpers.mutate import apply_case, find_entry, load_cases
 from urna.errors import Json
 from urna.format import layout as L
 from urna.format.encodings import decode_section
@@ -213,7 +213,7 @@ CONTRACT = Struct("SearchContract", tuple((k, STR) for k in
 
 
 def _contract_cases() -> list[tuple[str, dict]]:
-    cases = json.loads(MUTATIONS_JSON.read_text())
+    cases = load_cases()
     return [(k, c) for k, c in sorted(cases.items())
             if c.get("variant") == "Json" and c["mutation"].startswith("s06_")]
 
