@@ -41,7 +41,6 @@ import random
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -56,6 +55,9 @@ import urna
 from urna.forge.embed import potion_embedder
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tests"))
+from helpers.ports import free_port  # noqa: E402  (the tests' port helper)
+
 URNA = [sys.executable, "-c", "from urna.cli import main; main()"]
 QUESTIONS = ["can I use this offline", "how do citations work", "what does forge do",
              "is the file format frozen", "how are scores computed"]
@@ -98,13 +100,6 @@ def build_big(work: Path, n: int) -> Path:
                emb.model_hash(), chunks, preset="exact", reproducible=True)
     print(f"  built {out} in {time.perf_counter() - t0:.1f} s", file=sys.stderr)
     return out
-
-
-def free_port() -> int:
-    """An unused TCP port on loopback."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def start_server(files: list[Path], options: list[str]) -> tuple[subprocess.Popen, str]:

@@ -29,8 +29,8 @@ LAYER = {
 }
 
 
-def _module_name(path: Path) -> str:
-    rel = path.relative_to(SRC).with_suffix("")
+def _module_name(path: Path, src: Path = SRC) -> str:
+    rel = path.relative_to(src).with_suffix("")
     parts = list(rel.parts)
     if parts[-1] == "__init__":
         parts = parts[:-1]
@@ -59,8 +59,8 @@ def _imports(path: Path, name: str, modules: set[str]) -> set[str]:
     return out
 
 
-def _graph() -> dict[str, set[str]]:
-    files = {_module_name(p): p for p in PACKAGE.rglob("*.py")}
+def _graph(package: Path = PACKAGE) -> dict[str, set[str]]:
+    files = {_module_name(p, package.parent): p for p in package.rglob("*.py")}
     graph: dict[str, set[str]] = {}
     for name, path in files.items():
         targets = set()
@@ -85,13 +85,38 @@ def test_every_part_has_a_layer() -> None:
     assert parts <= set(LAYER), f"give these a layer in LAYER: {sorted(parts - set(LAYER))}"
 
 
-def test_imports_point_down() -> None:
-    upward = sorted(
+def _upward(graph: dict[str, set[str]]) -> list[str]:
+    """Every edge from a part to a higher-ranked part, as ``src -> dst``."""
+    return sorted(
         f"{src} -> {dst}"
-        for src, dsts in _graph().items() for dst in dsts
+        for src, dsts in graph.items() for dst in dsts
         if _part(src) != _part(dst) and LAYER.get(_part(dst), 99) > LAYER.get(_part(src), 99)
     )
+
+
+def test_imports_point_down() -> None:
+    upward = _upward(_graph())
     assert not upward, "upward imports:\n" + "\n".join(upward)
+
+
+@pytest.mark.parametrize("body", [
+    "from urna.forge import spec\n",
+    "def f():\n    from urna.forge import spec\n",
+    "class C:\n    def m(self):\n        import urna.forge.spec\n",
+    "def f():\n    if True:\n        from ..forge.spec import load_spec\n",
+    "TYPE_CHECKING = False\nif TYPE_CHECKING:\n    from urna.forge.spec import CorpusSpec\n",
+])
+def test_a_planted_upward_import_is_found(tmp_path: Path, body: str) -> None:
+    # A tree shaped like the package: format (rank 1) reaching up into forge (rank 4).
+    pkg = tmp_path / "urna"
+    for rel in ("__init__.py", "format/__init__.py", "forge/__init__.py", "forge/spec.py",
+                "errors.py"):
+        (pkg / rel).parent.mkdir(parents=True, exist_ok=True)
+        (pkg / rel).write_text("")
+    (pkg / "format" / "reader.py").write_text("from urna.errors import x\n" + body)
+    assert _upward(_graph(pkg)) == ["urna.format.reader -> urna.forge.spec"]
+    (pkg / "format" / "reader.py").write_text("from urna.errors import x\n")
+    assert _upward(_graph(pkg)) == []
 
 
 def _cycle_from(graph: dict[str, set[str]]) -> list[str] | None:

@@ -7,14 +7,13 @@ import io
 import os
 import re
 import shutil
-import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
+from helpers.ports import free_port, wait_for_port
 from helpers.quickstart import (
     OFFLINE_QUESTION,
     OFFLINE_SOURCE,
@@ -108,7 +107,7 @@ def test_mcp_example_runs(quickstart_dir: Path, tmp_path: Path,
 
 
 def test_exposing_example_runs(quickstart_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    port = _free_port()
+    port = free_port()
     token = "readme-token"
     env = {**os.environ, "URNA_TOKEN": token,
            "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), os.environ.get("PYTHONPATH", "")])}
@@ -116,23 +115,10 @@ def test_exposing_example_runs(quickstart_dir: Path, monkeypatch: pytest.MonkeyP
                              str(quickstart_dir / "quickstart.urna"), "--port", str(port)],
                             env=env, stderr=subprocess.DEVNULL)
     try:
-        deadline = time.monotonic() + 120
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                break
-            except OSError:
-                assert proc.poll() is None and time.monotonic() < deadline, "serve did not start"
-                time.sleep(0.1)
+        wait_for_port(port, proc, 120, "urna serve")
         monkeypatch.setenv("URNA_TOKEN", token)
         monkeypatch.setenv("URNA_URL", f"http://127.0.0.1:{port}")
         assert _run("Exposing the server", quickstart_dir) == [f"200 {OFFLINE_SOURCE}"]
     finally:
         proc.terminate()
         proc.wait(20)
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])

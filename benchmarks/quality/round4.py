@@ -2,7 +2,7 @@
 
 ``python benchmarks/quality/round4.py [VARIANT,VARIANT...] [set ...]`` prints nDCG@10 per set
 for each variant and its paired difference to ``kept`` (mean ± standard error over queries).
-Pools are the runtime's own (``round3.SetData``); the ``depth-C`` variants capture the pool
+Pools are the runtime's own (``pool_study.SetData``); the ``depth-C`` variants capture the pool
 ``retrieve(rank="fused", candidates=C)`` builds, cached as ``pools4-C.npz``. Research code:
 what is kept lives in ``urna.index.fusion`` and ``urna.runtime.fused``; the table and what
 it decided: README "Answer quality", fourth round.
@@ -15,28 +15,23 @@ from collections.abc import Callable
 
 import numpy as np
 from labelled_sets import CACHE, SETS
-from round3 import K, SetData, capture_pools, kept, stemmed
+from pool_study import (
+    SetData,
+    best_coverage,
+    by_cosine,
+    by_score,
+    capture_pools,
+    evidence,
+    fused,
+    kept,
+    no_match,
+    paired_cell,
+    per_query,
+    print_head,
+)
+from round3 import stemmed
 
-from urna.index import exact, metrics
-from urna.index.fusion import COVERAGE_POWER, ROW_COVERAGE_POWER, fuse, relative_gap, zscore
-from urna.index.stemmed_bm25 import stemmed_evidence
-
-
-def per_query(d: SetData, order_of: Callable[..., np.ndarray],
-              pools: list[np.ndarray] | None = None) -> np.ndarray:
-    """nDCG@10 of each query (documents judged at their best chunk)."""
-    out = []
-    for q, v, pool in zip(d.queries, d.vecs, pools or d.pools, strict=True):
-        ids = order_of(d.st, v, q["text"], pool)
-        seen: set[str] = set()
-        ranked: list[str] = []
-        for i in ids.tolist():
-            u = d.uris[i]
-            if u not in seen:
-                seen.add(u)
-                ranked.append(u)
-        out.append(metrics.ndcg_at_k(ranked, {r: 1.0 for r in q["relevant"]}, K))
-    return np.asarray(out)
+from urna.index.fusion import COVERAGE_POWER, ROW_COVERAGE_POWER, relative_gap, zscore
 
 
 def pools_at(d: SetData, cand: int) -> list[np.ndarray]:
@@ -46,10 +41,8 @@ def pools_at(d: SetData, cand: int) -> list[np.ndarray]:
 
 def _scored(st, q, text, pool):  # type: ignore[no-untyped-def]
     """The kept fusion's score of every pool row (pool order) and its evidence."""
-    cos = exact.score_rows(st.scoring, q, pool).astype(np.float64)
-    ev = stemmed_evidence(st.bm25, text, pool)
-    cov = float(ev.coverage[int(np.argmax(ev.scores))]) if ev.scores.max() > 0 else 0.0
-    r = fuse(pool, cos, ev.scores, coverage=cov, row_coverage=ev.coverage)
+    cos, ev = evidence(st, q, text, pool)
+    r = fused(pool, cos, ev)
     at = np.searchsorted(pool, r.ids)
     s = np.empty(pool.size)
     s[at] = r.scores
@@ -73,50 +66,42 @@ def doc_bonus(gamma: float, how: str):  # type: ignore[no-untyped-def]
             for a, j in enumerate(js):
                 others = np.delete(vals, a)
                 bonus[j] = others.max() if how == "max" else others.sum() / len(js)
-        s2 = s + gamma * bonus
-        return pool[np.lexsort((pool, -cos, -s2))]
+        return by_score(pool, cos, s + gamma * bonus)
     return f
 
 
 def gate_on_evidence(st, q, text, pool):  # type: ignore[no-untyped-def]
     """Gate and lexical gap measured on the list that is fused (BM25 x coverage^2)."""
-    cos = exact.score_rows(st.scoring, q, pool).astype(np.float64)
-    ev = stemmed_evidence(st.bm25, text, pool)
-    if not ev.scores.max() > 0:
-        return pool[np.lexsort((pool, -cos))]
+    cos, ev = evidence(st, q, text, pool)
+    if no_match(ev):
+        return by_cosine(pool, cos)
     e = ev.scores * ev.coverage ** ROW_COVERAGE_POWER
     cov = float(ev.coverage[int(np.argmax(e))])
     w_cos, w_lex = relative_gap(cos), relative_gap(e) * cov ** COVERAGE_POWER
-    s = w_cos * zscore(cos) + w_lex * zscore(e)
-    return pool[np.lexsort((pool, -cos, -s))]
+    return by_score(pool, cos, w_cos * zscore(cos) + w_lex * zscore(e))
 
 
 def gate_best_evidence_row(st, q, text, pool):  # type: ignore[no-untyped-def]
     """Gate = coverage of the best row of the fused lexical list; gap still on raw BM25."""
-    cos = exact.score_rows(st.scoring, q, pool).astype(np.float64)
-    ev = stemmed_evidence(st.bm25, text, pool)
-    if not ev.scores.max() > 0:
-        return pool[np.lexsort((pool, -cos))]
+    cos, ev = evidence(st, q, text, pool)
+    if no_match(ev):
+        return by_cosine(pool, cos)
     e = ev.scores * ev.coverage ** ROW_COVERAGE_POWER
-    cov = float(ev.coverage[int(np.argmax(e))])
-    return fuse(pool, cos, ev.scores, coverage=cov, row_coverage=ev.coverage).ids
+    return fused(pool, cos, ev, float(ev.coverage[int(np.argmax(e))])).ids
 
 
 def lexz_matched(st, q, text, pool):  # type: ignore[no-untyped-def]
     """The lexical list z-scored with the mean and spread of the rows that match at all."""
-    cos = exact.score_rows(st.scoring, q, pool).astype(np.float64)
-    ev = stemmed_evidence(st.bm25, text, pool)
-    if not ev.scores.max() > 0:
-        return pool[np.lexsort((pool, -cos))]
+    cos, ev = evidence(st, q, text, pool)
+    if no_match(ev):
+        return by_cosine(pool, cos)
     e = ev.scores * ev.coverage ** ROW_COVERAGE_POWER
     m = e[e > 0]
     sd = float(m.std()) if m.size > 1 else 0.0
     ze = (e - float(m.mean())) / sd if sd > 0 else zscore(e)
     ze[e == 0] = min(float(ze.min()), 0.0) if sd > 0 else ze[e == 0]
-    cov = float(ev.coverage[int(np.argmax(ev.scores))])
-    w_cos, w_lex = relative_gap(cos), relative_gap(ev.scores) * cov ** COVERAGE_POWER
-    s = w_cos * zscore(cos) + w_lex * ze
-    return pool[np.lexsort((pool, -cos, -s))]
+    w_cos, w_lex = relative_gap(cos), relative_gap(ev.scores) * best_coverage(ev) ** COVERAGE_POWER
+    return by_score(pool, cos, w_cos * zscore(cos) + w_lex * ze)
 
 
 def _background_gap(x: np.ndarray, depth: int = 10) -> float:
@@ -129,25 +114,20 @@ def _background_gap(x: np.ndarray, depth: int = 10) -> float:
 def background_gap(both: bool):  # type: ignore[no-untyped-def]
     """Gaps over the pool's median instead of zero (cosine only, or both lists)."""
     def f(st, q, text, pool):  # type: ignore[no-untyped-def]
-        cos = exact.score_rows(st.scoring, q, pool).astype(np.float64)
-        ev = stemmed_evidence(st.bm25, text, pool)
-        if not ev.scores.max() > 0:
-            return pool[np.lexsort((pool, -cos))]
+        cos, ev = evidence(st, q, text, pool)
+        if no_match(ev):
+            return by_cosine(pool, cos)
         e = ev.scores * ev.coverage ** ROW_COVERAGE_POWER
-        cov = float(ev.coverage[int(np.argmax(ev.scores))])
         g_lex = _background_gap(ev.scores) if both else relative_gap(ev.scores)
-        w_cos, w_lex = _background_gap(cos), g_lex * cov ** COVERAGE_POWER
-        s = w_cos * zscore(cos) + w_lex * zscore(e)
-        return pool[np.lexsort((pool, -cos, -s))]
+        w_cos, w_lex = _background_gap(cos), g_lex * best_coverage(ev) ** COVERAGE_POWER
+        return by_score(pool, cos, w_cos * zscore(cos) + w_lex * zscore(e))
     return f
 
 
 def gate_max_coverage(st, q, text, pool):  # type: ignore[no-untyped-def]
     """Gate = the most any pool row holds of the query (not the best BM25 row's share)."""
-    cos = exact.score_rows(st.scoring, q, pool).astype(np.float64)
-    ev = stemmed_evidence(st.bm25, text, pool)
-    cov = float(ev.coverage.max()) if ev.scores.max() > 0 else 0.0
-    return fuse(pool, cos, ev.scores, coverage=cov, row_coverage=ev.coverage).ids
+    cos, ev = evidence(st, q, text, pool)
+    return fused(pool, cos, ev, 0.0 if no_match(ev) else float(ev.coverage.max())).ids
 
 
 VARIANTS: dict[str, Callable[..., np.ndarray]] = {
@@ -175,8 +155,7 @@ def main(argv: list[str]) -> None:
     sets = argv[1:] or list(SETS)
     data = [SetData(s) for s in sets]
     base = [per_query(d, kept) for d in data]
-    print("| variant | " + " | ".join(sets) + " |")
-    print("|---|" + "---|" * len(sets))
+    print_head(sets)
     for n in names:
         cells = []
         for d, b in zip(data, base, strict=True):
@@ -187,9 +166,7 @@ def main(argv: list[str]) -> None:
                 got = per_query(d, VARIANTS[variant], pools_at(d, depth))
             else:
                 got = per_query(d, VARIANTS[n])
-            diff = got - b
-            se = float(diff.std(ddof=1) / np.sqrt(diff.size))
-            cells.append(f"{got.mean():.3f} ({diff.mean():+.3f} ± {se:.3f})")
+            cells.append(paired_cell(got, b))
         print(f"| {n} | " + " | ".join(cells) + " |", flush=True)
 
 

@@ -3,7 +3,7 @@
 ``python benchmarks/quality/round5.py [VARIANT,VARIANT...] [set ...]`` prints nDCG@10 per set
 for each variant and its paired difference to the fourth round's default (no proximity; mean
 ± standard error over queries), and the extra milliseconds per query its new evidence costs.
-Pools are the runtime's own (``round3.SetData``). The proximity evidence reads each pooled
+Pools are the runtime's own (``pool_study.SetData``). The proximity evidence reads each pooled
 row's stored text, tokenised with the file's BM25 tokenizer; a token counts as a query stem
 when it is a member of that stem's group in the file's vocabulary (``stem_group``). Research
 code: what is kept lives in ``urna.index.proximity`` and ``urna.runtime.fused``; the table
@@ -20,18 +20,21 @@ from collections.abc import Callable
 
 import numpy as np
 from labelled_sets import SETS
-from round3 import SetData, kept
-from round4 import per_query
-
-from urna.index import exact
-from urna.index.fusion import (
-    COVERAGE_POWER,
-    ROW_COVERAGE_POWER,
-    bm25_idf,
-    fuse,
-    relative_gap,
-    zscore,
+from pool_study import (
+    SetData,
+    best_coverage,
+    by_cosine,
+    by_score,
+    evidence,
+    fused,
+    kept,
+    no_match,
+    paired_cell,
+    per_query,
+    print_head,
 )
+
+from urna.index.fusion import COVERAGE_POWER, ROW_COVERAGE_POWER, bm25_idf, relative_gap, zscore
 from urna.index.stemmed_bm25 import stem_group, stemmed_evidence
 from urna.index.stemming import porter_stem
 from urna.index.tokenize import tokenize
@@ -160,10 +163,9 @@ def proximity(how: str, where: str, depth: int | None = None):  # type: ignore[n
     name = f"{how}@{where}" + ("" if depth is None else f"-top{depth}")
 
     def f(st, q, text, pool):  # type: ignore[no-untyped-def]
-        cos = exact.score_rows(st.scoring, q, pool).astype(np.float64)
-        ev = stemmed_evidence(st.bm25, text, pool)
-        if not ev.scores.max() > 0:
-            return pool[np.lexsort((pool, -cos))]
+        cos, ev = evidence(st, q, text, pool)
+        if no_match(ev):
+            return by_cosine(pool, cos)
         t0 = time.perf_counter()
         only = None
         if depth is not None:
@@ -173,12 +175,11 @@ def proximity(how: str, where: str, depth: int | None = None):  # type: ignore[n
         prox = _proximity(st, text, pool, how, only)
         TIMES[name] = TIMES.get(name, 0.0) + time.perf_counter() - t0
         boosted = np.where(ev.scores > 0, ev.scores + prox, 0.0)
-        cov = float(ev.coverage[int(np.argmax(ev.scores))])
         gap_list = boosted if where == "gap" else ev.scores
-        w_cos, w_lex = relative_gap(cos), relative_gap(gap_list) * cov ** COVERAGE_POWER
+        w_cos = relative_gap(cos)
+        w_lex = relative_gap(gap_list) * best_coverage(ev) ** COVERAGE_POWER
         e = boosted * ev.coverage ** ROW_COVERAGE_POWER
-        s = w_cos * zscore(cos) + w_lex * zscore(e)
-        return pool[np.lexsort((pool, -cos, -s))]
+        return by_score(pool, cos, w_cos * zscore(cos) + w_lex * zscore(e))
     return f
 
 
@@ -194,11 +195,10 @@ def rm3(m: int, n_terms: int, lam: float):  # type: ignore[no-untyped-def]
     name = f"rm3-{m}-{n_terms}-{lam}"
 
     def f(st, q, text, pool):  # type: ignore[no-untyped-def]
-        cos = exact.score_rows(st.scoring, q, pool).astype(np.float64)
         bm = st.bm25
-        ev = stemmed_evidence(bm, text, pool)
-        if not ev.scores.max() > 0:
-            return pool[np.lexsort((pool, -cos))]
+        cos, ev = evidence(st, q, text, pool)
+        if no_match(ev):
+            return by_cosine(pool, cos)
         t0 = time.perf_counter()
         texts = TEXTS[id(st)]
         top = np.argsort(-ev.scores, kind="stable")[:m]
@@ -228,21 +228,16 @@ def rm3(m: int, n_terms: int, lam: float):  # type: ignore[no-untyped-def]
         exp_words = [surface[s].most_common(1)[0][0] for _, s in scored[:n_terms]]
         exp = stemmed_evidence(bm, " ".join(exp_words), pool).scores if exp_words else 0.0
         TIMES[name] = TIMES.get(name, 0.0) + time.perf_counter() - t0
-        cov = float(ev.coverage[int(np.argmax(ev.scores))])
-        w_cos, w_lex = relative_gap(cos), relative_gap(ev.scores) * cov ** COVERAGE_POWER
-        e = ev.scores * ev.coverage ** ROW_COVERAGE_POWER
-        e = (1 - lam) * e + lam * exp
-        s = w_cos * zscore(cos) + w_lex * zscore(e)
-        return pool[np.lexsort((pool, -cos, -s))]
+        w_cos = relative_gap(cos)
+        w_lex = relative_gap(ev.scores) * best_coverage(ev) ** COVERAGE_POWER
+        e = (1 - lam) * (ev.scores * ev.coverage ** ROW_COVERAGE_POWER) + lam * exp
+        return by_score(pool, cos, w_cos * zscore(cos) + w_lex * zscore(e))
     return f
 
 
 def round4_default(st, q, text, pool):  # type: ignore[no-untyped-def]
     """The fourth round's default: the kept fusion without proximity evidence."""
-    cos = exact.score_rows(st.scoring, q, pool).astype(np.float64)
-    ev = stemmed_evidence(st.bm25, text, pool)
-    cov = float(ev.coverage[int(np.argmax(ev.scores))]) if ev.scores.max() > 0 else 0.0
-    return fuse(pool, cos, ev.scores, coverage=cov, row_coverage=ev.coverage).ids
+    return fused(pool, *evidence(st, q, text, pool)).ids
 
 
 def kept_timed(st, q, text, pool):  # type: ignore[no-untyped-def]
@@ -289,19 +284,16 @@ def main(argv: list[str]) -> None:
         TEXTS[id(d.st)] = d.file.texts()
         data.append(d)
     base = [per_query(d, round4_default) for d in data]
-    print("| variant | " + " | ".join(sets) + " |")
-    print("|---|" + "---|" * len(sets))
+    print_head(sets)
     for n in names:
         cells = []
         for d, b in zip(data, base, strict=True):
             TIMES.pop(n, None)
             got = per_query(d, VARIANTS[n])
-            diff = got - b
-            se = float(diff.std(ddof=1) / np.sqrt(diff.size))
             ms = 1000 * TIMES.get(n, 0.0) / len(d.queries)
-            cells.append(f"{got.mean():.3f} ({diff.mean():+.3f} ± {se:.3f})"
-                         + (f" {ms:.1f} ms" if n in TIMES else ""))
+            cells.append(paired_cell(got, b) + (f" {ms:.1f} ms" if n in TIMES else ""))
         print(f"| {n} | " + " | ".join(cells) + " |", flush=True)
+
 
 if __name__ == "__main__":
     main(sys.argv[1:])

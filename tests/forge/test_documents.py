@@ -6,22 +6,15 @@ from pathlib import Path
 
 import pytest
 
+from helpers.specs import documents_spec
 from urna.errors import IngestError
 from urna.forge.sources.documents import discover, load_document_rows
-from urna.forge.spec import parse_spec, validate
-
-
-def _spec(path: str, **source):
-    spec = parse_spec({"corpus": {"name": "docs", "chunker_version": "docs/1"},
-                       "source": {"kind": "documents", "path": path, **source},
-                       "models": [{"preset": "potion", "text": "default"}]})
-    validate(spec)
-    return spec
 
 
 def test_bad_files_are_reported_by_name_and_skipped(docs_dir: Path) -> None:
     said: list[str] = []
-    rows = load_document_rows(_spec(str(docs_dir), chunker="paragraph"), report=said.append)
+    rows = load_document_rows(documents_spec(str(docs_dir), chunker="paragraph"),
+                              report=said.append)
     assert {r.source_uri for r in rows} == {"a.md", "e.html", "sub/d.pdf#page=1"}
     joined = "\n".join(said)
     assert "skipping b-latin1.txt: not UTF-8" in joined
@@ -37,11 +30,11 @@ def test_bad_files_are_reported_by_name_and_skipped(docs_dir: Path) -> None:
 
 def test_stop_on_error_names_the_file(docs_dir: Path) -> None:
     with pytest.raises(IngestError, match=r"^b-latin1\.txt: not UTF-8 .*byte 3"):
-        load_document_rows(_spec(str(docs_dir), on_error="stop"))
+        load_document_rows(documents_spec(str(docs_dir), on_error="stop"))
 
 
 def test_text_spans_point_at_the_file_bytes(docs_dir: Path) -> None:
-    rows = load_document_rows(_spec(str(docs_dir), max_chars=40, overlap=5),
+    rows = load_document_rows(documents_spec(str(docs_dir), max_chars=40, overlap=5),
                               report=lambda m: None)
     raw = (docs_dir / "a.md").read_bytes()
     md = [r for r in rows if r.source_uri == "a.md"]
@@ -65,13 +58,14 @@ def test_glob_and_discovery_order(docs_dir: Path) -> None:
 def test_nothing_usable_is_an_error(tmp_path: Path) -> None:
     (tmp_path / "x.txt").write_bytes(b"")
     with pytest.raises(IngestError, match="no usable text"):
-        load_document_rows(_spec(str(tmp_path)), report=lambda m: None)
+        load_document_rows(documents_spec(str(tmp_path)), report=lambda m: None)
     with pytest.raises(IngestError, match="no such file"):
-        load_document_rows(_spec(str(tmp_path / "absent")))
+        load_document_rows(documents_spec(str(tmp_path / "absent")))
 
 
 def test_md_text_fixture_is_what_the_file_holds(docs_dir: Path, md_text: str) -> None:
-    rows = load_document_rows(_spec(str(docs_dir), max_chars=10_000), report=lambda m: None)
+    rows = load_document_rows(documents_spec(str(docs_dir), max_chars=10_000),
+                              report=lambda m: None)
     assert [r.canonical_text for r in rows if r.source_uri == "a.md"] == [md_text]
 
 
@@ -82,7 +76,7 @@ def test_a_non_utf8_file_name_is_reported_not_crashed(tmp_path: Path) -> None:
     with open(os.path.join(os.fsencode(tmp_path), b"bad\xff.txt"), "wb") as fh:
         fh.write(b"some text")
     said: list[str] = []
-    rows = load_document_rows(_spec(str(tmp_path)), report=said.append)
+    rows = load_document_rows(documents_spec(str(tmp_path)), report=said.append)
     assert [r.source_uri for r in rows] == ["good.txt"]
     assert said == ["[forge] skipping bad\ufffd.txt: file name is not UTF-8",
                     "[forge] read 1 file, skipped 1: 1 file name is not UTF-8"]

@@ -12,10 +12,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from helpers.specs import documents_spec, write_documents_spec
 from urna.errors import IngestError, SpecError
 from urna.forge.sources.chunk import chunk_text, tail_limit, word_window_ranges
 from urna.forge.sources.documents import load_document_rows, scan
-from urna.forge.spec import parse_spec, validate
 
 PAGE = """<!DOCTYPE html>
 <html><head><title>Manual</title><meta charset="utf-8">
@@ -31,14 +31,6 @@ bytes of the page it came from, markup included between the first and the last w
 """
 
 
-def _spec(path: str, **source: object):
-    spec = parse_spec({"corpus": {"name": "docs", "chunker_version": "docs/1"},
-                       "source": {"kind": "documents", "path": path, **source},
-                       "models": [{"preset": "potion", "text": "default"}]})
-    validate(spec)
-    return spec
-
-
 def _visible(raw: bytes) -> str:
     """A byte range of a page as a reader sees it: tags removed, entities decoded."""
     return html.unescape(re.sub(r"<[^>]*>", "", raw.decode("utf-8")))
@@ -49,7 +41,7 @@ def _visible(raw: bytes) -> str:
 def test_html_spans_are_byte_ranges_of_the_file(tmp_path: Path, chunker: str,
                                                 max_chars: int) -> None:
     (tmp_path / "page.html").write_text(PAGE, encoding="utf-8")
-    rows = load_document_rows(_spec(str(tmp_path), chunker=chunker, max_chars=max_chars),
+    rows = load_document_rows(documents_spec(str(tmp_path), chunker=chunker, max_chars=max_chars),
                               report=lambda m: None)
     raw = (tmp_path / "page.html").read_bytes()
     assert len(rows) >= (1 if max_chars == 4000 else 3)
@@ -67,7 +59,7 @@ def test_html_spans_are_byte_ranges_of_the_file(tmp_path: Path, chunker: str,
 
 def test_html_keeps_inline_text_inline_and_breaks_blocks(tmp_path: Path) -> None:
     (tmp_path / "page.html").write_text(PAGE, encoding="utf-8")
-    [row] = load_document_rows(_spec(str(tmp_path), max_chars=4000), report=lambda m: None)
+    [row] = load_document_rows(documents_spec(str(tmp_path), max_chars=4000), report=lambda m: None)
     lines = row.canonical_text.split("\n")
     assert lines[:2] == ["Café & crème brûlée",
                          "Pass the --prefix option to install under another root folder; "
@@ -80,7 +72,7 @@ def test_html_keeps_inline_text_inline_and_breaks_blocks(tmp_path: Path) -> None
 def test_html_needs_no_extra_package(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "bs4", None)  # `import bs4` now fails
     (tmp_path / "page.html").write_text(PAGE, encoding="utf-8")
-    rows = load_document_rows(_spec(str(tmp_path)), report=lambda m: None)
+    rows = load_document_rows(documents_spec(str(tmp_path)), report=lambda m: None)
     assert rows and rows[0].canonical_text.startswith("Café & crème")
 
 
@@ -90,7 +82,7 @@ def test_a_missing_pdf_package_skips_the_file_with_the_install_hint(
     (tmp_path / "a.txt").write_text("plain text stays readable")
     (tmp_path / "report.pdf").write_bytes(pdf_maker("Offline answers."))
     said: list[str] = []
-    rows = load_document_rows(_spec(str(tmp_path)), report=said.append)
+    rows = load_document_rows(documents_spec(str(tmp_path)), report=said.append)
     assert [r.source_uri for r in rows] == ["a.txt"]
     assert said[0] == ("[forge] skipping report.pdf: PDF support needs pypdf: "
                        "pip install 'urna[pdf]'")
@@ -98,7 +90,7 @@ def test_a_missing_pdf_package_skips_the_file_with_the_install_hint(
 
 def test_pdf_hits_name_their_page_and_index_the_page_text(tmp_path: Path, pdf_maker) -> None:
     (tmp_path / "report.pdf").write_bytes(pdf_maker("Offline answers come from the local file."))
-    [row] = load_document_rows(_spec(str(tmp_path)), report=lambda m: None)
+    [row] = load_document_rows(documents_spec(str(tmp_path)), report=lambda m: None)
     assert row.source_uri == "report.pdf#page=1"
     assert row.canonical_text == "Offline answers come from the local file."
     assert (row.byte_start, row.byte_end) == (0, len(row.canonical_text.encode()))
@@ -117,7 +109,7 @@ def _between_words(text: str, a: int, b: int) -> bool:
 @pytest.mark.parametrize("chunker", ["chars", "paragraph"])
 def test_chunks_start_and_end_between_words(tmp_path: Path, chunker: str) -> None:
     (tmp_path / "a.md").write_text(AWKWARD)
-    rows = load_document_rows(_spec(str(tmp_path), chunker=chunker, max_chars=30),
+    rows = load_document_rows(documents_spec(str(tmp_path), chunker=chunker, max_chars=30),
                               report=lambda m: None)
     raw = AWKWARD.encode()
     for r in rows:
@@ -133,10 +125,10 @@ def test_chars_chunker_merges_tiny_tails_and_the_reference_windows_stay_availabl
         tmp_path: Path) -> None:
     text = "alpha beta gamma delta epsilon.\n" * 5 + ".\n"
     (tmp_path / "a.txt").write_text(text)
-    rows = load_document_rows(_spec(str(tmp_path), max_chars=40), report=lambda m: None)
+    rows = load_document_rows(documents_spec(str(tmp_path), max_chars=40), report=lambda m: None)
     assert all(len(r.canonical_text.strip()) >= tail_limit(40) for r in rows)
     assert rows[-1].canonical_text.endswith("epsilon.\n.\n")
-    exact = load_document_rows(_spec(str(tmp_path), max_chars=40, word_boundaries=False),
+    exact = load_document_rows(documents_spec(str(tmp_path), max_chars=40, word_boundaries=False),
                                report=lambda m: None)
     assert [r.canonical_text for r in exact] == [c.canonical_text
                                                  for c in chunk_text(text, "a.txt", max_chars=40)]
@@ -166,18 +158,19 @@ def test_latin1_file_reads_with_the_fallback_and_spans_index_its_bytes(tmp_path:
     (tmp_path / "legacy.txt").write_bytes(body.encode("latin-1"))
     said: list[str] = []
     with pytest.raises(IngestError, match="no usable text"):
-        load_document_rows(_spec(str(tmp_path)), report=said.append)
+        load_document_rows(documents_spec(str(tmp_path)), report=said.append)
     assert said[0].startswith("[forge] skipping legacy.txt: not UTF-8 (invalid continuation "
                               "byte at byte 3); set source.encoding_fallback")
     said.clear()
-    rows = load_document_rows(_spec(str(tmp_path), encoding_fallback="cp1252", max_chars=20),
-                              report=said.append)
+    rows = load_document_rows(
+        documents_spec(str(tmp_path), encoding_fallback="cp1252", max_chars=20),
+        report=said.append)
     assert said == ["[forge] legacy.txt: read as cp1252 (source.encoding_fallback)"]
     raw = (tmp_path / "legacy.txt").read_bytes()
     for r in rows:
         assert raw[r.byte_start:r.byte_end].decode("cp1252") == r.canonical_text
     assert "".join(r.canonical_text for r in rows).split() == body.split()
-    assert load_document_rows(_spec(str(tmp_path), encoding="latin-1"),
+    assert load_document_rows(documents_spec(str(tmp_path), encoding="latin-1"),
                               report=lambda m: None)[0].canonical_text == body
 
 
@@ -189,7 +182,7 @@ def test_latin1_file_reads_with_the_fallback_and_spans_index_its_bytes(tmp_path:
 ])
 def test_bad_source_options_name_the_key(key: str, value: object, message: str) -> None:
     with pytest.raises(SpecError, match=f"^{re.escape(message)}"):
-        _spec("docs", **{key: value})
+        documents_spec("docs", **{key: value})
 
 
 def test_suffixless_text_is_read_and_every_skip_is_counted(tmp_path: Path) -> None:
@@ -200,7 +193,7 @@ def test_suffixless_text_is_read_and_every_skip_is_counted(tmp_path: Path) -> No
     (tmp_path / "notes.docx").write_bytes(b"PK\x03\x04")
     (tmp_path / "draft.md").write_text("A draft that is excluded.")
     said: list[str] = []
-    rows = load_document_rows(_spec(str(tmp_path), exclude=["draft*"]), report=said.append)
+    rows = load_document_rows(documents_spec(str(tmp_path), exclude=["draft*"]), report=said.append)
     assert [r.source_uri for r in rows] == ["README", "debian/copyright"]
     assert said == ["[forge] skipping blob: no suffix and not text (a NUL byte)",
                     "[forge] read 2 files, skipped 3: 1 excluded by source.exclude, "
@@ -224,22 +217,8 @@ def test_built_file_cites_html_bytes_and_pdf_pages(tmp_path: Path, pdf_maker) ->
     (docs / "page.html").write_text(PAGE, encoding="utf-8")
     (docs / "report.pdf").write_bytes(pdf_maker("Offline answers come from the local file."))
     (docs / "blob").write_bytes(b"\x00\x01")
-    spec = tmp_path / "corpus.toml"
-    spec.write_text(f"""
-[corpus]
-name = "docs"
-chunker_version = "docs/1"
-[source]
-kind = "documents"
-path = "{docs}"
-max_chars = 120
-[[models]]
-preset = "floor"
-text = "default"
-[output]
-dir = "{tmp_path / 'out'}"
-cache_dir = "{tmp_path / 'cache'}"
-""")
+    spec = write_documents_spec(tmp_path / "corpus.toml", docs, tmp_path, model="floor",
+                                source="max_chars = 120")
     built = invoke(["build", "--spec", str(spec), "--json"])
     assert built.exit_code == 0, built.output
     assert json.loads(built.stdout)["documents"]["skipped_files"] == [

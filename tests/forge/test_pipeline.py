@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from helpers.cli_runner import invoke
-from helpers.specs import write_jsonl_spec
+from helpers.specs import write_documents_spec, write_jsonl_spec
 from urna.forge.embedders import PotionEmbedder
 from urna.format.reader import UrnaView
 from urna.format.sections import canonical
@@ -165,22 +165,8 @@ def test_sample_builds_a_smaller_file(tmp_path: Path) -> None:
 
 def test_documents_build_reports_bad_files_and_never_tracebacks(docs_dir: Path,
                                                                 tmp_path: Path) -> None:
-    spec = tmp_path / "docs.toml"
-    spec.write_text(f"""
-[corpus]
-name = "docs"
-chunker_version = "docs/1"
-[source]
-kind = "documents"
-path = "{docs_dir}"
-chunker = "paragraph"
-[[models]]
-preset = "potion"
-text = "default"
-[output]
-dir = "{tmp_path / 'out'}"
-cache_dir = "{tmp_path / 'cache'}"
-""")
+    spec = write_documents_spec(tmp_path / "docs.toml", docs_dir, tmp_path, model="potion",
+                                source='chunker = "paragraph"')
     res = _run(["build", "--spec", str(spec)])
     assert res.exit_code == 0, res.output
     for name in ("b-latin1.txt", "c-empty.txt", "f-broken.pdf"):

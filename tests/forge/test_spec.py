@@ -175,3 +175,27 @@ def test_any_document_parses_or_raises_a_spec_error(doc: dict) -> None:
         validate(parse_spec(doc))
     except (SpecError, RegistryError) as e:
         assert ":" in str(e)  # every message starts with the offending key
+
+
+@pytest.mark.parametrize("corpus,message", [
+    (3, "corpus: must be a table"),
+    ([], "corpus: must be a table"),
+    ({"x": 1}, "corpus: unknown key 'x' (valid: chunker_version, name, reproducible, title, "
+               "version)"),
+    ({"name": 5}, "corpus.name: expected str, got int"),
+])
+def test_corpus_table_faults_are_named(corpus: object, message: str) -> None:
+    with pytest.raises(SpecError) as exc:
+        parse_spec({"corpus": corpus})
+    assert str(exc.value) == message
+
+
+def test_corpus_keys_lead_the_resolved_spec() -> None:
+    # The build lock (to_dict) lists the [corpus] keys first, in this order, then the tables.
+    spec = parse_spec({"corpus": {"reproducible": False, "version": "2", "title": "t",
+                                  "chunker_version": "c/1", "name": "n"}})
+    d = spec.to_dict()
+    assert list(d) == ["name", "chunker_version", "title", "version", "reproducible", "source",
+                       "models", "build", "output", "media", "embedding", "spec_path"]
+    assert [d[k] for k in list(d)[:5]] == ["n", "c/1", "t", "2", False]
+    assert parse_spec({}).to_dict()["version"] == "0.1.0"

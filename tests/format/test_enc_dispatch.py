@@ -7,7 +7,6 @@ from these codecs: decoding the damaged section must give the reference's exact 
 from __future__ import annotations
 
 import contextlib
-import json
 import re
 import struct
 from pathlib import Path
@@ -16,6 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from helpers.mutate import apply_case, load_cases
 from urna.errors import (
     MalformedSectionPayload,
     UnsupportedSectionEncoding,
@@ -28,7 +28,7 @@ from urna.format.encodings import (
 )
 from urna.format.encodings.dedup import decode_map, dedup, encode_map
 from urna.format.encodings.intpack import pack_u64s
-from urna.format.layout import Header, SectionEntry
+from urna.format.layout import URNA_SECTION_ENTRY_SIZE, Header, SectionEntry
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 
@@ -144,9 +144,8 @@ _CODEC_REASON = re.compile(r"malformed section payload: section=(\d+) reason="
 
 
 def _codec_cases():
-    cases = json.loads((DATA / "mutations-0.5.1.json").read_text())
     out = []
-    for key, case in sorted(cases.items()):
+    for key, case in sorted(load_cases().items()):
         found = _CODEC_REASON.match(case.get("message", ""))
         # HNSW and graph payloads are not codecs
         if found and int(found.group(1)) not in (0, 7, 12):
@@ -157,26 +156,18 @@ def _codec_cases():
 CODEC_CASES = _codec_cases()
 
 
-def _mutated(case: dict) -> bytearray:
-    buf = (DATA / "ref-0.5.1" / case["src"]).read_bytes()[:case["length"]]
-    buf = bytearray(buf + bytes(case["length"] - len(buf)))
-    for offset, hexed in case["patch"]:
-        patch = bytes.fromhex(hexed)
-        buf[offset:offset + len(patch)] = patch
-    return buf
-
-
 def test_the_mutation_set_exercises_these_codecs():
     assert len(CODEC_CASES) >= 40
 
 
 @pytest.mark.parametrize("key, case, section_id", CODEC_CASES, ids=[c[0] for c in CODEC_CASES])
 def test_reference_mutations_give_the_reference_message(key, case, section_id):
-    buf = _mutated(case)
+    buf = apply_case(case)
     header = Header.unpack(buf)
     entries: dict[int, SectionEntry] = {}
     for i in range(header.section_table_count):
-        entry = SectionEntry.unpack(buf, header.section_table_offset + 32 * i)
+        entry = SectionEntry.unpack(buf, header.section_table_offset
+                                     + URNA_SECTION_ENTRY_SIZE * i)
         entries.setdefault(entry.section_id, entry)
 
     def payload(sid: int) -> bytes | None:

@@ -216,16 +216,23 @@ component = st.one_of(st.integers(-40, 40).map(lambda k: k / 32),
                       st.floats(-1, 1, width=32, allow_subnormal=True), st.just(0.0))
 
 
+def _matches_scalar(rows: list[list[float]], dtype: str, scalar, scale_kind: int) -> bytes:
+    """The payload is the scalar encoder's (version 1, scale kind, scales, codes), every time."""
+    matrix = np.array(rows, F32)
+    _, payload = encode_embeddings(matrix, dtype)
+    parts = [scalar(r) for r in rows]
+    assert payload == (struct.pack("<II", 1, scale_kind) + b"".join(p[0] for p in parts)
+                       + b"".join(p[1] for p in parts))
+    assert encode_embeddings(matrix, dtype)[1] == payload
+    return payload
+
+
 @settings(max_examples=80, deadline=None)
 @given(st.integers(1, 4).flatmap(lambda n: st.lists(st.lists(component, min_size=7, max_size=7),
                                                     min_size=n, max_size=n)))
 def test_int8_matches_scalar_reference(rows):
     matrix = np.array(rows, F32)
-    _, payload = encode_embeddings(matrix, "int8")
-    parts = [scalar_int8(r) for r in rows]
-    assert payload == (struct.pack("<II", 1, 0) + b"".join(p[0] for p in parts)
-                       + b"".join(p[1] for p in parts))
-    assert encode_embeddings(matrix, "int8")[1] == payload
+    payload = _matches_scalar(rows, "int8", scalar_int8, 0)
     scales, _ = int8_view(payload, len(rows), 7)
     err = np.abs(dequantize(3, payload, len(rows), 7) - matrix)
     assert (err <= scales[:, None] * 0.5 + 1e-7).all()
@@ -235,12 +242,7 @@ def test_int8_matches_scalar_reference(rows):
 @given(st.integers(1, 3).flatmap(lambda n: st.lists(st.lists(component, min_size=128, max_size=128),
                                                     min_size=n, max_size=n)))
 def test_int4_matches_scalar_reference(rows):
-    matrix = np.array(rows, F32)
-    _, payload = encode_embeddings(matrix, "int4")
-    parts = [scalar_int4(r) for r in rows]
-    assert payload == (struct.pack("<II", 1, 1) + b"".join(p[0] for p in parts)
-                       + b"".join(p[1] for p in parts))
-    assert encode_embeddings(matrix, "int4")[1] == payload
+    _matches_scalar(rows, "int4", scalar_int4, 1)
 
 
 @settings(max_examples=40, deadline=None)

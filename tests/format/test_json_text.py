@@ -22,7 +22,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from helpers.budget import examples
-from helpers.mutate import MUTATIONS_JSON, apply_case, find_entry
+from helpers.mutate import apply_case, find_entry, load_cases
 from urna.errors import Json
 from urna.format import layout as L
 from urna.format.encodings import decode_section
@@ -152,6 +152,22 @@ def test_trailing_and_empty_input() -> None:
         assert str(exc.value) == "JSON error: " + msg
 
 
+# serde_json's parse_ident reads a literal byte by byte: the end of the input inside one is
+# "EOF while parsing a value" at the end, a wrong byte "expected ident" just after that byte.
+@pytest.mark.parametrize("doc,msg", [
+    (b"nu", "EOF while parsing a value at line 1 column 2"),
+    (b"t", "EOF while parsing a value at line 1 column 1"),
+    (b"[true,nul", "EOF while parsing a value at line 1 column 9"),
+    (b'{"a":f', "EOF while parsing a value at line 1 column 6"),
+    (b"nul l", "expected ident at line 1 column 4"),
+    (b"trUe", "expected ident at line 1 column 3"),
+])
+def test_a_broken_literal_is_placed_as_serde_does(doc: bytes, msg: str) -> None:
+    with pytest.raises(Json) as exc:
+        parse_json(doc)
+    assert str(exc.value) == "JSON error: " + msg
+
+
 # Reference output of urna.build(provenance={"v": [float(t) for t in texts]}) read back from 0x05.
 FLOAT_INPUT = ["0.1", "0.3", "0.3333333333333333", "1e+21", "1e+22", "1e+23",
                "1.7976931348623157e+308", "2.2250738585072014e-308", "9007199254740992.0",
@@ -197,7 +213,7 @@ CONTRACT = Struct("SearchContract", tuple((k, STR) for k in
 
 
 def _contract_cases() -> list[tuple[str, dict]]:
-    cases = json.loads(MUTATIONS_JSON.read_text())
+    cases = load_cases()
     return [(k, c) for k, c in sorted(cases.items())
             if c.get("variant") == "Json" and c["mutation"].startswith("s06_")]
 

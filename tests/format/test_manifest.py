@@ -16,7 +16,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from helpers.mutate import MUTATIONS_JSON, apply_case
+from helpers.mutate import apply_case, load_cases
 from urna.errors import (
     InvalidModelHash,
     Json,
@@ -281,7 +281,7 @@ def test_non_manifest_documents(doc: bytes, message: str) -> None:
 
 
 def _manifest_json_cases() -> list[tuple[str, dict]]:
-    cases = json.loads(MUTATIONS_JSON.read_text())
+    cases = load_cases()
     return [(k, c) for k, c in sorted(cases.items())
             if c.get("variant") == "Json" and not c["mutation"].startswith("s06_")]
 

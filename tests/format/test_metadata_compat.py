@@ -12,7 +12,7 @@ from __future__ import annotations
 import pytest
 
 import urna
-from helpers.vectors import REF, expected, same_hits
+from helpers.vectors import REF, expected, same_answers
 from helpers.vectors import metadata_sample_rows as sample_rows
 from urna.format.append import with_section
 from urna.format.layout import SECTION_METADATA
@@ -51,19 +51,7 @@ def test_identity_and_answers_unchanged(with_metadata) -> None:
                  if k.startswith("search_space_") else
                  rehashed(v, f.file_hash) if k.startswith(("search", "retrieve")) else v
                  for k, v in q.items()}
-            vec, text = q["vector"], q["text"]
-            same_hits(f.search(vec, 5), q["search"], f"{name}#{qi} search")
-            same_hits(f.retrieve(vec, 5), q["retrieve"], f"{name}#{qi} retrieve")
-            if "search_ann_ef32" in q:
-                same_hits(f.search_ann(vec, 5, 32), q["search_ann_ef32"], f"{name}#{qi} ann")
-            if "search_hybrid" in q:
-                same_hits(f.search_hybrid(vec, text, 5, 50), q["search_hybrid"], f"{name}#{qi}")
-            if "search_graph" in q:
-                same_hits(f.search_graph(vec, 5), q["search_graph"], f"{name}#{qi} graph")
-            for key, value in q.items():
-                if key.startswith("search_space_"):
-                    same_hits(f.search_space(key[len("search_space_"):], value["vector"], 5),
-                              value["hits"], f"{name}#{qi} {key}")
+            same_answers(f, q, f"{name}#{qi}")
 
 
 def test_metadata_reads_back(with_metadata) -> None:

@@ -29,6 +29,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from helpers.mutate import apply_case, section_cases
 from helpers.vectors import section_payload
 from urna.errors import InvalidInput, MalformedSectionPayload, UnsupportedSectionVersion, UrnaError
 from urna.format import layout as L
@@ -276,34 +277,18 @@ def test_blob_data_is_not_copied():
 # ------------------------------------------------------------------ reference mutation cases
 
 
-def _apply(case: dict) -> bytes:
-    src = (REF / case["src"]).read_bytes()
-    buf = bytearray(src[:case["length"]].ljust(case["length"], b"\x00"))
-    for offset, hexdata in case["patch"]:
-        data = bytes.fromhex(hexdata)
-        buf[offset:offset + len(data)] = data
-    return bytes(buf)
-
-
 _DECODERS = {REFS: decode_blob_refs, OVERLAY: decode_overlay, BLOBDATA: decode_blob_data}
 
 
 def _cases():
-    cases = json.loads((DATA / "mutations-0.5.1.json").read_text())
-    out = []
-    for c in cases.values():
-        msg = c.get("message") or ""
-        for sid in _DECODERS:
-            if (f"section={sid} " in msg and "references missing" not in msg
-                    and c["variant"] in ("MalformedSectionPayload", "UnsupportedSectionVersion")):
-                out.append((sid, c))
-    return out
+    return [(sid, c) for sid in _DECODERS for c in section_cases(sid)
+            if "references missing" not in c["message"]]
 
 
 @pytest.mark.parametrize("sid, case", _cases(),
                          ids=lambda x: x["mutation"] if isinstance(x, dict) else str(x))
 def test_reference_mutations_fail_with_the_reference_message(sid, case):
-    payload = section_payload(_apply(case), sid)
+    payload = section_payload(apply_case(case), sid)
     with pytest.raises(UrnaError) as ei:
         _DECODERS[sid](payload)
     assert (type(ei.value).__name__, str(ei.value)) == (case["variant"], case["message"])

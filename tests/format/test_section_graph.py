@@ -18,7 +18,6 @@ Paths and what they raise:
 from __future__ import annotations
 
 import contextlib
-import json
 import struct
 from pathlib import Path
 
@@ -27,6 +26,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from helpers.mutate import apply_case, section_cases
 from helpers.vectors import section_payload
 from urna.errors import InvalidInput, MalformedSectionPayload, UnsupportedSectionVersion, UrnaError
 from urna.format import layout as L
@@ -259,21 +259,10 @@ def test_trailing_bytes_are_accepted_as_in_the_reference():
 # ------------------------------------------------------------------ reference mutation cases
 
 
-def _mutation_cases():
-    cases = json.loads((DATA / "mutations-0.5.1.json").read_text())
-    return [c for c in cases.values()
-            if f"section={L.SECTION_GRAPH_ADJACENCY} " in (c.get("message") or "")
-            and c["variant"] in ("MalformedSectionPayload", "UnsupportedSectionVersion")]
-
-
-@pytest.mark.parametrize("case", _mutation_cases(), ids=lambda c: c["mutation"])
+@pytest.mark.parametrize("case", section_cases(L.SECTION_GRAPH_ADJACENCY),
+                         ids=lambda c: c["mutation"])
 def test_reference_mutations_fail_with_the_reference_message(case):
-    src = (REF / case["src"]).read_bytes()
-    buf = bytearray(src[:case["length"]].ljust(case["length"], b"\x00"))
-    for offset, hexdata in case["patch"]:
-        data = bytes.fromhex(hexdata)
-        buf[offset:offset + len(data)] = data
-    buf = bytes(buf)
+    buf = apply_case(case)
     payload = section_payload(buf, L.SECTION_GRAPH_ADJACENCY)
     with pytest.raises(UrnaError) as ei:
         decode_graph(payload, L.Header.unpack(buf).n_embeddings)

@@ -22,7 +22,6 @@ Paths and what they raise:
 
 from __future__ import annotations
 
-import json
 import struct
 from pathlib import Path
 
@@ -31,6 +30,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from helpers.mutate import apply_case, load_cases
 from helpers.vectors import sections
 from urna.errors import MalformedSectionPayload, UnsupportedSectionVersion
 from urna.format.encodings.intpack import pack_u64s
@@ -309,9 +309,8 @@ def test_unchecked_oddities_are_kept_as_stored() -> None:
 
 
 def hnsw_mutation_cases() -> list:
-    cases = json.loads((DATA / "mutations-0.5.1.json").read_text())
     keep = []
-    for name, case in sorted(cases.items()):
+    for name, case in sorted(load_cases().items()):
         msg = case.get("message") or ""
         fixed = "__s07_" in name and name.endswith("_fixed")
         if fixed or "reason=hnsw" in msg:
@@ -321,13 +320,7 @@ def hnsw_mutation_cases() -> list:
 
 @pytest.mark.parametrize("case", hnsw_mutation_cases())
 def test_reference_mutations_of_0x07(case: dict) -> None:
-    src = (REF / case["src"]).read_bytes()
-    buf = bytearray(src[:case["length"]])
-    buf += bytes(case["length"] - len(buf))
-    for offset, hexdata in case["patch"]:
-        data = bytes.fromhex(hexdata)
-        buf[offset:offset + len(data)] = data
-    payload, n = section_payload(bytes(buf))
+    payload, n = section_payload(apply_case(case))
     if case["ok"]:
         assert decode_hnsw(payload, n).n_nodes == n
         return

@@ -28,6 +28,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from helpers.mutate import apply_case, load_cases, section_cases
 from urna.errors import InvalidInput, MalformedSectionPayload, UnsupportedSectionVersion, UrnaError
 from urna.format import layout as L
 from urna.format.sections.space_table import SpaceEntry, decode_space_table, encode_space_table
@@ -216,34 +217,18 @@ def test_trailing_bytes_are_rejected():
 # ------------------------------------------------------------------ reference mutation cases
 
 
-def _apply(case: dict) -> bytes:
-    src = (REF / case["src"]).read_bytes()
-    buf = bytearray(src[:case["length"]].ljust(case["length"], b"\x00"))
-    for offset, hexdata in case["patch"]:
-        data = bytes.fromhex(hexdata)
-        buf[offset:offset + len(data)] = data
-    return bytes(buf)
-
-
-def _cases():
-    cases = json.loads((DATA / "mutations-0.5.1.json").read_text())
-    return [c for c in cases.values()
-            if f"section={L.SECTION_SPACE_TABLE} " in (c.get("message") or "")
-            and c["variant"] in ("MalformedSectionPayload", "UnsupportedSectionVersion")]
-
-
-@pytest.mark.parametrize("case", _cases(), ids=lambda c: c["mutation"])
+@pytest.mark.parametrize("case", section_cases(L.SECTION_SPACE_TABLE),
+                         ids=lambda c: c["mutation"])
 def test_reference_mutations_fail_with_the_reference_message(case):
-    payload = table(_apply(case))[L.SECTION_SPACE_TABLE][1]
+    payload = table(apply_case(case))[L.SECTION_SPACE_TABLE][1]
     with pytest.raises(UrnaError) as ei:
         decode_space_table(payload)
     assert (type(ei.value).__name__, str(ei.value)) == (case["variant"], case["message"])
 
 
 def test_flipped_n_vectors_decodes_to_what_the_reader_then_rejects():
-    cases = json.loads((DATA / "mutations-0.5.1.json").read_text())
-    case = cases["synthetic-spaces__s15_payload_flip_fixed"]
-    entries = decode_space_table(table(_apply(case))[L.SECTION_SPACE_TABLE][1])
+    case = load_cases()["synthetic-spaces__s15_payload_flip_fixed"]
+    entries = decode_space_table(table(apply_case(case))[L.SECTION_SPACE_TABLE][1])
     # The reference's reader says "space vision lists 21648 vectors but the corpus has 400 chunks".
     assert case["message"].endswith(
         "space vision lists 21648 vectors but the corpus has 400 chunks")

@@ -40,22 +40,23 @@ def small_blocks(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(vector_checks, "_BLOCK", 64)
 
 
+def _walks_agree(words: list[int], width: int) -> None:
+    payload = struct.pack(f"<{len(words)}{'I' if width == 4 else 'H'}", *words)
+    want = _oracle(payload, width)
+    assert strided_all_finite(memoryview(payload), width) is want
+    assert numpy_all_finite(memoryview(payload), width) is want
+
+
 @settings(max_examples=400, deadline=None)
 @given(_words(4, EDGE_F32))
 def test_f32_walks_agree_with_each_word(words: list[int]) -> None:
-    payload = struct.pack(f"<{len(words)}I", *words)
-    want = _oracle(payload, 4)
-    assert strided_all_finite(memoryview(payload), 4) is want
-    assert numpy_all_finite(memoryview(payload), 4) is want
+    _walks_agree(words, 4)
 
 
 @settings(max_examples=400, deadline=None)
 @given(_words(2, EDGE_F16))
 def test_f16_walks_agree_with_each_word(words: list[int]) -> None:
-    payload = struct.pack(f"<{len(words)}H", *words)
-    want = _oracle(payload, 2)
-    assert strided_all_finite(memoryview(payload), 2) is want
-    assert numpy_all_finite(memoryview(payload), 2) is want
+    _walks_agree(words, 2)
 
 
 @pytest.mark.parametrize("position", [0, 15, 16, 17, 250])

@@ -5,7 +5,8 @@
   integrity layer of 01-container §10.1 and reaches the manifest parser and the decoders.
   ``reseal_entry`` / ``reseal_header`` / ``reseal_footer`` do one of those steps.
 * ``apply_case(case)`` builds the bytes of one ``mutations-0.5.1.json`` case (cut or
-  zero-extend the source to ``length``, then write each ``[offset, hex]`` patch).
+  zero-extend the source to ``length``, then ``write_patches``: each ``[offset, hex]`` patch);
+  ``section_cases(section_id)`` picks the cases whose payload error names one section.
 * ``poke_header`` / ``poke_entry`` / ``poke_prefix_count`` write one field through the offsets
   and struct formats of :mod:`urna.format.layout`; no offset is hard-coded here.
 * ``Rng`` (seeded xorshift64*) and ``mutate`` (one to four libFuzzer-style steps) drive the
@@ -204,16 +205,28 @@ def source_bytes(name: str) -> bytes:
     return _SOURCES[name]
 
 
+def write_patches(buf: bytearray, patches: list) -> bytearray:
+    """Write each ``[offset, hex]`` patch of a case into ``buf`` (in place; also returned)."""
+    for offset, hexdata in patches:
+        data = bytes.fromhex(hexdata)
+        buf[offset:offset + len(data)] = data
+    return buf
+
+
 def apply_case(case: dict, base: bytes | None = None) -> bytes:
     """The bytes of one case: source cut (or zero-extended) to ``length``, then patched."""
     src = source_bytes(case["src"]) if base is None else base
     n = case["length"]
     out = bytearray(src[:n])
     out += bytes(n - len(out))
-    for offset, hexdata in case["patch"]:
-        data = bytes.fromhex(hexdata)
-        out[offset:offset + len(data)] = data
-    return bytes(out)
+    return bytes(write_patches(out, case["patch"]))
+
+
+def section_cases(section_id: int) -> list[dict]:
+    """The cases whose recorded payload error (malformed or unsupported version) names a section."""
+    return [c for c in load_cases().values()
+            if f"section={section_id} " in (c.get("message") or "")
+            and c["variant"] in ("MalformedSectionPayload", "UnsupportedSectionVersion")]
 
 
 # ---------------------------------------------------------------- seeded mutation

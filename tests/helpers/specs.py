@@ -1,10 +1,14 @@
-"""Writing a jsonl corpus and its corpus.toml, shared by forge/shard tests and the benchmarks."""
+"""Corpus specs shared by the forge/shard/living tests and the benchmarks: jsonl and documents."""
 
 from __future__ import annotations
 
 import json
 from collections.abc import Iterable
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from urna.forge.spec import CorpusSpec
 
 
 def write_jsonl_spec(root: Path, rows: Iterable[dict], *, name: str, model: str = "potion",
@@ -35,4 +39,39 @@ def write_jsonl_spec(root: Path, rows: Iterable[dict], *, name: str, model: str 
         "[[models]]", f'preset = "{model}"', 'text = "default"',
         *(["[build]", *build] if build else []),
         "[output]", *output, ""]), encoding="utf-8")
+    return spec
+
+
+def documents_spec(path: str, **source: object) -> CorpusSpec:
+    """A validated documents spec over ``path`` (potion model), with extra ``source`` keys."""
+    from urna.forge.spec import parse_spec, validate
+
+    spec = parse_spec({"corpus": {"name": "docs", "chunker_version": "docs/1"},
+                       "source": {"kind": "documents", "path": path, **source},
+                       "models": [{"preset": "potion", "text": "default"}]})
+    validate(spec)
+    return spec
+
+
+def write_documents_spec(spec: Path, docs: Path, root: Path, *, model: str,
+                         source: str = "") -> Path:
+    """Write a documents corpus.toml over ``docs`` (output and cache under ``root``); its path.
+
+    ``source`` holds extra ``[source]`` lines (``max_chars = 120``).
+    """
+    spec.write_text(f"""
+[corpus]
+name = "docs"
+chunker_version = "docs/1"
+[source]
+kind = "documents"
+path = "{docs}"
+{source}
+[[models]]
+preset = "{model}"
+text = "default"
+[output]
+dir = "{root / 'out'}"
+cache_dir = "{root / 'cache'}"
+""")
     return spec

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import itertools
 
-from helpers.mutate import DATA_DIR, REF_DIR, load_cases, reseal, source_bytes
+from helpers.mutate import DATA_DIR, REF_DIR, load_cases, reseal, source_bytes, write_patches
 
 DATA = DATA_DIR / "two-faults-0.5.1.json"
 CASES = load_cases()
@@ -35,7 +35,5 @@ def damaged_twice(first: str, second: str) -> bytes:
     """The source of both cases with the patches of both, resealed."""
     buf = bytearray(source_bytes(CASES[first]["src"]))
     for key in (first, second):
-        for offset, hexdata in CASES[key]["patch"]:
-            data = bytes.fromhex(hexdata)
-            buf[offset:offset + len(data)] = data
+        write_patches(buf, CASES[key]["patch"])
     return bytes(reseal(buf))

@@ -33,6 +33,23 @@ def same_hits(got, want, path: str) -> None:
                 assert getattr(h, key) == value, (path, key)
 
 
+def same_answers(f, q: dict, path: str) -> None:
+    """Assert every query path the reference answered for one expected.json query."""
+    vec, text = q["vector"], q["text"]
+    same_hits(f.search(vec, 5), q["search"], f"{path} search")
+    same_hits(f.retrieve(vec, 5), q["retrieve"], f"{path} retrieve")
+    if "search_ann_ef32" in q:
+        same_hits(f.search_ann(vec, 5, 32), q["search_ann_ef32"], f"{path} ann")
+    if "search_hybrid" in q:
+        same_hits(f.search_hybrid(vec, text, 5, 50), q["search_hybrid"], f"{path} hybrid")
+    if "search_graph" in q:
+        same_hits(f.search_graph(vec, 5), q["search_graph"], f"{path} graph")
+    for key, value in q.items():
+        if key.startswith("search_space_"):
+            same_hits(f.search_space(key[len("search_space_"):], value["vector"], 5),
+                      value["hits"], f"{path} {key}")
+
+
 def metadata_sample_rows(n: int) -> list[dict | None]:
     """Per-chunk metadata of every type, with null rows, for ``n`` chunks (0x18 checks)."""
     from datetime import UTC, datetime

@@ -31,15 +31,25 @@ def _run(*args: object) -> dict:
     return json.loads(res.output)
 
 
+def _live_spec(root: Path, rows: list[dict]) -> Path:
+    """The spec of the living corpus under test: ``rows`` as a jsonl source, floor model."""
+    return write_jsonl_spec(root, rows, name="docs", model="floor", mode="single")
+
+
+def _catalog(tmp_path: Path, n: int) -> Path:
+    """A living catalog of ``n`` rows made by ``urna build --update``."""
+    return Path(_run("build", "--spec", _live_spec(tmp_path / "live", _rows(n)),
+                     "--update")["catalog"])
+
+
 def _fresh(root: Path, rows: list[dict]) -> urna.UrnaFile:
-    spec = load_spec(write_jsonl_spec(root, rows, name="docs", model="floor", mode="single"))
+    spec = load_spec(_live_spec(root, rows))
     out = pipeline.build(spec)
     return urna.open(next(iter(out["outputs"].values()))["file"])
 
 
 def test_update_writes_only_the_change_and_answers_like_a_rebuild(tmp_path: Path) -> None:
-    spec = write_jsonl_spec(tmp_path / "live", _rows(30), name="docs", model="floor",
-                            mode="single")
+    spec = _live_spec(tmp_path / "live", _rows(30))
     first = _run("build", "--spec", spec, "--update")
     assert (first["version"], first["added"], first["removed"]) == (1, 30, 0)
     again = _run("build", "--spec", spec, "--update")
@@ -50,7 +60,7 @@ def test_update_writes_only_the_change_and_answers_like_a_rebuild(tmp_path: Path
     # row 3 edited, row 29 deleted, rows 30 and 31 new
     new_rows = _rows(32, {3: "row 3 rewritten entirely"})
     del new_rows[29]
-    write_jsonl_spec(tmp_path / "live", new_rows, name="docs", model="floor", mode="single")
+    _live_spec(tmp_path / "live", new_rows)
     upd = _run("build", "--spec", spec, "--update")
     assert (upd["version"], upd["added"], upd["removed"], upd["segments"]) == (2, 3, 2, 2)
     fresh = _fresh(tmp_path / "fresh", new_rows)
@@ -64,9 +74,7 @@ def test_update_writes_only_the_change_and_answers_like_a_rebuild(tmp_path: Path
 
 
 def test_cli_add_remove_compact_log(tmp_path: Path) -> None:
-    spec = write_jsonl_spec(tmp_path / "live", _rows(12), name="docs", model="floor",
-                            mode="single")
-    catalog = Path(_run("build", "--spec", spec, "--update")["catalog"])
+    catalog = _catalog(tmp_path, 12)
     extra = _fresh(tmp_path / "extra", [{"id": "x1", "text": "an extra row"}])
     added = _run("add", catalog, extra.path, "--json")
     assert (added["version"], added["chunks"], added["segments"]) == (2, 13, 2)
@@ -92,9 +100,7 @@ def fresh_id(f: urna.UrnaFile) -> str:
 
 
 def test_a_tampered_log_is_refused(tmp_path: Path) -> None:
-    spec = write_jsonl_spec(tmp_path / "live", _rows(4), name="docs", model="floor",
-                            mode="single")
-    catalog = Path(_run("build", "--spec", spec, "--update")["catalog"])
+    catalog = _catalog(tmp_path, 4)
     with urna.open_catalog(catalog) as cat:
         cat.remove(chunk_ids=[cat.chunk_ids()[0]])
     doc = json.loads(catalog.read_text())
@@ -108,9 +114,7 @@ def test_a_tampered_log_is_refused(tmp_path: Path) -> None:
 
 
 def test_cli_cite_says_removed_and_compacted(tmp_path: Path) -> None:
-    spec = write_jsonl_spec(tmp_path / "live", _rows(6), name="docs", model="floor",
-                            mode="single")
-    catalog = Path(_run("build", "--spec", spec, "--update")["catalog"])
+    catalog = _catalog(tmp_path, 6)
     with urna.open_catalog(catalog) as cat:
         cits = [h.citation_id for h in cat.retrieve(cat.shards[0].vectors([0])[0], 6)]
         gone = cat.remove(chunk_ids=[cits[0].rsplit("/", 1)[1]])["removed"]
@@ -128,9 +132,7 @@ def test_cli_cite_says_removed_and_compacted(tmp_path: Path) -> None:
 
 
 def test_an_old_version_naming_a_path_outside_is_refused(tmp_path: Path) -> None:
-    spec = write_jsonl_spec(tmp_path / "live", _rows(4), name="docs", model="floor",
-                            mode="single")
-    catalog = Path(_run("build", "--spec", spec, "--update")["catalog"])
+    catalog = _catalog(tmp_path, 4)
     with urna.open_catalog(catalog) as cat:
         cat.remove(chunk_ids=[cat.chunk_ids()[0]])
     doc = json.loads(catalog.read_text())

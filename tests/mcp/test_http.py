@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-import socket
 import subprocess
-import time
 from pathlib import Path
 
 import httpx
@@ -14,34 +12,20 @@ import pytest
 from mcp.client.streamable_http import streamable_http_client
 from mcp_support import URNA_MCP, child_env
 
+from helpers.ports import free_port, wait_for_port
 from helpers.quickstart import OFFLINE_QUESTION, cli_retrieve
 from mcp import Client
 
 TOKEN = "mcp-test-token"
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @pytest.fixture(scope="module")
 def mcp_url(quickstart: Path):
-    port = _free_port()
+    port = free_port()
     proc = subprocess.Popen([*URNA_MCP, str(quickstart), "--http", "--port", str(port)],
                             env=child_env(URNA_TOKEN=TOKEN), stderr=subprocess.PIPE, text=True)
     try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                break
-            except OSError:
-                if proc.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError("urna mcp --http did not start: "
-                                       f"{proc.stderr.read()}") from None
-                time.sleep(0.1)
+        wait_for_port(port, proc, 60, "urna mcp --http")
         yield f"http://127.0.0.1:{port}/mcp"
     finally:
         proc.terminate()

@@ -52,21 +52,15 @@ def arm(target: Path, point: str) -> None:
             _die()
         return real_fsync(fd)
 
-    def replace(src, dst, *a, **k):
-        if is_target(dst) and point == "before_replace":
-            _die()
-        out = real_replace(src, dst, *a, **k)
-        if is_target(dst) and point == "after_replace":
-            _die()
-        return out
-
-    def rename(src, dst, *a, **k):
-        if is_target(dst) and point == "before_replace":
-            _die()
-        out = real_rename(src, dst, *a, **k)
-        if is_target(dst) and point == "after_replace":
-            _die()
-        return out
+    def around_rename(real):  # os.replace and os.rename: die just before or after onto TARGET
+        def move(src, dst, *a, **k):
+            if is_target(dst) and point == "before_replace":
+                _die()
+            out = real(src, dst, *a, **k)
+            if is_target(dst) and point == "after_replace":
+                _die()
+            return out
+        return move
 
     class HalfWriter:
         """Wraps the temp file: the first big write lands half its bytes, then we die."""
@@ -96,7 +90,8 @@ def arm(target: Path, point: str) -> None:
             return HalfWriter(fh)
         return fh
 
-    os.fsync, os.replace, os.rename, os.fdopen = fsync, replace, rename, fdopen
+    os.fsync, os.fdopen = fsync, fdopen
+    os.replace, os.rename = around_rename(real_replace), around_rename(real_rename)
 
 
 def main() -> int:

@@ -8,7 +8,6 @@ ambiguous.)
 from __future__ import annotations
 
 import json
-import socket
 import threading
 import time
 from dataclasses import dataclass
@@ -19,6 +18,7 @@ import httpx
 import uvicorn
 
 import urna
+from helpers.ports import free_port
 from helpers.quickstart import build_quickstart  # noqa: F401 - the serve fixtures use it
 from urna.serve.app import create_app
 from urna.serve.corpora import Corpora
@@ -42,13 +42,6 @@ class Served:
     def client(self) -> httpx.Client:
         """A fresh HTTP client on the server."""
         return httpx.Client(base_url=self.url, timeout=30.0)
-
-
-def free_port() -> int:
-    """An unused TCP port on loopback."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def small_file(path: Path, model: str, model_hash: str) -> Path:

@@ -8,7 +8,6 @@ below that home must not list.
 
 from __future__ import annotations
 
-import json
 import shutil
 from pathlib import Path
 
@@ -16,7 +15,7 @@ import pytest
 from tui_support import Explore
 
 import urna
-from helpers.mutate import MUTATIONS_JSON, apply_case
+from helpers.mutate import apply_case, load_cases
 from helpers.quickstart import build_quickstart
 
 REF_CASE = "quickstart-hybrid__rand0004_flip_6504"
@@ -43,7 +42,7 @@ def explore(tmp_path_factory: pytest.TempPathFactory) -> Explore:
     flipped = root / "broken" / "flipped.urna"
     flip_embeddings_byte(quickstart, flipped)
     ref_case = root / "broken" / "ref-case.urna"
-    case = json.loads(MUTATIONS_JSON.read_text())[REF_CASE]
+    case = load_cases()[REF_CASE]
     ref_case.write_bytes(apply_case(case))
     too_deep = root / "broken" / "deeper" / "hidden.urna"
     shutil.copy(built, too_deep)
@@ -59,5 +58,5 @@ def anyio_backend() -> str:
 @pytest.fixture(scope="session")
 def ref_case() -> dict:
     """The reference's record of the corruption case ``explore.ref_case`` carries."""
-    return json.loads(MUTATIONS_JSON.read_text())[REF_CASE]
+    return load_cases()[REF_CASE]
 

@@ -139,14 +139,20 @@ class OutputSpec:
 
 
 @dataclass
-class CorpusSpec:
-    """A parsed spec: ``[corpus]`` keys plus the other tables."""
+class _CorpusTable:
+    """The keys allowed inside ``[corpus]``."""
 
     name: str = ""
     chunker_version: str = ""
     title: str = ""
     version: str = "0.1.0"
     reproducible: bool = True
+
+
+@dataclass
+class CorpusSpec(_CorpusTable):
+    """A parsed spec: ``[corpus]`` keys (first, in their order) plus the other tables."""
+
     source: SourceSpec = field(default_factory=SourceSpec)
     models: list[ModelSpec] = field(default_factory=list)
     build: BuildSpec = field(default_factory=BuildSpec)
@@ -164,17 +170,6 @@ class CorpusSpec:
         from dataclasses import asdict
 
         return asdict(self)
-
-
-@dataclass
-class _CorpusTable:
-    """The keys allowed inside ``[corpus]``."""
-
-    name: str = ""
-    chunker_version: str = ""
-    title: str = ""
-    version: str = "0.1.0"
-    reproducible: bool = True
 
 
 _NESTED = {"text", "image", "joins"}
@@ -295,12 +290,8 @@ def parse_spec(data: dict[str, Any]) -> CorpusSpec:
     models = [_table(ModelSpec, m, f"models[{i}]") for i, m in enumerate(raw_models)]
     build = _table(BuildSpec, data.get("build", {}), "build")
     output = _table(OutputSpec, data.get("output", {}), "output")
-    corpus = data.get("corpus", {})
-    if not isinstance(corpus, dict):
-        raise SpecError("corpus: must be a table")
-    head = _table(_CorpusTable, corpus, "corpus")
-    spec = CorpusSpec(name=head.name, chunker_version=head.chunker_version, title=head.title,
-                      version=head.version, reproducible=head.reproducible)
+    head = _table(_CorpusTable, data.get("corpus", {}), "corpus")  # refuses a non-table
+    spec = CorpusSpec(**{f.name: getattr(head, f.name) for f in fields(_CorpusTable)})
     spec.source, spec.models, spec.build, spec.output = source, models, build, output
     if "media" in data:
         spec.media = data["media"] if isinstance(data["media"], dict) else {}

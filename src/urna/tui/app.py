@@ -68,6 +68,7 @@ class UrnaTUI(App[int]):
     # -- layout ---------------------------------------------------------------------------
 
     def compose(self) -> ComposeResult:
+        """The header, the four tabs (opening on home, corpus or ask) and the footer."""
         yield Header()
         first = "home" if self.start_file is None else "ask" if self.start_question else "corpus"
         with TabbedContent(initial=first, id="tabs"):
@@ -82,6 +83,7 @@ class UrnaTUI(App[int]):
         yield Footer()
 
     def on_mount(self) -> None:
+        """Find the corpora, then open the file and ask the question given at start."""
         self.files = backend.discover(self.root)
         self.query_one(HomePane).show(self.root, self.files)
         if self.start_file is not None:
@@ -298,6 +300,7 @@ class UrnaTUI(App[int]):
         self.call_from_thread(self.query_one(HealthPane).show, checks, code)
 
     def on_unmount(self) -> None:
+        """Close the open corpus."""
         self.close_corpus()
 
 

@@ -30,6 +30,7 @@ class HomePane(Vertical):
     """The .urna files and catalogs of a folder and one level below."""
 
     def compose(self) -> ComposeResult:
+        """The title line, the list of corpora found and the key hint."""
         yield Label("", id="home-title")
         yield OptionList(id="home-files")
         yield Static("1..9 or arrows + enter: open   o: pick a file   q: quit", classes="hint")
@@ -55,6 +56,7 @@ class CorpusPane(VerticalScroll):
     """Manifest, a verdict per validate check as it ends, section table with size bars, hashes."""
 
     def compose(self) -> ComposeResult:
+        """The manifest, the validate checks (progress, table), the sections and the hashes."""
         yield Static("No corpus open: pick one on the home tab.", id="corpus-manifest")
         yield Label("Validate checks", classes="heading")
         yield ProgressBar(id="corpus-progress", show_eta=False)
@@ -64,6 +66,7 @@ class CorpusPane(VerticalScroll):
         yield Static("", id="corpus-hashes")
 
     def on_mount(self) -> None:
+        """Give the check and section tables their columns."""
         checks = self.query_one("#corpus-checks", DataTable)
         checks.add_columns("check", "verdict", "detail")
         sections = self.query_one("#corpus-sections", DataTable)
@@ -126,6 +129,7 @@ class AskPane(Vertical):
     """A question box, the hits with score bars, and the cited text of the selected hit."""
 
     def compose(self) -> ComposeResult:
+        """The question input, a status line, the hits table and the cited text."""
         question = Input(placeholder="Ask a question and press enter", id="ask-input")
         question.cursor_blink = False  # a blinking cursor would redraw twice a second when idle
         yield question
@@ -134,6 +138,7 @@ class AskPane(Vertical):
         yield VerticalScroll(Static("", id="ask-text"), id="ask-text-box")
 
     def on_mount(self) -> None:
+        """Give the hits table its columns."""
         self.query_one("#ask-hits", DataTable).add_columns("#", "score", "", "source", "span")
 
     def show_status(self, message: str) -> None:
@@ -164,11 +169,13 @@ class HealthPane(Vertical):
     """The ``urna doctor`` checks; ``r`` re-runs them."""
 
     def compose(self) -> ComposeResult:
+        """The doctor checks table and its summary line."""
         yield Label("urna doctor checks   r: re-run", classes="heading")
         yield DataTable(id="health-checks", cursor_type="row")
         yield Static("", id="health-summary")
 
     def on_mount(self) -> None:
+        """Give the checks table its columns."""
         self.query_one("#health-checks", DataTable).add_columns("check", "verdict", "detail")
 
     def show(self, checks: list[dict[str, Any]], code: int) -> None:
@@ -203,6 +210,7 @@ class FilePicker(ModalScreen[Path | None]):
         self.root = root
 
     def compose(self) -> ComposeResult:
+        """The folder tree to pick a file from."""
         with Vertical(id="picker"):
             yield Label("Open a .urna file or catalog (enter opens, esc cancels)")
             yield CorpusTree(self.root, id="picker-tree")

@@ -16,6 +16,10 @@ import numpy as np
 from .intpack_scan import INTPACK_BLOCK, block_header, read_directory
 from .intpack_scan import intpack_error as _fail
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike
+
 _U32 = struct.Struct("<I")
 _U64 = struct.Struct("<Q")
 
@@ -77,7 +81,7 @@ def _pack_full_blocks(full: np.ndarray) -> tuple[bytes, np.ndarray]:
     return out.tobytes(), sizes
 
 
-def pack_u64s(values) -> bytes:
+def pack_u64s(values: ArrayLike) -> bytes:
     """Encode a sequence of unsigned 64-bit values canonically."""
     arr = np.ascontiguousarray(np.asarray(values, dtype=np.uint64).reshape(-1))
     count = int(arr.shape[0])
@@ -93,7 +97,7 @@ def pack_u64s(values) -> bytes:
     return head + offsets.astype("<u4").tobytes() + body
 
 
-def packed_len(values) -> int:
+def packed_len(values: ArrayLike) -> int:
     """Length in bytes of ``pack_u64s(values)`` without building it."""
     arr = np.asarray(values, dtype=np.uint64).reshape(-1)
     count = int(arr.shape[0])

@@ -45,17 +45,21 @@ class SerdeReader:
 
     # positions: ``error`` is at the index, ``peek_error`` one byte further (clamped).
     def err(self, msg: str) -> SerdeSyntax:
+        """A syntax error at the current index (serde's ``error``)."""
         return SerdeSyntax(msg, self.i)
 
     def peek_err(self, msg: str) -> SerdeSyntax:
+        """A syntax error one byte past the index, clamped to the end (``peek_error``)."""
         return SerdeSyntax(msg, min(self.i + 1, len(self.buf)))
 
     def fix(self, e: SerdeSyntax) -> SerdeSyntax:
+        """An error raised without a position, placed at the current index."""
         if e.at is None:
             e.at = self.i
         return e
 
     def ws(self) -> int | None:
+        """Skip whitespace; the next byte, None at the end (``parse_whitespace``)."""
         buf, i = self.buf, self.i
         if i < len(buf) and buf[i] in _WS:
             i = self.i = _WS_RUN.match(buf, i).end()  # type: ignore[union-attr]
@@ -68,28 +72,36 @@ class SerdeReader:
         return self.i - start
 
     def peek0(self) -> int:
+        """The next byte without consuming it, 0 at the end (``peek_or_null``)."""
         return self.buf[self.i] if self.i < len(self.buf) else 0
 
+    def next_or_eof(self, eof: str) -> int:
+        """The next byte, consumed; the error ``eof`` at the end (serde's ``next_or_eof``)."""
+        if self.i >= len(self.buf):
+            raise self.err(eof)
+        c = self.buf[self.i]
+        self.i += 1
+        return c
+
     def ident(self, rest: bytes) -> None:
-        for expected in rest:
-            if self.i >= len(self.buf):
-                raise self.err(EOF_VALUE)
-            got = self.buf[self.i]
-            self.i += 1
-            if got != expected:
+        """Consume the rest of a literal (``ull`` of ``null``); serde's ``parse_ident``."""
+        if self.buf.startswith(rest, self.i):
+            self.i += len(rest)
+            return
+        for expected in rest:  # byte by byte only to place the error as serde does
+            if self.next_or_eof(EOF_VALUE) != expected:
                 raise self.err("expected ident")
 
     def enter(self) -> None:
+        """Go one nesting level down; fails at serde's recursion limit."""
         self.depth -= 1
         if self.depth == 0:
             raise self.peek_err("recursion limit exceeded")
 
     # -- numbers (serde_json parse_integer / parse_number / parse_decimal / parse_exponent)
     def number(self, positive: bool) -> int | float:
-        if self.i >= len(self.buf):
-            raise self.err(EOF_VALUE)
-        c = self.buf[self.i]
-        self.i += 1
+        """A number after its sign (``parse_integer`` on): int in u64/i64 range, else float."""
+        c = self.next_or_eof(EOF_VALUE)
         if c == 0x30:
             if self.peek0() in DIGITS:
                 raise self.peek_err("invalid number")
@@ -160,10 +172,7 @@ class SerdeReader:
         elif self.peek0() == 0x2D:
             self.i += 1
             pos_exp = False
-        if self.i >= len(self.buf):
-            raise self.err(EOF_VALUE)
-        c = self.buf[self.i]
-        self.i += 1
+        c = self.next_or_eof(EOF_VALUE)
         if c not in DIGITS:
             raise self.err("invalid number")
         exp = c - 0x30
@@ -190,6 +199,7 @@ class SerdeReader:
             raise self.err(e.msg) from None
 
     def ignore_number(self) -> None:
+        """Step over a number, checking its syntax only (serde's ``ignore_number``)."""
         c = self.peek0()
         self.i += 1 if self.i < len(self.buf) else 0
         if c == 0x30:
@@ -218,11 +228,7 @@ class SerdeReader:
         """Parse a string body (opening quote consumed), validating escapes and UTF-8."""
         buf, parts, start = self.buf, [], self.i
         while True:
-            m = _STOP.search(buf, self.i)
-            if m is None:
-                self.i = len(buf)
-                raise self.err(EOF_STRING)
-            j = m.start()
+            j = self._stop()
             c = buf[j]
             if c == 0x22:
                 parts.append(buf[start:j])
@@ -240,11 +246,16 @@ class SerdeReader:
                 self.i = j + 1
                 raise self.err("control character (\\u0000-\\u001F) found while parsing a string")
 
-    def _escape(self) -> bytes:
-        if self.i >= len(self.buf):
+    def _stop(self) -> int:
+        """Where the next quote, backslash or control byte is; EOF_STRING when there is none."""
+        m = _STOP.search(self.buf, self.i)
+        if m is None:
+            self.i = len(self.buf)
             raise self.err(EOF_STRING)
-        ch = self.buf[self.i]
-        self.i += 1
+        return m.start()
+
+    def _escape(self) -> bytes:
+        ch = self.next_or_eof(EOF_STRING)
         if ch in _ESC_IN:
             return _ESC_IN[ch]
         if ch != 0x75:
@@ -255,11 +266,7 @@ class SerdeReader:
         if not 0xD800 <= n <= 0xDBFF:
             return chr(n).encode("utf-8")
         for want in (0x5C, 0x75):  # a leading surrogate must be followed by \u
-            if self.i >= len(self.buf):
-                raise self.err(EOF_STRING)
-            got = self.buf[self.i]
-            self.i += 1
-            if got != want:
+            if self.next_or_eof(EOF_STRING) != want:
                 raise self.err("unexpected end of hex escape")
         n2 = self._hex4()
         if not 0xDC00 <= n2 <= 0xDFFF:
@@ -280,14 +287,10 @@ class SerdeReader:
             raise self.err("invalid escape") from None
 
     def ignore_string(self) -> None:
+        """Step over a string body (opening quote consumed) without decoding it."""
         buf = self.buf
         while True:
-            m = _STOP.search(buf, self.i)
-            if m is None:
-                self.i = len(buf)
-                raise self.err(EOF_STRING)
-            j = m.start()
-            self.i = j
+            j = self.i = self._stop()
             c = buf[j]
             if c == 0x22:
                 self.i = j + 1
@@ -295,10 +298,7 @@ class SerdeReader:
             if c != 0x5C:  # ignore_str reports a control character without stepping over it
                 raise self.err("control character (\\u0000-\\u001F) found while parsing a string")
             self.i = j + 1
-            if self.i >= len(buf):
-                raise self.err(EOF_STRING)
-            ch = buf[self.i]
-            self.i += 1
+            ch = self.next_or_eof(EOF_STRING)
             if ch == 0x75:
                 self._hex4()
             elif ch not in _ESC_IN:
@@ -378,6 +378,7 @@ class SerdeReader:
         raise self.peek_err("expected value")
 
     def has_next_element(self, first: bool) -> bool:
+        """Whether a sequence has another element (``SeqAccess::has_next_element``)."""
         c = self.ws()
         if c is None:
             raise self.peek_err(EOF_LIST)
@@ -396,6 +397,7 @@ class SerdeReader:
         return True
 
     def has_next_key(self, first: bool) -> bool:
+        """Whether a map has another key (``MapAccess::has_next_key``); keys are strings."""
         c = self.ws()
         if c is None:
             raise self.peek_err(EOF_OBJECT)
@@ -418,10 +420,12 @@ class SerdeReader:
         raise self.peek_err("key must be a string")
 
     def key(self) -> str:
+        """A map key (the next byte is its opening quote)."""
         self.i += 1
         return self.string()
 
     def colon(self) -> None:
+        """Consume the ``:`` after a map key (``parse_object_colon``)."""
         c = self.ws()
         if c == 0x3A:
             self.i += 1
@@ -429,6 +433,7 @@ class SerdeReader:
         raise self.peek_err(EOF_OBJECT if c is None else "expected `:`")
 
     def end_seq(self) -> None:
+        """The ``]`` that closes a sequence (serde's ``end_seq``)."""
         c = self.ws()
         if c == 0x5D:
             self.i += 1
@@ -439,6 +444,7 @@ class SerdeReader:
         raise self.peek_err(EOF_LIST if c is None else "trailing characters")
 
     def end_map(self) -> None:
+        """The ``}`` that closes a map (serde's ``end_map``)."""
         c = self.ws()
         if c == 0x7D:
             self.i += 1

@@ -18,6 +18,7 @@ class TypedReader(SerdeReader):
     __slots__ = ()
 
     def typed(self, kind: Any) -> Any:
+        """One value of ``kind`` (a schema kind or Struct); a positionless error gets the index."""
         try:
             return self._typed(kind)
         except SerdeSyntax as e:
