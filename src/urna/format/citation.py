@@ -69,23 +69,26 @@ def resolve_citation(view: UrnaView, citation: str, *,
     Checks in order: the content hash, 0x01 parsed with ``n_chunks`` records, the citation,
     then 0x02 and 0x03 parsed the same way; only the cited record is built.
     ``records_checked``: these same bytes passed those parses before (a verdict), so their
-    UTF-8 is not walked again, and 0x02 / 0x03 only up to the cited record.
+    UTF-8 is not walked again, and 0x02 / 0x03 only up to the cited record (decoded only so
+    far on a verified body: ``UrnaView.decoded_prefix``).
     """
     actual = view.content_hash(keep_texts=True)
     n = view.header.n_chunks
     ids = string_records(view.decoded(SECTION_CHUNK_IDS), n, SECTION_CHUNK_IDS,
                          utf8_checked=records_checked)
     wanted, ordinal = locate_citation(citation, actual, ids)
-    texts = view.decoded(SECTION_CHUNKS_CANONICAL)
-    spans = view.decoded(SECTION_CHUNKS_ORIGINAL_SPANS)
-    # Proven records are walked up to the cited one only; else each table is parsed whole.
-    text = proven_string(texts, ordinal) if records_checked else None
+    # Proven records are walked (and, on a verified body, decoded) up to the cited one only;
+    # else each table is parsed whole.
+    text = (proven_string(view.decoded_prefix(SECTION_CHUNKS_CANONICAL), ordinal)
+            if records_checked else None)
     if text is None:
-        text = string_records(texts, n, SECTION_CHUNKS_CANONICAL,
-                              utf8_checked=records_checked).text(ordinal)
-    span = proven_span(spans, ordinal) if records_checked else None
+        text = string_records(view.decoded(SECTION_CHUNKS_CANONICAL), n,
+                              SECTION_CHUNKS_CANONICAL, utf8_checked=records_checked).text(ordinal)
+    span = (proven_span(view.decoded_prefix(SECTION_CHUNKS_ORIGINAL_SPANS), ordinal)
+            if records_checked else None)
     if span is None:
-        span = span_records(spans, n, utf8_checked=records_checked).span(ordinal)
+        span = span_records(view.decoded(SECTION_CHUNKS_ORIGINAL_SPANS), n,
+                            utf8_checked=records_checked).span(ordinal)
     uri, start, end = span
     return ResolvedCitation(format_citation(actual, wanted), wanted, actual, ordinal, text, uri,
                             start, end)

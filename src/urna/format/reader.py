@@ -46,6 +46,7 @@ from .identity import file_hash as _file_hash
 from .layout import (
     CANONICAL_SECTIONS,
     ENCODING_RAW,
+    ENCODING_ZSTD,
     LEGACY_MAGIC,
     SECTION_ALIGNMENT,
     SECTION_CHUNKS_CANONICAL,
@@ -74,6 +75,10 @@ from .layout import (
 from .manifest import Manifest
 from .record import FrozenRecord
 from .sections.canonical import CONTRACT_KEYS, decode_contract
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from .sections.canonical import Prefix
 
 _CONTRACT_ERRORS = {
     "metric": UnsupportedMetric, "score_type": UnsupportedScoreType,
@@ -568,6 +573,23 @@ class UrnaView:
             out = encodings.decode_section(section_id, entry.encoding, payload)
         self._decoded[section_id] = out
         return out
+
+    def decoded_prefix(self, section_id: int) -> Prefix:
+        """The wire-decoded bytes of the first ``section_id`` entry as a ``canonical.Prefix``:
+        on a trusted view (a body whose every section decoded whole before), a zstd section
+        decodes only as far as its reader asks (``encodings.zstd.DecodedPrefix``); any other
+        section, or a view not trusted, is decoded whole (``decoded``) first."""
+        from .sections.canonical import WholePayload
+
+        entry = self.entry(section_id)
+        if (self.trusted and entry is not None and entry.encoding == ENCODING_ZSTD
+                and section_id not in self._decoded
+                and (section_id != SECTION_CHUNKS_CANONICAL
+                     or self.entry(SECTION_DEDUP_MAP) is None)):
+            from .encodings.zstd import DecodedPrefix
+
+            return DecodedPrefix(self.payload(entry))
+        return WholePayload(self.decoded(section_id))
 
     def spans(self, expected: int) -> list[tuple[str, int, int]]:
         """Decode 0x03 to (source_uri, byte_start, byte_end) with ``expected`` records.

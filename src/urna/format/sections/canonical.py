@@ -36,6 +36,23 @@ from ..layout import (
 
 _SPAN_TAIL = struct.Struct("<QQ")  # byte_start, byte_end
 _U32 = struct.Struct("<I")
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # typing stays unimported on cite's path
+    from typing import Protocol
+
+    class Prefix(Protocol):
+        """Decoded bytes from a payload's start, decoded on demand (``encodings.zstd``'s
+        ``DecodedPrefix``, or ``WholePayload``)."""
+
+        @property
+        def data(self) -> bytes | memoryview:
+            """The bytes decoded so far."""
+            ...
+
+        def extend(self, n: int) -> bool:
+            """Whether ``data`` holds (now) at least ``n`` bytes."""
+            ...
+
 CONTRACT_KEYS = ("metric", "score_type", "normalize", "index_type", "rerank_policy")
 
 
@@ -314,14 +331,61 @@ def _as_bytes(raw: bytes | memoryview) -> bytes:
     return raw if isinstance(raw, bytes) else bytes(raw)
 
 
-def proven_string(raw: bytes | memoryview, i: int) -> str | None:
-    """Record ``i`` of a proven 0x01 / 0x02 payload (one read: ``ProvenStrings``)."""
-    return ProvenStrings(_as_bytes(raw)).text(i)
+class WholePayload:
+    """A payload decoded whole, as a ``Prefix``."""
+
+    __slots__ = ("data",)
+
+    def __init__(self, data: bytes | memoryview) -> None:
+        self.data = data
+
+    def extend(self, n: int) -> bool:
+        """Whether the payload holds ``n`` bytes."""
+        return len(self.data) >= n
 
 
-def proven_span(raw: bytes | memoryview, i: int) -> tuple[str, int, int] | None:
-    """Record ``i`` of a proven 0x03 payload (one read: ``ProvenSpans``)."""
-    return ProvenSpans(_as_bytes(raw)).span(i)
+def _prefix_bounds(prefix: Prefix, i: int, tail: int) -> tuple[int, int] | None:
+    """Where record ``i``'s body begins and ends in ``prefix.data`` (a proven ``lp(body) +
+    tail`` payload), decoded only as far as that record and its tail; None when the payload
+    ends before."""
+    if i < 0:
+        return None
+    walk = RecordWalk(prefix.data, tail)  # type: ignore[arg-type]  # any buffer unpacks
+    while not walk.walk(i + 1):
+        if not prefix.extend(walk.end + 4):  # record `len(starts)`'s length field
+            return None
+        walk.data = prefix.data  # type: ignore[assignment]
+    start = walk.starts[i]
+    end = start + _U32.unpack_from(walk.data, start - 4)[0]
+    return (start, end) if prefix.extend(end + tail) else None
+
+
+def _prefix_of(raw: bytes | memoryview | Prefix) -> Prefix:
+    return WholePayload(raw) if isinstance(raw, (bytes, memoryview)) else raw
+
+
+def proven_string(raw: bytes | memoryview | Prefix, i: int) -> str | None:
+    """Record ``i`` of a proven 0x01 / 0x02 payload (decoded whole, or a ``Prefix`` decoded
+    up to that record); None as for ``ProvenStrings.text``."""
+    prefix = _prefix_of(raw)
+    at = _prefix_bounds(prefix, i, 0)
+    try:
+        return None if at is None else str(prefix.data[at[0]:at[1]], "utf-8")
+    except UnicodeDecodeError:
+        return None
+
+
+def proven_span(raw: bytes | memoryview | Prefix, i: int) -> tuple[str, int, int] | None:
+    """Record ``i`` of a proven 0x03 payload (as for ``proven_string``)."""
+    prefix = _prefix_of(raw)
+    at = _prefix_bounds(prefix, i, _SPAN_TAIL.size)
+    if at is None:
+        return None
+    try:
+        return (str(prefix.data[at[0]:at[1]], "utf-8"),
+                *_SPAN_TAIL.unpack_from(prefix.data, at[1]))
+    except UnicodeDecodeError:
+        return None
 
 
 def _walked_starts(data: bytes, count: int) -> list[int] | None:

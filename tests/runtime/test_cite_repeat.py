@@ -1,0 +1,85 @@
+"""``urna cite`` on a verified body (a verdict with ``CITE_RECORDS``) = a full resolution.
+
+A repeat cite hashes the body once and, on the verified bytes, reads 0x02 / 0x03 only up to
+the cited record; a zstd-encoded one is decoded only that far (``UrnaView.decoded_prefix``).
+Claims: every chunk of files with raw, zstd and deduplicated tables resolves to the same
+citation, text and span as a full check's resolution; a zstd 0x02 is not decoded whole to
+cite an early chunk; an unknown chunk or another corpus fails with the same error.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from helpers.outcomes import outcome
+from helpers.vectors import REF
+from urna.format.citation import resolve_citation
+from urna.format.identity import format_citation
+from urna.format.layout import (
+    SECTION_CHUNK_IDS,
+    SECTION_CHUNKS_CANONICAL,
+    SECTION_CHUNKS_ORIGINAL_SPANS,
+)
+from urna.format.reader import UrnaView
+from urna.format.sections.canonical import decode_chunk_ids
+from urna.runtime import verdicts
+
+FILES = ["synthetic-hybrid.urna", "synthetic-compressed.urna", "dedup-hybrid.urna",
+         "synthetic-blobs.urna", "quickstart-tiny.urna"]
+
+
+def _repeat_view(path: Path) -> UrnaView:
+    """What a repeat ``urna cite`` sees: the kept verdict's trusted view and its records."""
+    data = path.read_bytes()
+    view, known = verdicts.checked(str(path), data)
+    verdicts.keep_view(str(path), data, view, frozenset({verdicts.CITE_RECORDS}))
+    view, known = verdicts.checked(str(path), data)
+    assert view.trusted and verdicts.CITE_RECORDS in known
+    return view
+
+
+@pytest.mark.parametrize("name", FILES)
+def test_every_chunk_resolves_as_a_full_check_does(name: str, verdict_cache: Path) -> None:
+    path = verdict_cache / name
+    shutil.copyfile(REF / name, path)
+    full = UrnaView.from_bytes(path.read_bytes())
+    ids = decode_chunk_ids(full.decoded(SECTION_CHUNK_IDS), full.header.n_chunks)
+    step = max(1, len(ids) // 60)
+    for i in [*range(0, len(ids), step), len(ids) - 1]:
+        citation = format_citation(full.content_hash(), ids[i])
+        view = _repeat_view(path)  # a fresh process's view: nothing decoded yet
+        assert (resolve_citation(view, citation, records_checked=True)
+                == resolve_citation(full, citation))
+
+
+def test_an_early_chunk_decodes_only_a_prefix(verdict_cache: Path) -> None:
+    path = verdict_cache / "synthetic-compressed.urna"
+    shutil.copyfile(REF / path.name, path)
+    view = _repeat_view(path)
+    ids = decode_chunk_ids(view.decoded(SECTION_CHUNK_IDS), view.header.n_chunks)
+    hit = resolve_citation(view, format_citation(view.content_hash(), ids[0]),
+                           records_checked=True)
+    assert hit.ordinal == 0
+    assert SECTION_CHUNKS_CANONICAL not in view._decoded  # never decoded whole
+    assert SECTION_CHUNKS_ORIGINAL_SPANS not in view._decoded
+
+
+@pytest.mark.parametrize("wrong", ["chunk", "corpus"])
+def test_a_wrong_citation_fails_alike(wrong: str, verdict_cache: Path) -> None:
+    path = verdict_cache / "synthetic-hybrid.urna"
+    shutil.copyfile(REF / path.name, path)
+    full = UrnaView.from_bytes(path.read_bytes())
+    ids = decode_chunk_ids(full.decoded(SECTION_CHUNK_IDS), full.header.n_chunks)
+    content, chunk = full.content_hash(), ids[3]
+    if wrong == "chunk":
+        chunk = "sha256:" + "0" * 64
+    else:
+        content = "sha256:" + "1" * 64
+    citation = format_citation(content, chunk)
+    view = _repeat_view(path)
+    repeat = outcome(lambda: resolve_citation(view, citation, records_checked=True))
+    assert repeat[0] == "CitationError"
+    assert repeat == outcome(resolve_citation, full, citation)
