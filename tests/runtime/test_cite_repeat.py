@@ -13,6 +13,8 @@ import shutil
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from helpers.outcomes import outcome
 from helpers.vectors import REF
@@ -83,3 +85,44 @@ def test_a_wrong_citation_fails_alike(wrong: str, verdict_cache: Path) -> None:
     repeat = outcome(lambda: resolve_citation(view, citation, records_checked=True))
     assert repeat[0] == "CitationError"
     assert repeat == outcome(resolve_citation, full, citation)
+
+
+# digests alike but for a few bytes, and ones whose halves recur across a record boundary
+DIGEST = st.sampled_from([bytes([a] * 16 + [b] * 16) for a in (0, 1, 255) for b in (0, 1)])
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(DIGEST, max_size=30), st.lists(DIGEST, max_size=3), st.data())
+def test_digest_search_is_the_decoded_ids_index(digests: list[bytes], others: list[bytes],
+                                                data: st.DataObject) -> None:
+    from urna.format.encodings.repack import decode_repack, digest_ids, encode_chunk_ids
+
+    ids = ["sha256:" + d.hex() for d in digests]
+    payload = encode_chunk_ids(ids)
+    found = digest_ids(payload)
+    assert found is not None
+    decoded = decode_chunk_ids(decode_repack(payload), len(ids))
+    wanted = ids + ["sha256:" + d.hex() for d in others]
+    if ids:  # other spellings of a stored id, and a digest across two records
+        one = data.draw(st.sampled_from(ids))
+        wanted += [one.upper(), one[:-1], one + "0", one.replace("sha256:", "sha256-")]
+        if len(ids) > 1:
+            wanted.append("sha256:" + (digests[0][16:] + digests[1][:16]).hex())
+    for w in wanted:
+        assert _index(found, w) == _index(decoded, w)
+
+
+def _index(ids, wanted: str) -> int | None:
+    """``ids.index(wanted)``, None for its ValueError."""
+    try:
+        return ids.index(wanted)
+    except ValueError:
+        return None
+
+
+def test_only_a_whole_kind_0_body_is_searched_as_digests() -> None:
+    from urna.format.encodings.repack import digest_ids
+
+    assert digest_ids(b"") is None
+    assert digest_ids(b"\x01" + bytes(36)) is None  # a spans body
+    assert digest_ids(b"\x00" + (2).to_bytes(4, "little") + bytes(63)) is None  # short

@@ -38,7 +38,8 @@ from ..errors import (
     UrnaError,
 )
 from . import encodings
-from .ahead import Job, Lane, claim_offered, offer, submit_over
+from .ahead import Job, Lane
+from .body_digest import claim_body_digest
 from .dtypes import DTYPE_ENCODINGS, SPACE_DTYPES
 from .hashing import sha256_state
 from .identity import content_hash as _content_hash
@@ -183,8 +184,8 @@ class CheckSteps:
             if step.error is not None:
                 return
         body_end = length - URNA_FOOTER_SIZE
-        # The CLI's head start (start_body_digest) may be hashing this very body already.
-        ahead = claim_offered(buf.obj, _body_key(length))
+        # The CLI's head start (format.body_digest) may be hashing this very body already.
+        ahead = claim_body_digest(buf)
         trusted = False
         if self.trusted_body is not None:
             # A body once verified whole (runtime.verdicts): its digest, one pass, decides
@@ -269,21 +270,6 @@ class CheckSteps:
             if step.error is not None:
                 return
         self.view = view
-
-
-def start_body_digest(data: bytes | bytearray | memoryview) -> None:
-    """Start the SHA-256 of the body of ``data`` (an object exporting a file's bytes, e.g. its
-    mmap) on a worker, for the checks of a later ``UrnaView.from_bytes`` over that same object
-    to take instead of hashing the body again (the CLI's head start, ``runtime.mapping``)."""
-    buf = _byte_view(data)
-    length = len(buf)
-    if length < URNA_HEADER_SIZE + URNA_FOOTER_SIZE:
-        return
-    offer(buf.obj, _body_key(length), submit_over(sha256_state, buf, 0, length - URNA_FOOTER_SIZE))
-
-
-def _body_key(length: int) -> tuple[str, int]:
-    return ("body digest", length)
 
 
 def detached(exc: UrnaError) -> UrnaError:

@@ -59,6 +59,38 @@ def _decode_chunk_ids(body: memoryview) -> bytes:
     return _PREFIX.pack(1, count) + _ID_HEAD + hexed.replace(b",", _ID_HEAD)
 
 
+class DigestIds:
+    """The ids of a kind-0 body searched as digests, never decoded (``digest_ids``)."""
+
+    __slots__ = ("_digests",)
+
+    def __init__(self, digests: bytes) -> None:
+        self._digests = digests
+
+    def index(self, wanted: str) -> int:
+        """The first ordinal whose id is ``wanted``; ValueError when none is (as the decoded
+        records' ``index``). A decoded id is ``sha256:`` + 64 lowercase hex, so no other
+        text can equal one."""
+        if _CANONICAL_ID.match(wanted):
+            needle, digests = bytes.fromhex(wanted[7:]), self._digests
+            at = digests.find(needle)
+            while at > 0 and at % 32:  # a match across two digests is none
+                at = digests.find(needle, at + 1)
+            if at >= 0:
+                return at // 32
+        raise ValueError(wanted)
+
+
+def digest_ids(payload: bytes | memoryview) -> DigestIds | None:
+    """A kind-0 chunk_ids payload's ids as ``DigestIds``: a cite finds its id in the digests
+    instead of decoding every id to hex. None for any other payload (decode it instead)."""
+    view = byte_view(payload)
+    if len(view) < 5 or view[0] != KIND_CHUNK_IDS:
+        return None
+    count = _U32.unpack_from(view, 1)[0]
+    return DigestIds(bytes(view[5:])) if len(view) - 5 == 32 * count else None
+
+
 def encode_spans(spans: list[tuple[str, int, int]]) -> bytes:
     """Kind 1: URI pool in first-seen order plus three intpack columns (index, start, length)."""
     from .intpack import pack_u64s  # numpy, for the columns: chunk ids never need it

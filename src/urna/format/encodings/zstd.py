@@ -193,8 +193,10 @@ def zstd_decompress(payload: bytes | memoryview) -> bytes:
     return decompress_with(new_dctx(), payload)
 
 
-# Compressed bytes fed to libzstd per step of a ``DecodedPrefix`` (~4 decoded blocks of text).
-_PREFIX_STEP = 1 << 16
+# Compressed bytes fed to libzstd by a ``DecodedPrefix``'s first step (about one decoded block
+# of text); each later step feeds twice the one before, up to ``_PREFIX_STEP_MAX``.
+_PREFIX_STEP = 1 << 14
+_PREFIX_STEP_MAX = 1 << 18
 
 
 class DecodedPrefix:
@@ -210,11 +212,13 @@ class DecodedPrefix:
     payload whole, which raises its error.
     """
 
-    __slots__ = ("_dctx", "_dst", "_inbuf", "_outbuf", "_payload", "_src", "data", "done")
+    __slots__ = ("_dctx", "_dst", "_inbuf", "_outbuf", "_payload", "_src", "_step", "data",
+                 "done")
 
     def __init__(self, payload: bytes | memoryview) -> None:
         self.data: memoryview = memoryview(b"")
         self.done = True  # until the decode is set up
+        self._step = _PREFIX_STEP
         self._payload = payload
         bound = frame_bound(payload) if len(payload) else None
         if bound is None or bound > decompress_cap(len(payload)):
@@ -238,7 +242,8 @@ class DecodedPrefix:
             return len(self.data) >= n
         inbuf, outbuf, total = self._inbuf, self._outbuf, len(self._payload)
         while len(self.data) < n and not self.done:
-            inbuf.size = min(total, inbuf.size + _PREFIX_STEP)
+            inbuf.size = min(total, inbuf.size + self._step)
+            self._step = min(2 * self._step, _PREFIX_STEP_MAX)
             before = (inbuf.pos, outbuf.pos)
             rc = lib.ZSTD_decompressStream(self._dctx, outbuf, inbuf)
             if is_error(rc):
