@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 from helpers.outcomes import outcome
 from helpers.vectors import REF
 from urna.format.citation import resolve_citation
+from urna.format.encodings.repack import DigestIds
 from urna.format.identity import format_citation
 from urna.format.layout import (
     SECTION_CHUNK_IDS,
@@ -110,14 +111,40 @@ def test_digest_search_is_the_decoded_ids_index(digests: list[bytes], others: li
             wanted.append("sha256:" + (digests[0][16:] + digests[1][:16]).hex())
     for w in wanted:
         assert _index(found, w) == _index(decoded, w)
+    stop = data.draw(st.integers(-1, len(ids) + 1))
+    below = decoded[:max(stop, 0)]
+    for w in wanted:  # the reads a search's hits and the text-by-id map take
+        assert found.find(w, stop) == _index(below, w, -1)
+        assert found.find(w, stop, last=True) == (
+            len(below) - 1 - below[::-1].index(w) if w in below else -1)
+    assert len(found) == len(ids) and [found.text(i) for i in range(len(ids))] == decoded
 
 
-def _index(ids, wanted: str) -> int | None:
-    """``ids.index(wanted)``, None for its ValueError."""
+def _index(ids, wanted: str, missing: int | None = None) -> int | None:
+    """``ids.index(wanted)``, ``missing`` for its ValueError."""
     try:
         return ids.index(wanted)
     except ValueError:
-        return None
+        return missing
+
+
+@pytest.mark.parametrize("name", ["synthetic-hybrid.urna", "dedup-hybrid.urna",
+                                  "quickstart-compressed.urna"])
+def test_a_verified_open_reads_its_ids_from_the_digests(name: str, verdict_cache: Path) -> None:
+    import urna
+
+    path = verdict_cache / name
+    shutil.copyfile(REF / name, path)
+    with urna.open(path) as f:
+        full = f.chunk_ids()
+    with urna.open(path) as f:
+        assert f._state.view.trusted
+        lazy = f._state.chunk_ids
+        assert isinstance(lazy._records, DigestIds)  # these files repack their ids
+        assert list(lazy) == full
+        for cid in {full[0], full[-1], full[len(full) // 2]}:
+            assert lazy.index(cid) == full.index(cid)
+            assert lazy.last_index(cid, len(full)) == len(full) - 1 - full[::-1].index(cid)
 
 
 def test_only_a_whole_kind_0_body_is_searched_as_digests() -> None:

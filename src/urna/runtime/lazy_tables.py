@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any, overload
 
 from ..errors import UrnaError
+from ..format.encodings.repack import DigestIds
 from ..format.layout import (
     PREFIX,
     SECTION_CHUNK_IDS,
@@ -39,10 +40,11 @@ from ..format.sections.canonical import (
 
 
 class _Strings(Sequence):
-    """The records of a checked string section (``canonical.StringRecords``) as a read-only
-    sequence of ``str``, each decoded when read."""
+    """The records of a checked string section (``canonical.StringRecords``, or a verified
+    repacked 0x01's ``repack.DigestIds``) as a read-only sequence of ``str``, each decoded when
+    read."""
 
-    def __init__(self, records: StringRecords) -> None:
+    def __init__(self, records: StringRecords | DigestIds) -> None:
         self._records = records
 
     def __len__(self) -> int:
