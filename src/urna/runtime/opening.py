@@ -57,6 +57,7 @@ if TYPE_CHECKING:
     from typing import Any
 
 DTYPES = ("float32", "float16", "int8", "int4")
+_WHOLE = 1 << 62  # more bytes than any section decodes to: ``Prefix.extend`` decodes it all
 BLOB_REF_NONE = 0xFFFFFFFF
 
 
@@ -163,10 +164,15 @@ class OpenedFile(Record):
         A verdict that proved these records (``texts_proven``) leaves the proof out: the
         records are walked only as far as the rows read (``lazy_tables.WalkedTexts``).
         """
-        raw = self.view.decoded(SECTION_CHUNKS_CANONICAL)  # here: on the caller's worker
-        n = self.view.header.n_chunks
+        view, n = self.view, self.view.header.n_chunks
         if self.texts_proven:
-            return WalkedTexts(lambda: raw, n)
+            # Decoded here, on the caller's worker: a zstd 0x02 straight into one buffer
+            # (``UrnaView.decoded_prefix``), not decoded and then copied into bytes.
+            source = view.decoded_prefix(SECTION_CHUNKS_CANONICAL)
+            source.extend(_WHOLE)
+            return WalkedTexts(lambda: source, n,
+                               lambda: view.decoded(SECTION_CHUNKS_CANONICAL))
+        raw = view.decoded(SECTION_CHUNKS_CANONICAL)  # here: on the caller's worker
         lazy = lazy_texts(raw, n)
         if lazy is not None:
             if self.on_texts_proven is not None:
@@ -281,7 +287,9 @@ def _spans(view: UrnaView, n: int, proven: SpanRecords | None = None) -> Any:
     for ``_chunk_ids``."""
     entry = view.entry(SECTION_CHUNKS_ORIGINAL_SPANS)
     if entry is not None and entry.encoding != 4 and view.trusted:  # decoded whole before
-        return WalkedSpans(lambda: view.decoded(SECTION_CHUNKS_ORIGINAL_SPANS), n)
+        # a zstd 0x03 decoded only as far as the rows read
+        return WalkedSpans(lambda: view.decoded_prefix(SECTION_CHUNKS_ORIGINAL_SPANS), n,
+                           lambda: view.decoded(SECTION_CHUNKS_ORIGINAL_SPANS))
     if entry is not None and entry.encoding != 4:  # the repack keeps its own column path
         if proven is not None:
             return LazySpans(proven)

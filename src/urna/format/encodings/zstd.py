@@ -219,7 +219,8 @@ class DecodedPrefix:
         self.data: memoryview = memoryview(b"")
         self.done = True  # until the decode is set up
         self._step = _PREFIX_STEP
-        self._payload = payload
+        self._payload: bytes | memoryview | None = payload
+        self._src = self._dctx = self._inbuf = self._outbuf = None
         bound = frame_bound(payload) if len(payload) else None
         if bound is None or bound > decompress_cap(len(payload)):
             return
@@ -240,17 +241,25 @@ class DecodedPrefix:
         before (a libzstd error voids the prefix: ``data`` is then empty)."""
         if len(self.data) >= n or self.done:
             return len(self.data) >= n
-        inbuf, outbuf, total = self._inbuf, self._outbuf, len(self._payload)
+        inbuf, outbuf = self._inbuf, self._outbuf
+        assert self._payload is not None and inbuf is not None and outbuf is not None
+        total = len(self._payload)
         while len(self.data) < n and not self.done:
             inbuf.size = min(total, inbuf.size + self._step)
             self._step = min(2 * self._step, _PREFIX_STEP_MAX)
             before = (inbuf.pos, outbuf.pos)
             rc = lib.ZSTD_decompressStream(self._dctx, outbuf, inbuf)
             if is_error(rc):
-                self.done, self.data = True, memoryview(b"")
+                self.data = memoryview(b"")
+                self._finish()
                 return False
+            self.data = memoryview(ffi.buffer(self._dst, outbuf.pos))
             # All input in: the frames ended (0), or nothing moves (a truncated frame).
             if inbuf.pos == total and (rc == 0 or (inbuf.pos, outbuf.pos) == before):
-                self.done = True
-            self.data = memoryview(ffi.buffer(self._dst, outbuf.pos))
+                self._finish()
         return len(self.data) >= n
+
+    def _finish(self) -> None:
+        """Stop decoding: the payload (a view of the file's map) and the context are let go."""
+        self.done = True
+        self._payload = self._src = self._dctx = self._inbuf = self._outbuf = None

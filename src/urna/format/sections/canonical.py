@@ -286,51 +286,6 @@ def _record_starts(data: bytes, count: int, tail: int) -> list[int] | None:
 # leaves the payload or the bytes do not decode (then they are not the proven ones, and the
 # full parse decides).
 
-class ProvenStrings(RecordWalk):
-    """A proven 0x01 / 0x02 payload, read record by record."""
-
-    __slots__ = ()
-
-    def __init__(self, data: bytes) -> None:
-        super().__init__(data, 0)
-
-    def text(self, i: int) -> str | None:
-        """Record ``i`` as a string; None when it is not inside the payload or not UTF-8."""
-        at = self.bounds(i)
-        try:
-            return None if at is None else self.data[at[0]:at[1]].decode("utf-8")
-        except UnicodeDecodeError:
-            return None
-
-    row = text
-
-
-class ProvenSpans(RecordWalk):
-    """A proven 0x03 payload, read record by record."""
-
-    __slots__ = ()
-
-    def __init__(self, data: bytes) -> None:
-        super().__init__(data, _SPAN_TAIL.size)
-
-    def span(self, i: int) -> tuple[str, int, int] | None:
-        """``(source_uri, byte_start, byte_end)`` of record ``i``; None as for ``text``."""
-        at = self.bounds(i)
-        if at is None:
-            return None
-        try:
-            return (self.data[at[0]:at[1]].decode("utf-8"),
-                    *_SPAN_TAIL.unpack_from(self.data, at[1]))
-        except UnicodeDecodeError:
-            return None
-
-    row = span
-
-
-def _as_bytes(raw: bytes | memoryview) -> bytes:
-    return raw if isinstance(raw, bytes) else bytes(raw)
-
-
 class WholePayload:
     """A payload decoded whole, as a ``Prefix``."""
 
@@ -344,48 +299,100 @@ class WholePayload:
         return len(self.data) >= n
 
 
-def _prefix_bounds(prefix: Prefix, i: int, tail: int) -> tuple[int, int] | None:
-    """Where record ``i``'s body begins and ends in ``prefix.data`` (a proven ``lp(body) +
-    tail`` payload), decoded only as far as that record and its tail; None when the payload
-    ends before."""
-    if i < 0:
-        return None
-    walk = RecordWalk(prefix.data, tail)  # type: ignore[arg-type]  # any buffer unpacks
-    while not walk.walk(i + 1):
-        if not prefix.extend(walk.end + 4):  # record `len(starts)`'s length field
-            return None
-        walk.data = prefix.data  # type: ignore[assignment]
-    start = walk.starts[i]
-    end = start + _U32.unpack_from(walk.data, start - 4)[0]
-    return (start, end) if prefix.extend(end + tail) else None
-
-
-def _prefix_of(raw: bytes | memoryview | Prefix) -> Prefix:
+def as_prefix(raw: bytes | memoryview | Prefix) -> Prefix:
+    """``raw`` as a ``Prefix`` (bytes held whole become a ``WholePayload``)."""
     return WholePayload(raw) if isinstance(raw, (bytes, memoryview)) else raw
 
 
+class _ProvenWalk(RecordWalk):
+    """The walk of a proven payload held whole or as a ``Prefix`` (a zstd section decoded
+    only as far as the records read); thread-safe as the walk is: one thread extends the
+    prefix at a time."""
+
+    __slots__ = ("_grow", "prefix")
+
+    def __init__(self, raw: bytes | memoryview | Prefix, tail: int) -> None:
+        self.prefix = as_prefix(raw)
+        super().__init__(self.prefix.data, tail)  # type: ignore[arg-type]  # any buffer unpacks
+        self._grow = threading.Lock()
+
+    def _reach(self, n: int) -> bool:
+        """Whether the payload holds ``n`` bytes (the prefix extended so far if need be)."""
+        if len(self.data) >= n:
+            return True
+        with self._grow:
+            ok = self.prefix.extend(n)
+            self.data = self.prefix.data  # type: ignore[assignment]
+        return ok
+
+    def bounds(self, i: int) -> tuple[int, int] | None:
+        """Where record ``i``'s body begins and ends; None when it (or its tail) does not lie
+        inside the payload."""
+        if i < 0:
+            return None
+        while not self.walk(i + 1):
+            # the walk stopped at a length field past the bytes so far (record len(starts)'s)
+            if not self._reach(self.end + 4):
+                return None
+        start = self.starts[i]
+        end = start + _U32.unpack_from(self.data, start - 4)[0]
+        return (start, end) if self._reach(end + self.tail) else None
+
+
+class ProvenStrings(_ProvenWalk):
+    """A proven 0x01 / 0x02 payload, read record by record."""
+
+    __slots__ = ()
+
+    def __init__(self, data: bytes | memoryview | Prefix) -> None:
+        super().__init__(data, 0)
+
+    def text(self, i: int) -> str | None:
+        """Record ``i`` as a string; None when it is not inside the payload or not UTF-8."""
+        at = self.bounds(i)
+        try:
+            return None if at is None else str(self.data[at[0]:at[1]], "utf-8")
+        except UnicodeDecodeError:
+            return None
+
+    row = text
+
+
+class ProvenSpans(_ProvenWalk):
+    """A proven 0x03 payload, read record by record."""
+
+    __slots__ = ()
+
+    def __init__(self, data: bytes | memoryview | Prefix) -> None:
+        super().__init__(data, _SPAN_TAIL.size)
+
+    def span(self, i: int) -> tuple[str, int, int] | None:
+        """``(source_uri, byte_start, byte_end)`` of record ``i``; None as for ``text``."""
+        at = self.bounds(i)
+        if at is None:
+            return None
+        try:
+            return (str(self.data[at[0]:at[1]], "utf-8"),
+                    *_SPAN_TAIL.unpack_from(self.data, at[1]))
+        except UnicodeDecodeError:
+            return None
+
+    row = span
+
+
+def _as_bytes(raw: bytes | memoryview) -> bytes:
+    return raw if isinstance(raw, bytes) else bytes(raw)
+
+
 def proven_string(raw: bytes | memoryview | Prefix, i: int) -> str | None:
-    """Record ``i`` of a proven 0x01 / 0x02 payload (decoded whole, or a ``Prefix`` decoded
-    up to that record); None as for ``ProvenStrings.text``."""
-    prefix = _prefix_of(raw)
-    at = _prefix_bounds(prefix, i, 0)
-    try:
-        return None if at is None else str(prefix.data[at[0]:at[1]], "utf-8")
-    except UnicodeDecodeError:
-        return None
+    """Record ``i`` of a proven 0x01 / 0x02 payload, held whole or as a ``Prefix`` decoded up
+    to that record (one read: ``ProvenStrings``)."""
+    return ProvenStrings(raw).text(i)
 
 
 def proven_span(raw: bytes | memoryview | Prefix, i: int) -> tuple[str, int, int] | None:
-    """Record ``i`` of a proven 0x03 payload (as for ``proven_string``)."""
-    prefix = _prefix_of(raw)
-    at = _prefix_bounds(prefix, i, _SPAN_TAIL.size)
-    if at is None:
-        return None
-    try:
-        return (str(prefix.data[at[0]:at[1]], "utf-8"),
-                *_SPAN_TAIL.unpack_from(prefix.data, at[1]))
-    except UnicodeDecodeError:
-        return None
+    """Record ``i`` of a proven 0x03 payload (as for ``proven_string``: ``ProvenSpans``)."""
+    return ProvenSpans(raw).span(i)
 
 
 def _walked_starts(data: bytes, count: int) -> list[int] | None:
