@@ -139,14 +139,19 @@ class _ProvenRows:
     payload, a body that is not UTF-8: the bytes are not the proven ones) is answered by the
     full parse of ``whole()`` (the decoded section; ``load()``'s bytes by default), so it
     raises the eager decoder's error. Thread-safe: one thread loads.
+
+    ``kept``: ``(body digest, section id)`` of a verified body: the record starts an earlier
+    call kept for these bytes are taken at load (no walk to a row), or the first load walks
+    every record and keeps them (``runtime.verdicts.kept_starts``).
     """
 
     def __init__(self, load: Callable[[], bytes | memoryview | Prefix], count: int,
                  walker: Callable[[Prefix], ProvenStrings | ProvenSpans],
                  decode: Callable[[bytes, int], list[Any]],
-                 whole: Callable[[], bytes | memoryview] | None = None) -> None:
+                 whole: Callable[[], bytes | memoryview] | None = None,
+                 kept: tuple[bytes, int] | None = None) -> None:
         self._load, self._count, self._walker, self._decode = load, count, walker, decode
-        self._whole = whole
+        self._whole, self._kept = whole, kept
         self._source: Prefix | None = None
         self._walk: ProvenStrings | ProvenSpans | None = None
         self._eager: list[Any] | None = None
@@ -162,8 +167,23 @@ class _ProvenRows:
                     if (source.extend(PREFIX.size) and PREFIX.unpack_from(source.data, 0)
                             == (SECTION_PAYLOAD_VERSION, self._count)):
                         self._walk = self._walker(source)
+                        if self._kept is not None:
+                            self._settle(self._walk, *self._kept)
                     self._source = source
         return self._walk
+
+    def _settle(self, walk: ProvenStrings | ProvenSpans, body_digest: bytes,
+                section_id: int) -> None:
+        """Take the record starts kept for these verified bytes; else walk every record once
+        and keep their starts for the next call (``runtime.verdicts``)."""
+        from . import verdicts
+
+        starts = verdicts.kept_starts(body_digest, section_id, self._count)
+        if starts is not None:
+            walk.adopt(starts)
+        elif (self._count >= verdicts.STARTS_MIN_RECORDS
+              and walk.bounds(self._count - 1) is not None and len(walk.starts) == self._count):
+            verdicts.keep_starts(body_digest, section_id, walk.starts)
 
     def row(self, i: int) -> Any:
         """Row ``i``: read through the walk, else (bytes not the proven ones) parsed."""
@@ -192,8 +212,9 @@ class WalkedTexts(LazyTexts):
     for (``_ProvenRows``; ``load`` and ``whole`` as there)."""
 
     def __init__(self, load: Callable[[], bytes | memoryview | Prefix], count: int,
-                 whole: Callable[[], bytes | memoryview] | None = None) -> None:
-        self._rows = _ProvenRows(load, count, ProvenStrings, decode_texts, whole)
+                 whole: Callable[[], bytes | memoryview] | None = None,
+                 kept: tuple[bytes, int] | None = None) -> None:
+        self._rows = _ProvenRows(load, count, ProvenStrings, decode_texts, whole, kept)
         self._count = count
 
     def __len__(self) -> int:
@@ -209,9 +230,10 @@ class WalkedSpans(LazySpans):
     walks its records only as far as the rows asked for (``_ProvenRows``)."""
 
     def __init__(self, load: Callable[[], bytes | memoryview | Prefix], count: int,
-                 whole: Callable[[], bytes | memoryview] | None = None) -> None:
+                 whole: Callable[[], bytes | memoryview] | None = None,
+                 kept: tuple[bytes, int] | None = None) -> None:
         super().__init__(None)
-        self._rows = _ProvenRows(load, count, ProvenSpans, decode_spans, whole)
+        self._rows = _ProvenRows(load, count, ProvenSpans, decode_spans, whole, kept)
         self._count = count
 
     def __len__(self) -> int:

@@ -170,8 +170,10 @@ class OpenedFile(Record):
             # (``UrnaView.decoded_prefix``), not decoded and then copied into bytes.
             source = view.decoded_prefix(SECTION_CHUNKS_CANONICAL)
             source.extend(_WHOLE)
+            digest = view.body_digest()
             return WalkedTexts(lambda: source, n,
-                               lambda: view.decoded(SECTION_CHUNKS_CANONICAL))
+                               lambda: view.decoded(SECTION_CHUNKS_CANONICAL),
+                               None if digest is None else (digest, SECTION_CHUNKS_CANONICAL))
         raw = view.decoded(SECTION_CHUNKS_CANONICAL)  # here: on the caller's worker
         lazy = lazy_texts(raw, n)
         if lazy is not None:
@@ -288,8 +290,10 @@ def _spans(view: UrnaView, n: int, proven: SpanRecords | None = None) -> Any:
     entry = view.entry(SECTION_CHUNKS_ORIGINAL_SPANS)
     if entry is not None and entry.encoding != 4 and view.trusted:  # decoded whole before
         # a zstd 0x03 decoded only as far as the rows read
+        digest = view.body_digest()
         return WalkedSpans(lambda: view.decoded_prefix(SECTION_CHUNKS_ORIGINAL_SPANS), n,
-                           lambda: view.decoded(SECTION_CHUNKS_ORIGINAL_SPANS))
+                           lambda: view.decoded(SECTION_CHUNKS_ORIGINAL_SPANS),
+                           None if digest is None else (digest, SECTION_CHUNKS_ORIGINAL_SPANS))
     if entry is not None and entry.encoding != 4:  # the repack keeps its own column path
         if proven is not None:
             return LazySpans(proven)

@@ -304,6 +304,9 @@ def as_prefix(raw: bytes | memoryview | Prefix) -> Prefix:
     return WholePayload(raw) if isinstance(raw, (bytes, memoryview)) else raw
 
 
+_NO_WALK = sys.maxsize // 2  # an end no length field lies at: a walk from it stops at once
+
+
 class _ProvenWalk(RecordWalk):
     """The walk of a proven payload held whole or as a ``Prefix`` (a zstd section decoded
     only as far as the records read); thread-safe as the walk is: one thread extends the
@@ -327,16 +330,29 @@ class _ProvenWalk(RecordWalk):
 
     def bounds(self, i: int) -> tuple[int, int] | None:
         """Where record ``i``'s body begins and ends; None when it (or its tail) does not lie
-        inside the payload."""
+        inside the payload, or does not end where the next record's length field begins."""
         if i < 0:
             return None
         while not self.walk(i + 1):
             # the walk stopped at a length field past the bytes so far (record len(starts)'s)
             if not self._reach(self.end + 4):
                 return None
-        start = self.starts[i]
+        starts = self.starts
+        start = starts[i]
+        if start < PREFIX.size + 4 or not self._reach(start):
+            return None
         end = start + _U32.unpack_from(self.data, start - 4)[0]
+        if i + 1 < len(starts) and starts[i + 1] != end + self.tail + 4:
+            return None  # kept starts (``adopt``) that are not these bytes' records
         return (start, end) if self._reach(end + self.tail) else None
+
+    def adopt(self, starts: Sequence[int]) -> None:
+        """Take every record's start, found by an earlier walk of these same proven bytes
+        (``runtime.verdicts.kept_starts``): a row is then read without walking to it. A walk
+        past them never resumes (a row past the records is the full parse's to answer)."""
+        with self._lock:
+            self.starts = starts  # type: ignore[assignment]  # any sequence of ints
+            self.end = _NO_WALK
 
 
 class ProvenStrings(_ProvenWalk):
