@@ -9,6 +9,7 @@ text); ``index`` is ``list.index`` of the decoded strings; a payload known to be
 
 from __future__ import annotations
 
+import itertools
 import struct
 
 import pytest
@@ -17,6 +18,7 @@ from hypothesis import strategies as st
 
 from helpers.budget import examples
 from helpers.outcomes import outcome
+from urna.format.encodings.zstd import zstd_decompress
 from urna.format.sections.canonical import (
     decode_spans,
     decode_strings,
@@ -149,6 +151,28 @@ def test_a_proven_record_is_the_decoded_one(texts: list[str], spans: list,
     for i in range(len(spans) + 2):
         got = proven_span(rows[:cut], i)
         assert got is None or got == decode_spans(rows, None)[i]
+
+
+@settings(max_examples=examples(100, 40), deadline=None)
+@given(TEXTS, SPANS, st.integers(1, 3), st.data())
+def test_a_proven_record_read_from_a_zstd_prefix_is_the_decoded_one(
+        texts: list[str], spans: list, n_frames: int, data: st.DataObject) -> None:
+    # cite on a verified body decodes a zstd 0x02 / 0x03 only up to the cited record
+    from urna.format.encodings.zstd import DecodedPrefix, zstd_compress
+
+    def framed(raw: bytes) -> bytes:  # the decoded bytes split over n_frames frames
+        cuts = sorted(data.draw(st.integers(0, len(raw))) for _ in range(n_frames - 1))
+        bounds = [0, *cuts, len(raw)]
+        return b"".join(zstd_compress(raw[a:b]) for a, b in itertools.pairwise(bounds))
+
+    strings, rows = framed(encode_strings(texts)), framed(encode_spans(spans))
+    for i in data.draw(st.lists(st.integers(-1, len(texts) + 1), max_size=5)):
+        assert proven_string(DecodedPrefix(strings), i) == (
+            texts[i] if 0 <= i < len(texts) else None)
+    decoded = decode_spans(zstd_decompress(rows), None)
+    for i in data.draw(st.lists(st.integers(-1, len(spans) + 1), max_size=5)):
+        assert proven_span(DecodedPrefix(rows), i) == (
+            decoded[i] if 0 <= i < len(spans) else None)
 
 
 def test_a_count_no_payload_can_hold_is_refused_before_walking() -> None:

@@ -24,7 +24,7 @@ import urna
 from helpers.cli_runner import invoke
 from helpers.mutate import apply_case, load_cases
 from helpers.vectors import REF
-from urna.format import ahead, reader
+from urna.format import ahead, body_digest
 from urna.format.layout import LEGACY_MAGIC, URNA_FOOTER_SIZE, URNA_HEADER_SIZE, URNA_MAGIC
 from urna.format.reader import UrnaView
 from urna.runtime import mapping
@@ -98,7 +98,7 @@ def test_every_light_verb_takes_the_head_starts_digest(
         taken.append(job is not None)
         return job
 
-    monkeypatch.setattr(reader, "claim_offered", spy)
+    monkeypatch.setattr(body_digest, "claim_offered", spy)
     args = [path]
     if verb == "cite":
         with urna.open(path) as f:

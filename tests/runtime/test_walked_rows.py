@@ -26,6 +26,7 @@ import urna
 from helpers.payloads import damaged
 from helpers.vectors import REF
 from urna.errors import UrnaError
+from urna.format.encodings.zstd import DecodedPrefix, zstd_compress
 from urna.format.sections.canonical import (
     ProvenSpans,
     ProvenStrings,
@@ -143,6 +144,25 @@ def test_spans_not_the_proven_bytes_give_the_eager_error_or_a_row(rows: list,
     _check_reads(WalkedSpans(lambda: raw, len(rows)), eager, len(rows), order)
 
 
+@settings(max_examples=200, deadline=None)
+@given(rows=st.lists(_TEXTS, min_size=1, max_size=20), spans=st.lists(_SPANS, min_size=1,
+                                                                       max_size=20),
+       data=st.data())
+def test_rows_read_from_a_zstd_prefix_are_the_eager_rows(rows: list[str], spans: list,
+                                                         data: st.DataObject) -> None:
+    # a verified body's zstd 0x02 (decoded into one buffer) and 0x03 (decoded as far as the
+    # rows read): proven bytes, or (never on a verified body) bytes that are not the proven ones
+    for raw, n, decode, walked in (
+            (encode_texts(rows), len(rows), decode_texts, WalkedTexts),
+            (encode_spans(spans), len(spans), decode_spans, WalkedSpans)):
+        if data.draw(st.booleans()):
+            raw = damaged(raw, data)
+        frame = zstd_compress(raw)
+        order = data.draw(st.lists(st.integers(0, n - 1), min_size=1, max_size=25))
+        _check_reads(walked(lambda frame=frame: DecodedPrefix(frame), n, lambda raw=raw: raw),
+                     _eager(decode, raw, n), n, order)
+
+
 def test_hostile_lengths_fall_back_to_the_eager_error() -> None:
     good = encode_texts(["alpha", "beta", "gamma"])
     # (payload, the rows a walk can still read); every other row raises the eager error
@@ -191,7 +211,7 @@ def test_a_proven_files_texts_are_walked_only_as_far_as_read(verdict_cache: Path
     with urna.open(path) as f:  # the full open; its first retrieve keeps the texts' proof
         q = np.resize(q, f.embedding_dim)
         want = f.retrieve(q, 2, query_text="offline").to_dict()["hits"]
-        eager = f.texts()
+        eager, eager_spans = f.texts(), f.spans()
     with urna.open(path) as f:
         assert f._state.texts_proven
         texts = f._state.texts
@@ -199,5 +219,8 @@ def test_a_proven_files_texts_are_walked_only_as_far_as_read(verdict_cache: Path
         assert texts[1] == eager[1]
         walk = texts._rows.walk()
         assert walk is not None and len(walk.starts) == 2  # rows 0 and 1 only
+        # its zstd 0x02 decoded into one buffer, never copied into bytes
+        assert isinstance(walk.prefix, DecodedPrefix) and walk.prefix.done
         assert f.retrieve(q, 2, query_text="offline").to_dict()["hits"] == want
         assert list(texts) == eager
+        assert list(f._state.spans) == eager_spans  # its zstd 0x03 read through a prefix

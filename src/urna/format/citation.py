@@ -10,8 +10,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ..errors import CitationError
+from .encodings.repack import DigestIds, digest_ids
 from .identity import format_citation, parse_citation
-from .layout import SECTION_CHUNK_IDS, SECTION_CHUNKS_CANONICAL, SECTION_CHUNKS_ORIGINAL_SPANS
+from .layout import (
+    ENCODING_INTPACK,
+    SECTION_CHUNK_IDS,
+    SECTION_CHUNKS_CANONICAL,
+    SECTION_CHUNKS_ORIGINAL_SPANS,
+)
 from .reader import UrnaView
 from .record import FrozenRecord
 from .sections.canonical import (
@@ -50,7 +56,7 @@ class ResolvedCitation(FrozenRecord):
 
 
 def locate_citation(citation: str, content_hash: str,
-                    chunk_ids: Sequence[str] | StringRecords) -> tuple[str, int]:
+                    chunk_ids: Sequence[str] | StringRecords | DigestIds) -> tuple[str, int]:
     """(chunk_id, ordinal) a citation names in a file; CitationError on another corpus or chunk."""
     expected_hash, wanted = parse_citation(citation)
     if expected_hash != content_hash:
@@ -69,23 +75,31 @@ def resolve_citation(view: UrnaView, citation: str, *,
     Checks in order: the content hash, 0x01 parsed with ``n_chunks`` records, the citation,
     then 0x02 and 0x03 parsed the same way; only the cited record is built.
     ``records_checked``: these same bytes passed those parses before (a verdict), so their
-    UTF-8 is not walked again, and 0x02 / 0x03 only up to the cited record.
+    UTF-8 is not walked again, a repacked 0x01 is searched as digests, and 0x02 / 0x03 are
+    walked only up to the cited record (and decoded only so far: ``UrnaView.decoded_prefix``).
     """
     actual = view.content_hash(keep_texts=True)
     n = view.header.n_chunks
-    ids = string_records(view.decoded(SECTION_CHUNK_IDS), n, SECTION_CHUNK_IDS,
-                         utf8_checked=records_checked)
+    ids: StringRecords | DigestIds | None = None
+    entry = view.entry(SECTION_CHUNK_IDS)
+    if records_checked and entry is not None and entry.encoding == ENCODING_INTPACK:
+        ids = digest_ids(view.payload(entry))  # the ids searched as digests, none decoded
+    if ids is None:
+        ids = string_records(view.decoded(SECTION_CHUNK_IDS), n, SECTION_CHUNK_IDS,
+                             utf8_checked=records_checked)
     wanted, ordinal = locate_citation(citation, actual, ids)
-    texts = view.decoded(SECTION_CHUNKS_CANONICAL)
-    spans = view.decoded(SECTION_CHUNKS_ORIGINAL_SPANS)
-    # Proven records are walked up to the cited one only; else each table is parsed whole.
-    text = proven_string(texts, ordinal) if records_checked else None
+    # Proven records are walked (and, on a verified body, decoded) up to the cited one only;
+    # else each table is parsed whole.
+    text = (proven_string(view.decoded_prefix(SECTION_CHUNKS_CANONICAL), ordinal)
+            if records_checked else None)
     if text is None:
-        text = string_records(texts, n, SECTION_CHUNKS_CANONICAL,
-                              utf8_checked=records_checked).text(ordinal)
-    span = proven_span(spans, ordinal) if records_checked else None
+        text = string_records(view.decoded(SECTION_CHUNKS_CANONICAL), n,
+                              SECTION_CHUNKS_CANONICAL, utf8_checked=records_checked).text(ordinal)
+    span = (proven_span(view.decoded_prefix(SECTION_CHUNKS_ORIGINAL_SPANS), ordinal)
+            if records_checked else None)
     if span is None:
-        span = span_records(spans, n, utf8_checked=records_checked).span(ordinal)
+        span = span_records(view.decoded(SECTION_CHUNKS_ORIGINAL_SPANS), n,
+                            utf8_checked=records_checked).span(ordinal)
     uri, start, end = span
     return ResolvedCitation(format_citation(actual, wanted), wanted, actual, ordinal, text, uri,
                             start, end)

@@ -38,7 +38,8 @@ from ..errors import (
     UrnaError,
 )
 from . import encodings
-from .ahead import Job, Lane, claim_offered, offer, submit_over
+from .ahead import Job, Lane
+from .body_digest import claim_body_digest
 from .dtypes import DTYPE_ENCODINGS, SPACE_DTYPES
 from .hashing import sha256_state
 from .identity import content_hash as _content_hash
@@ -46,6 +47,7 @@ from .identity import file_hash as _file_hash
 from .layout import (
     CANONICAL_SECTIONS,
     ENCODING_RAW,
+    ENCODING_ZSTD,
     LEGACY_MAGIC,
     SECTION_ALIGNMENT,
     SECTION_CHUNKS_CANONICAL,
@@ -74,6 +76,10 @@ from .layout import (
 from .manifest import Manifest
 from .record import FrozenRecord
 from .sections.canonical import CONTRACT_KEYS, decode_contract
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from .sections.canonical import Prefix
 
 _CONTRACT_ERRORS = {
     "metric": UnsupportedMetric, "score_type": UnsupportedScoreType,
@@ -178,8 +184,8 @@ class CheckSteps:
             if step.error is not None:
                 return
         body_end = length - URNA_FOOTER_SIZE
-        # The CLI's head start (start_body_digest) may be hashing this very body already.
-        ahead = claim_offered(buf.obj, _body_key(length))
+        # The CLI's head start (format.body_digest) may be hashing this very body already.
+        ahead = claim_body_digest(buf)
         trusted = False
         if self.trusted_body is not None:
             # A body once verified whole (runtime.verdicts): its digest, one pass, decides
@@ -264,21 +270,6 @@ class CheckSteps:
             if step.error is not None:
                 return
         self.view = view
-
-
-def start_body_digest(data: bytes | bytearray | memoryview) -> None:
-    """Start the SHA-256 of the body of ``data`` (an object exporting a file's bytes, e.g. its
-    mmap) on a worker, for the checks of a later ``UrnaView.from_bytes`` over that same object
-    to take instead of hashing the body again (the CLI's head start, ``runtime.mapping``)."""
-    buf = _byte_view(data)
-    length = len(buf)
-    if length < URNA_HEADER_SIZE + URNA_FOOTER_SIZE:
-        return
-    offer(buf.obj, _body_key(length), submit_over(sha256_state, buf, 0, length - URNA_FOOTER_SIZE))
-
-
-def _body_key(length: int) -> tuple[str, int]:
-    return ("body digest", length)
 
 
 def detached(exc: UrnaError) -> UrnaError:
@@ -568,6 +559,23 @@ class UrnaView:
             out = encodings.decode_section(section_id, entry.encoding, payload)
         self._decoded[section_id] = out
         return out
+
+    def decoded_prefix(self, section_id: int) -> Prefix:
+        """The wire-decoded bytes of the first ``section_id`` entry as a ``canonical.Prefix``:
+        on a trusted view (a body whose every section decoded whole before), a zstd section
+        decodes only as far as its reader asks (``encodings.zstd.DecodedPrefix``); any other
+        section, or a view not trusted, is decoded whole (``decoded``) first."""
+        from .sections.canonical import WholePayload
+
+        entry = self.entry(section_id)
+        if (self.trusted and entry is not None and entry.encoding == ENCODING_ZSTD
+                and section_id not in self._decoded
+                and (section_id != SECTION_CHUNKS_CANONICAL
+                     or self.entry(SECTION_DEDUP_MAP) is None)):
+            from .encodings.zstd import DecodedPrefix
+
+            return DecodedPrefix(self.payload(entry))
+        return WholePayload(self.decoded(section_id))
 
     def spans(self, expected: int) -> list[tuple[str, int, int]]:
         """Decode 0x03 to (source_uri, byte_start, byte_end) with ``expected`` records.

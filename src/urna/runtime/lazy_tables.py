@@ -17,9 +17,13 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterator, Sequence
-from typing import Any, overload
+from typing import TYPE_CHECKING, Any, overload
 
 from ..errors import UrnaError
+from ..format.encodings.repack import DigestIds
+
+if TYPE_CHECKING:
+    from ..format.sections.canonical import Prefix
 from ..format.layout import (
     PREFIX,
     SECTION_CHUNK_IDS,
@@ -31,6 +35,7 @@ from ..format.sections.canonical import (
     ProvenStrings,
     SpanRecords,
     StringRecords,
+    as_prefix,
     decode_spans,
     decode_texts,
     span_records,
@@ -39,10 +44,11 @@ from ..format.sections.canonical import (
 
 
 class _Strings(Sequence):
-    """The records of a checked string section (``canonical.StringRecords``) as a read-only
-    sequence of ``str``, each decoded when read."""
+    """The records of a checked string section (``canonical.StringRecords``, or a verified
+    repacked 0x01's ``repack.DigestIds``) as a read-only sequence of ``str``, each decoded when
+    read."""
 
-    def __init__(self, records: StringRecords) -> None:
+    def __init__(self, records: StringRecords | DigestIds) -> None:
         self._records = records
 
     def __len__(self) -> int:
@@ -126,18 +132,27 @@ class LazySpans(Sequence):
 class _ProvenRows:
     """The payload of a verified body whose verdict proved its records (a full parse of these
     very bytes succeeded), read row by row through one kept ``canonical.RecordWalk``: the
-    payload is loaded on the first read, and walked only as far as the rows asked for.
+    payload is loaded on the first read (whole, or a zstd section as a ``canonical.Prefix``
+    decoded only as far as the rows read), and walked only as far as the rows asked for.
 
     A row the walk cannot read (a prefix that is not ``version 1 | count``, a record past the
     payload, a body that is not UTF-8: the bytes are not the proven ones) is answered by the
-    full parse, so it raises the eager decoder's error. Thread-safe: one thread loads.
+    full parse of ``whole()`` (the decoded section; ``load()``'s bytes by default), so it
+    raises the eager decoder's error. Thread-safe: one thread loads.
+
+    ``kept``: ``(body digest, section id)`` of a verified body: the record starts an earlier
+    call kept for these bytes are taken at load (no walk to a row), or the first load walks
+    every record and keeps them (``runtime.verdicts.kept_starts``).
     """
 
-    def __init__(self, load: Callable[[], bytes | memoryview], count: int,
-                 walker: Callable[[bytes], ProvenStrings | ProvenSpans],
-                 decode: Callable[[bytes, int], list[Any]]) -> None:
+    def __init__(self, load: Callable[[], bytes | memoryview | Prefix], count: int,
+                 walker: Callable[[Prefix], ProvenStrings | ProvenSpans],
+                 decode: Callable[[bytes, int], list[Any]],
+                 whole: Callable[[], bytes | memoryview] | None = None,
+                 kept: tuple[bytes, int] | None = None) -> None:
         self._load, self._count, self._walker, self._decode = load, count, walker, decode
-        self._data: bytes | None = None
+        self._whole, self._kept = whole, kept
+        self._source: Prefix | None = None
         self._walk: ProvenStrings | ProvenSpans | None = None
         self._eager: list[Any] | None = None
         self._lock = threading.Lock()
@@ -145,16 +160,30 @@ class _ProvenRows:
     def walk(self) -> ProvenStrings | ProvenSpans | None:
         """The kept walk (the payload loaded on the first call); None when the prefix is not
         the proven one."""
-        if self._data is None:
+        if self._source is None:
             with self._lock:
-                if self._data is None:
-                    raw = self._load()
-                    data = raw if isinstance(raw, bytes) else bytes(raw)
-                    if (len(data) >= PREFIX.size and PREFIX.unpack_from(data, 0)
+                if self._source is None:
+                    source = as_prefix(self._load())
+                    if (source.extend(PREFIX.size) and PREFIX.unpack_from(source.data, 0)
                             == (SECTION_PAYLOAD_VERSION, self._count)):
-                        self._walk = self._walker(data)
-                    self._data = data
+                        self._walk = self._walker(source)
+                        if self._kept is not None:
+                            self._settle(self._walk, *self._kept)
+                    self._source = source
         return self._walk
+
+    def _settle(self, walk: ProvenStrings | ProvenSpans, body_digest: bytes,
+                section_id: int) -> None:
+        """Take the record starts kept for these verified bytes; else walk every record once
+        and keep their starts for the next call (``runtime.verdicts``)."""
+        from . import verdicts
+
+        starts = verdicts.kept_starts(body_digest, section_id, self._count)
+        if starts is not None:
+            walk.adopt(starts)
+        elif (self._count >= verdicts.STARTS_MIN_RECORDS
+              and walk.bounds(self._count - 1) is not None and len(walk.starts) == self._count):
+            verdicts.keep_starts(body_digest, section_id, walk.starts)
 
     def row(self, i: int) -> Any:
         """Row ``i``: read through the walk, else (bytes not the proven ones) parsed."""
@@ -167,18 +196,25 @@ class _ProvenRows:
         self.walk()
         eager = self._eager
         if eager is None:
-            assert self._data is not None
-            eager = self._eager = self._decode(self._data, self._count)
+            if self._whole is not None:
+                raw = self._whole()
+            else:
+                assert self._source is not None
+                raw = self._source.data
+            eager = self._eager = self._decode(raw if isinstance(raw, bytes) else bytes(raw),
+                                               self._count)
         return eager[i]
 
 
 class WalkedTexts(LazyTexts):
     """The texts of a verified body whose verdict proved 0x02's records (``TEXT_RECORDS`` or
     ``CITE_RECORDS``): none is walked until read, then the records only up to the row asked
-    for (``_ProvenRows``)."""
+    for (``_ProvenRows``; ``load`` and ``whole`` as there)."""
 
-    def __init__(self, load: Callable[[], bytes | memoryview], count: int) -> None:
-        self._rows = _ProvenRows(load, count, ProvenStrings, decode_texts)
+    def __init__(self, load: Callable[[], bytes | memoryview | Prefix], count: int,
+                 whole: Callable[[], bytes | memoryview] | None = None,
+                 kept: tuple[bytes, int] | None = None) -> None:
+        self._rows = _ProvenRows(load, count, ProvenStrings, decode_texts, whole, kept)
         self._count = count
 
     def __len__(self) -> int:
@@ -190,12 +226,14 @@ class WalkedTexts(LazyTexts):
 
 class WalkedSpans(LazySpans):
     """The spans of a verified body (a full open decoded these bytes before): nothing is read
-    at open; the first read decodes the section and walks its records only as far as the
-    rows asked for (``_ProvenRows``)."""
+    at open; the first read decodes the section (a zstd one only as far as the rows read) and
+    walks its records only as far as the rows asked for (``_ProvenRows``)."""
 
-    def __init__(self, load: Callable[[], bytes | memoryview], count: int) -> None:
+    def __init__(self, load: Callable[[], bytes | memoryview | Prefix], count: int,
+                 whole: Callable[[], bytes | memoryview] | None = None,
+                 kept: tuple[bytes, int] | None = None) -> None:
         super().__init__(None)
-        self._rows = _ProvenRows(load, count, ProvenSpans, decode_spans)
+        self._rows = _ProvenRows(load, count, ProvenSpans, decode_spans, whole, kept)
         self._count = count
 
     def __len__(self) -> int:

@@ -5,10 +5,10 @@ Every open of a .urna file begins with one SHA-256 pass over its body: the foote
 first open, or the comparison with a kept verdict on a repeat one. A command-line call spends
 its first 60-80 ms importing (numpy, the verb's modules) on one core, so the CLI maps the file
 as soon as its arguments are parsed and starts that pass on a worker (``start_head_start``;
-the pass itself is ``format.reader.start_body_digest``): hashlib releases the GIL, and the
-pass runs on the other core while the imports go on. The verb's open then takes the same map
-(``map_file``, ``take_map``) and the reader's checks the same digest, so the digest always
-covers exactly the bytes the checks read.
+the pass itself is ``format.body_digest.start_body_digest``, before the reader is imported):
+hashlib releases the GIL, and the pass runs on the other core while the imports go on. The
+verb's open then takes the same map (``map_file``, ``take_map``) and the reader's checks the
+same digest, so the digest always covers exactly the bytes the checks read.
 
 Nothing here decides anything: a head start that is never taken only cost a pass on an idle
 core, and a path that is not a regular .urna file (or too small to be worth a thread) is left
@@ -24,8 +24,8 @@ import stat
 
 from ..errors import Io
 from ..format.ahead import INLINE_BYTES, withdraw_offers, worker_count
+from ..format.body_digest import start_body_digest
 from ..format.layout import LEGACY_MAGIC, URNA_FOOTER_SIZE, URNA_HEADER_SIZE, URNA_MAGIC
-from ..format.reader import start_body_digest
 from ..format.record import FrozenRecord
 
 TYPE_CHECKING = False

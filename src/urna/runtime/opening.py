@@ -18,7 +18,9 @@ import numpy as np
 from ..errors import MalformedSectionPayload, SectionNotFound, UnsupportedDType
 from ..format import encodings
 from ..format.ahead import Job, Lane, start_quietly
+from ..format.encodings.repack import digest_ids
 from ..format.layout import (
+    ENCODING_INTPACK,
     SECTION_BLOB_DATA,
     SECTION_BLOB_REFS,
     SECTION_BLOB_SPAN_OVERLAY,
@@ -55,6 +57,7 @@ if TYPE_CHECKING:
     from typing import Any
 
 DTYPES = ("float32", "float16", "int8", "int4")
+_WHOLE = 1 << 62  # more bytes than any section decodes to: ``Prefix.extend`` decodes it all
 BLOB_REF_NONE = 0xFFFFFFFF
 
 
@@ -161,10 +164,17 @@ class OpenedFile(Record):
         A verdict that proved these records (``texts_proven``) leaves the proof out: the
         records are walked only as far as the rows read (``lazy_tables.WalkedTexts``).
         """
-        raw = self.view.decoded(SECTION_CHUNKS_CANONICAL)  # here: on the caller's worker
-        n = self.view.header.n_chunks
+        view, n = self.view, self.view.header.n_chunks
         if self.texts_proven:
-            return WalkedTexts(lambda: raw, n)
+            # Decoded here, on the caller's worker: a zstd 0x02 straight into one buffer
+            # (``UrnaView.decoded_prefix``), not decoded and then copied into bytes.
+            source = view.decoded_prefix(SECTION_CHUNKS_CANONICAL)
+            source.extend(_WHOLE)
+            digest = view.body_digest()
+            return WalkedTexts(lambda: source, n,
+                               lambda: view.decoded(SECTION_CHUNKS_CANONICAL),
+                               None if digest is None else (digest, SECTION_CHUNKS_CANONICAL))
+        raw = view.decoded(SECTION_CHUNKS_CANONICAL)  # here: on the caller's worker
         lazy = lazy_texts(raw, n)
         if lazy is not None:
             if self.on_texts_proven is not None:
@@ -254,13 +264,21 @@ def _fp_slab(view: UrnaView, n: int, dim: int) -> tuple[Slab, str] | None:
     return (Slab.float32(arr) if dtype == "float32" else Slab.float16(arr)), dtype
 
 
-def _chunk_ids(view: UrnaView, n: int, proven: StringRecords | None = None) -> Sequence[str]:
+def _chunk_ids(view: UrnaView, n: int, proven: StringRecords | None = None,
+               verified: bool = False) -> Sequence[str]:
     """Step 7: 0x01, decoded on use when provably well formed, else eagerly (its error).
 
     ``proven``: the records a parse of this view's 0x01 with ``n`` records passed (``urna
-    validate``'s step before the open's): that proof is not made again."""
+    validate``'s step before the open's): that proof is not made again. ``verified``: these
+    bytes decoded whole before, so a repacked 0x01 is read from its digests (an id is hexed
+    when read, not all 18,000 at open)."""
     if proven is not None:
         return LazyChunkIds(proven)
+    entry = view.entry(SECTION_CHUNK_IDS)
+    if verified and entry is not None and entry.encoding == ENCODING_INTPACK:
+        digests = digest_ids(view.payload(entry))
+        if digests is not None and len(digests) == n:
+            return LazyChunkIds(digests)
     raw = view.decoded(SECTION_CHUNK_IDS)
     lazy = lazy_chunk_ids(raw, n)
     return lazy if lazy is not None else decode_chunk_ids(raw, n)
@@ -271,7 +289,11 @@ def _spans(view: UrnaView, n: int, proven: SpanRecords | None = None) -> Any:
     for ``_chunk_ids``."""
     entry = view.entry(SECTION_CHUNKS_ORIGINAL_SPANS)
     if entry is not None and entry.encoding != 4 and view.trusted:  # decoded whole before
-        return WalkedSpans(lambda: view.decoded(SECTION_CHUNKS_ORIGINAL_SPANS), n)
+        # a zstd 0x03 decoded only as far as the rows read
+        digest = view.body_digest()
+        return WalkedSpans(lambda: view.decoded_prefix(SECTION_CHUNKS_ORIGINAL_SPANS), n,
+                           lambda: view.decoded(SECTION_CHUNKS_ORIGINAL_SPANS),
+                           None if digest is None else (digest, SECTION_CHUNKS_ORIGINAL_SPANS))
     if entry is not None and entry.encoding != 4:  # the repack keeps its own column path
         if proven is not None:
             return LazySpans(proven)
@@ -390,7 +412,7 @@ def open_steps(view: UrnaView, deferred: bool = False, *,
     stored = slab_from_payload(m.dtype, view.payload(SECTION_EMBEDDINGS), n, dim)
     fp = _fp_slab(view, n, dim)
     scoring, scoring_dtype = fp if fp is not None else (stored, m.dtype)
-    chunk_ids = _chunk_ids(view, n, proven_ids)
+    chunk_ids = _chunk_ids(view, n, proven_ids, verified=deferred)
     spans = _spans(view, n, proven_spans)
     hnsw: Any = None
     bm25: Any = None

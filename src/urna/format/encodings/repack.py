@@ -59,6 +59,60 @@ def _decode_chunk_ids(body: memoryview) -> bytes:
     return _PREFIX.pack(1, count) + _ID_HEAD + hexed.replace(b",", _ID_HEAD)
 
 
+class DigestIds:
+    """The ids of a kind-0 body read from its digests, none decoded until asked for: the
+    records' interface (``canonical.StringRecords``'s ``len``, ``text``, ``find``, ``index``)
+    over the digests, so a search or cite names a few ids without hexing all of them."""
+
+    __slots__ = ("_digests",)
+
+    def __init__(self, digests: bytes) -> None:
+        self._digests = digests
+
+    def __len__(self) -> int:
+        return len(self._digests) // 32
+
+    def text(self, i: int) -> str:
+        """Id ``i`` as the decoded 0x01 spells it."""
+        return "sha256:" + self._digests[32 * i:32 * i + 32].hex()
+
+    def find(self, wanted: str, stop: int | None = None, *, last: bool = False) -> int:
+        """The first (or ``last``) ordinal below ``stop`` whose id is ``wanted``; -1 when none
+        is. A decoded id is ``sha256:`` + 64 lowercase hex, so no other text equals one, and a
+        digest matched across two records is none."""
+        n = len(self)
+        stop = n if stop is None else max(0, min(stop, n))
+        if not _CANONICAL_ID.match(wanted):
+            return -1
+        needle, digests, hi = bytes.fromhex(wanted[7:]), self._digests, 32 * stop
+        if last:
+            at = digests.rfind(needle, 0, hi)
+            while at > 0 and at % 32:
+                at = digests.rfind(needle, 0, at + 31)  # a match starting before this one
+        else:
+            at = digests.find(needle, 0, hi)
+            while at > 0 and at % 32:
+                at = digests.find(needle, at + 1, hi)
+        return at // 32 if at >= 0 else -1
+
+    def index(self, wanted: str) -> int:
+        """The first ordinal whose id is ``wanted``; ValueError when none is."""
+        i = self.find(wanted)
+        if i < 0:
+            raise ValueError(wanted)
+        return i
+
+
+def digest_ids(payload: bytes | memoryview) -> DigestIds | None:
+    """A kind-0 chunk_ids payload's ids as ``DigestIds``, for a payload known to decode (a
+    verified body's); None for any other payload (decode it instead)."""
+    view = byte_view(payload)
+    if len(view) < 5 or view[0] != KIND_CHUNK_IDS:
+        return None
+    count = _U32.unpack_from(view, 1)[0]
+    return DigestIds(bytes(view[5:])) if len(view) - 5 == 32 * count else None
+
+
 def encode_spans(spans: list[tuple[str, int, int]]) -> bytes:
     """Kind 1: URI pool in first-seen order plus three intpack columns (index, start, length)."""
     from .intpack import pack_u64s  # numpy, for the columns: chunk ids never need it

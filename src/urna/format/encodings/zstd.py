@@ -191,3 +191,75 @@ def decompress_with(dctx: Any, payload: bytes | memoryview) -> bytes:
 def zstd_decompress(payload: bytes | memoryview) -> bytes:
     """Decode one or more concatenated zstd frames under the reference's size cap (§5.2)."""
     return decompress_with(new_dctx(), payload)
+
+
+# Compressed bytes fed to libzstd by a ``DecodedPrefix``'s first step (about one decoded block
+# of text); each later step feeds twice the one before, up to ``_PREFIX_STEP_MAX``.
+_PREFIX_STEP = 1 << 14
+_PREFIX_STEP_MAX = 1 << 18
+
+
+class DecodedPrefix:
+    """The decoded bytes of a zstd payload from its start, decoded only as far as asked.
+
+    For a payload whose whole decode is known to succeed (a section of a verified body): a
+    reader of one record early in the payload stops there instead of decoding all of it.
+    ``data`` holds the bytes decoded so far, the first ``len(data)`` bytes of what
+    ``zstd_decompress`` returns (frames in turn, as the bulk decoder concatenates them), in
+    one buffer sized by the frame bound: no copy, and pages past ``data`` are never touched.
+    Anything the bulk decoder might refuse (an unknown bound, one past its cap, a libzstd
+    error) ends the prefix where it stands: ``extend`` is False and the caller decodes the
+    payload whole, which raises its error.
+    """
+
+    __slots__ = ("_dctx", "_dst", "_inbuf", "_outbuf", "_payload", "_src", "_step", "data",
+                 "done")
+
+    def __init__(self, payload: bytes | memoryview) -> None:
+        self.data: memoryview = memoryview(b"")
+        self.done = True  # until the decode is set up
+        self._step = _PREFIX_STEP
+        self._payload: bytes | memoryview | None = payload
+        self._src = self._dctx = self._inbuf = self._outbuf = None
+        bound = frame_bound(payload) if len(payload) else None
+        if bound is None or bound > decompress_cap(len(payload)):
+            return
+        dctx = new_dctx()
+        # A stable output buffer: libzstd decodes straight into it, no window copy of its own.
+        if is_error(lib.ZSTD_DCtx_setParameter(dctx, lib.ZSTD_d_stableOutBuffer, 1)):
+            return
+        self._dctx, self._dst = dctx, _alloc("char[]", max(bound, 1))
+        self._src = ffi.from_buffer(payload)
+        self._inbuf = ffi.new("ZSTD_inBuffer *")
+        self._inbuf.src, self._inbuf.size, self._inbuf.pos = self._src, 0, 0
+        self._outbuf = ffi.new("ZSTD_outBuffer *")
+        self._outbuf.dst, self._outbuf.size, self._outbuf.pos = self._dst, max(bound, 1), 0
+        self.done = False
+
+    def extend(self, n: int) -> bool:
+        """Decode until ``data`` holds at least ``n`` bytes; False when the payload ends
+        before (a libzstd error voids the prefix: ``data`` is then empty)."""
+        if len(self.data) >= n or self.done:
+            return len(self.data) >= n
+        inbuf, outbuf = self._inbuf, self._outbuf
+        assert self._payload is not None and inbuf is not None and outbuf is not None
+        total = len(self._payload)
+        while len(self.data) < n and not self.done:
+            inbuf.size = min(total, inbuf.size + self._step)
+            self._step = min(2 * self._step, _PREFIX_STEP_MAX)
+            before = (inbuf.pos, outbuf.pos)
+            rc = lib.ZSTD_decompressStream(self._dctx, outbuf, inbuf)
+            if is_error(rc):
+                self.data = memoryview(b"")
+                self._finish()
+                return False
+            self.data = memoryview(ffi.buffer(self._dst, outbuf.pos))
+            # All input in: the frames ended (0), or nothing moves (a truncated frame).
+            if inbuf.pos == total and (rc == 0 or (inbuf.pos, outbuf.pos) == before):
+                self._finish()
+        return len(self.data) >= n
+
+    def _finish(self) -> None:
+        """Stop decoding: the payload (a view of the file's map) and the context are let go."""
+        self.done = True
+        self._payload = self._src = self._dctx = self._inbuf = self._outbuf = None

@@ -36,6 +36,23 @@ from ..layout import (
 
 _SPAN_TAIL = struct.Struct("<QQ")  # byte_start, byte_end
 _U32 = struct.Struct("<I")
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # typing stays unimported on cite's path
+    from typing import Protocol
+
+    class Prefix(Protocol):
+        """Decoded bytes from a payload's start, decoded on demand (``encodings.zstd``'s
+        ``DecodedPrefix``, or ``WholePayload``)."""
+
+        @property
+        def data(self) -> bytes | memoryview:
+            """The bytes decoded so far."""
+            ...
+
+        def extend(self, n: int) -> bool:
+            """Whether ``data`` holds (now) at least ``n`` bytes."""
+            ...
+
 CONTRACT_KEYS = ("metric", "score_type", "normalize", "index_type", "rerank_policy")
 
 
@@ -269,31 +286,100 @@ def _record_starts(data: bytes, count: int, tail: int) -> list[int] | None:
 # leaves the payload or the bytes do not decode (then they are not the proven ones, and the
 # full parse decides).
 
-class ProvenStrings(RecordWalk):
+class WholePayload:
+    """A payload decoded whole, as a ``Prefix``."""
+
+    __slots__ = ("data",)
+
+    def __init__(self, data: bytes | memoryview) -> None:
+        self.data = data
+
+    def extend(self, n: int) -> bool:
+        """Whether the payload holds ``n`` bytes."""
+        return len(self.data) >= n
+
+
+def as_prefix(raw: bytes | memoryview | Prefix) -> Prefix:
+    """``raw`` as a ``Prefix`` (bytes held whole become a ``WholePayload``)."""
+    return WholePayload(raw) if isinstance(raw, (bytes, memoryview)) else raw
+
+
+_NO_WALK = sys.maxsize // 2  # an end no length field lies at: a walk from it stops at once
+
+
+class _ProvenWalk(RecordWalk):
+    """The walk of a proven payload held whole or as a ``Prefix`` (a zstd section decoded
+    only as far as the records read); thread-safe as the walk is: one thread extends the
+    prefix at a time."""
+
+    __slots__ = ("_grow", "prefix")
+
+    def __init__(self, raw: bytes | memoryview | Prefix, tail: int) -> None:
+        self.prefix = as_prefix(raw)
+        super().__init__(self.prefix.data, tail)  # type: ignore[arg-type]  # any buffer unpacks
+        self._grow = threading.Lock()
+
+    def _reach(self, n: int) -> bool:
+        """Whether the payload holds ``n`` bytes (the prefix extended so far if need be)."""
+        if len(self.data) >= n:
+            return True
+        with self._grow:
+            ok = self.prefix.extend(n)
+            self.data = self.prefix.data  # type: ignore[assignment]
+        return ok
+
+    def bounds(self, i: int) -> tuple[int, int] | None:
+        """Where record ``i``'s body begins and ends; None when it (or its tail) does not lie
+        inside the payload, or does not end where the next record's length field begins."""
+        if i < 0:
+            return None
+        while not self.walk(i + 1):
+            # the walk stopped at a length field past the bytes so far (record len(starts)'s)
+            if not self._reach(self.end + 4):
+                return None
+        starts = self.starts
+        start = starts[i]
+        if start < PREFIX.size + 4 or not self._reach(start):
+            return None
+        end = start + _U32.unpack_from(self.data, start - 4)[0]
+        if i + 1 < len(starts) and starts[i + 1] != end + self.tail + 4:
+            return None  # kept starts (``adopt``) that are not these bytes' records
+        return (start, end) if self._reach(end + self.tail) else None
+
+    def adopt(self, starts: Sequence[int]) -> None:
+        """Take every record's start, found by an earlier walk of these same proven bytes
+        (``runtime.verdicts.kept_starts``): a row is then read without walking to it. A walk
+        past them never resumes (a row past the records is the full parse's to answer)."""
+        with self._lock:
+            self.starts = starts  # type: ignore[assignment]  # any sequence of ints
+            self.end = _NO_WALK
+
+
+class ProvenStrings(_ProvenWalk):
     """A proven 0x01 / 0x02 payload, read record by record."""
 
     __slots__ = ()
 
-    def __init__(self, data: bytes) -> None:
+    def __init__(self, data: bytes | memoryview | Prefix) -> None:
         super().__init__(data, 0)
 
     def text(self, i: int) -> str | None:
         """Record ``i`` as a string; None when it is not inside the payload or not UTF-8."""
         at = self.bounds(i)
         try:
-            return None if at is None else self.data[at[0]:at[1]].decode("utf-8")
+            return None if at is None else str(self.data[at[0]:at[1]], "utf-8")
         except UnicodeDecodeError:
             return None
 
     row = text
 
 
-class ProvenSpans(RecordWalk):
+class ProvenSpans(_ProvenWalk):
     """A proven 0x03 payload, read record by record."""
 
     __slots__ = ()
 
-    def __init__(self, data: bytes) -> None:
+    def __init__(self, data: bytes | memoryview | Prefix) -> None:
         super().__init__(data, _SPAN_TAIL.size)
 
     def span(self, i: int) -> tuple[str, int, int] | None:
@@ -302,7 +388,7 @@ class ProvenSpans(RecordWalk):
         if at is None:
             return None
         try:
-            return (self.data[at[0]:at[1]].decode("utf-8"),
+            return (str(self.data[at[0]:at[1]], "utf-8"),
                     *_SPAN_TAIL.unpack_from(self.data, at[1]))
         except UnicodeDecodeError:
             return None
@@ -314,14 +400,15 @@ def _as_bytes(raw: bytes | memoryview) -> bytes:
     return raw if isinstance(raw, bytes) else bytes(raw)
 
 
-def proven_string(raw: bytes | memoryview, i: int) -> str | None:
-    """Record ``i`` of a proven 0x01 / 0x02 payload (one read: ``ProvenStrings``)."""
-    return ProvenStrings(_as_bytes(raw)).text(i)
+def proven_string(raw: bytes | memoryview | Prefix, i: int) -> str | None:
+    """Record ``i`` of a proven 0x01 / 0x02 payload, held whole or as a ``Prefix`` decoded up
+    to that record (one read: ``ProvenStrings``)."""
+    return ProvenStrings(raw).text(i)
 
 
-def proven_span(raw: bytes | memoryview, i: int) -> tuple[str, int, int] | None:
-    """Record ``i`` of a proven 0x03 payload (one read: ``ProvenSpans``)."""
-    return ProvenSpans(_as_bytes(raw)).span(i)
+def proven_span(raw: bytes | memoryview | Prefix, i: int) -> tuple[str, int, int] | None:
+    """Record ``i`` of a proven 0x03 payload (as for ``proven_string``: ``ProvenSpans``)."""
+    return ProvenSpans(raw).span(i)
 
 
 def _walked_starts(data: bytes, count: int) -> list[int] | None:
