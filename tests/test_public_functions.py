@@ -14,23 +14,6 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "src" / "urna"
 
-# Gaps in modules other work is changing (runtime/, index/): listed so that none is added.
-KNOWN = {
-    "index/exact.py rerank: untyped candidates",
-    "runtime/file.py UrnaFile.search: untyped query",
-    "runtime/file.py UrnaFile.search_ann: untyped query",
-    "runtime/file.py UrnaFile.search_hybrid: untyped query",
-    "runtime/file.py UrnaFile.search_graph: untyped query",
-    "runtime/file.py UrnaFile.search_space: untyped query",
-    "runtime/file.py UrnaFile.search_routed: untyped query",
-    "runtime/file.py UrnaFile.retrieve: untyped query",
-    "runtime/file.py UrnaFile.search_batch: untyped queries",
-    "runtime/file.py UrnaFile.retrieve_batch: untyped queries",
-    "runtime/file.py UrnaFile.vectors: untyped ids",
-    "runtime/media.py export_blobs: untyped f",
-    "runtime/opening.py open_state: untyped buf",
-    "runtime/query.py prepare_batch: untyped queries",
-}
 
 Def = ast.FunctionDef | ast.AsyncFunctionDef
 
@@ -85,7 +68,7 @@ def _modules() -> list[Path]:
 def test_public_functions_have_hints_and_a_docstring() -> None:
     found = {f"{p.relative_to(PACKAGE).as_posix()} {g}"
              for p in _modules() for g in gaps(p.read_text(encoding="utf-8"))}
-    assert sorted(found - KNOWN) == []
+    assert sorted(found) == []
 
 
 @pytest.mark.parametrize("source,expected", [

@@ -33,6 +33,7 @@ import math
 import os
 import threading
 import time
+from collections.abc import Iterable
 
 import numpy as np
 
@@ -292,7 +293,8 @@ def _row_list(slab: Slab, rows: np.ndarray) -> np.ndarray:
     return cand
 
 
-def rerank(slab: Slab, q: np.ndarray, candidates, k: int) -> tuple[np.ndarray, np.ndarray]:
+def rerank(slab: Slab, q: np.ndarray, candidates: Iterable[int] | np.ndarray,
+           k: int) -> tuple[np.ndarray, np.ndarray]:
     """Score a candidate set with the exact kernel and keep the best ``k`` (§7.6 step 4)."""
     cand = sorted_distinct(np.asarray(list(candidates) if not isinstance(candidates, np.ndarray)
                                 else candidates, dtype=np.int64))

@@ -32,7 +32,7 @@ from .hits import RetrieveHit, SearchHit, SearchResult
 from .lazy_tables import TextsById
 from .mapping import map_file
 from .opening import OpenedFile, open_state
-from .query import as_f32, as_i32, check_size, prepare_batch
+from .query import Vector, Vectors, as_f32, as_i32, check_size, prepare_batch
 from .ranks import check_rank
 from .routing import EXACT, choose_route
 
@@ -209,18 +209,18 @@ class UrnaFile:
     # envelope (index_type, recall, truncated, timing, explain). ``where=`` (a filter mapping,
     # ``urna.index.filter``) restricts every path to the matching chunks; None = no filter.
 
-    def search(self, query, k: int, *, where: Where = None,
+    def search(self, query: Vector, k: int, *, where: Where = None,
                threads: int | None = None) -> SearchResult[SearchHit]:
         """Exact top-k by cosine; recall 1.0 (rows split across ``threads``: same answer)."""
         return _s.exact_search(self._state, as_f32(query), as_i32(k), where=where,
                                threads=threads)
 
-    def search_ann(self, query, k: int, ef: int, *,
+    def search_ann(self, query: Vector, k: int, ef: int, *,
                    where: Where = None) -> SearchResult[SearchHit]:
         """HNSW candidates (beam ``max(ef, k, ef_construction)``), exact rerank; else exact."""
         return _s.ann_search(self._state, as_f32(query), as_i32(k), check_size(ef), where)
 
-    def search_hybrid(self, query, query_text: str, k: int, candidates: int, *,
+    def search_hybrid(self, query: Vector, query_text: str, k: int, candidates: int, *,
                       where: Where = None,
                       rank: str = "cosine") -> SearchResult[SearchHit]:
         """Vector shortlist ∪ BM25 shortlist, exact rerank (no fallback); ordered by cosine, or
@@ -238,7 +238,7 @@ class UrnaFile:
             raise TypeError(f"query_text must be str, not {type(query_text).__name__}")
         return _s.bm25_search(self._state, query_text, as_i32(k), where)
 
-    def search_graph(self, query, k: int, hops: int = 1, ef: int = 100, *,
+    def search_graph(self, query: Vector, k: int, hops: int = 1, ef: int = 100, *,
                      where: Where = None, rank: str = "cosine",
                      query_text: str | None = None) -> SearchResult[SearchHit]:
         """Exact seeds, bounded BFS over the chunk graph, exact rerank; exact without a graph.
@@ -246,13 +246,14 @@ class UrnaFile:
         return _s.graph_search(self._state, as_f32(query), as_i32(k), check_size(hops),
                                check_size(ef), where, check_rank(rank), query_text)
 
-    def search_space(self, name: str, query, k: int, expected_model_hash: str | None = None, *,
+    def search_space(self, name: str, query: Vector, k: int,
+                     expected_model_hash: str | None = None, *,
                      where: Where = None) -> SearchResult[SearchHit]:
         """Exact search over one named vector space (never falls back to the text path)."""
         return _s.space_search(self._state, name, as_f32(query), as_i32(k), expected_model_hash,
                                where)
 
-    def search_routed(self, query, k: int, candidates: int | None = None, hops: int = 1,
+    def search_routed(self, query: Vector, k: int, candidates: int | None = None, hops: int = 1,
                       ef: int = 100, query_text: str | None = None, *,
                       where: Where = None,
                       rank: str = "cosine") -> SearchResult[SearchHit]:
@@ -262,7 +263,8 @@ class UrnaFile:
         return _s.routed_search(self._state, x, k, cand, check_size(hops), check_size(ef),
                                 query_text, where, check_rank(rank))
 
-    def retrieve(self, query, k: int, candidates: int | None = None, hops: int = 1, ef: int = 100,
+    def retrieve(self, query: Vector, k: int, candidates: int | None = None, hops: int = 1,
+                 ef: int = 100,
                  expected_model_hash: str | None = None,
                  query_text: str | None = None, *,
                  where: Where = None,
@@ -297,7 +299,7 @@ class UrnaFile:
             self._by_id = _s.texts_by_id(st, self._text_table())
         return _s.with_text(res, self._by_id)
 
-    def search_batch(self, queries, k: int, *, where: Where = None) -> BatchResult:
+    def search_batch(self, queries: Vectors, k: int, *, where: Where = None) -> BatchResult:
         """Exact top-k for many queries with one BLAS screen; equals :meth:`search` per row
         (each row's ``query_time_ms`` is the whole batch's)."""
         t0 = time.perf_counter()
@@ -314,7 +316,7 @@ class UrnaFile:
             ids[j], scores[j] = _s.filtered_exact(st, Q[j], k, fm)
         return BatchResult(st, ids, scores, k, fm, (time.perf_counter() - t0) * 1e3)
 
-    def retrieve_batch(self, queries, k: int, candidates: int | None = None, hops: int = 1,
+    def retrieve_batch(self, queries: Vectors, k: int, candidates: int | None = None, hops: int = 1,
                        ef: int = 100, expected_model_hash: str | None = None,
                        query_texts: Sequence[str | None] | None = None, *,
                        where: Where = None,
@@ -380,7 +382,7 @@ class UrnaFile:
         """Source spans ``(source_uri, byte_start, byte_end)`` in file order (blob overlay on)."""
         return list(self._state.spans)
 
-    def vectors(self, ids=None) -> np.ndarray:
+    def vectors(self, ids: Sequence[int] | np.ndarray | None = None) -> np.ndarray:
         """Stored embeddings as float32 rows (float16/int8/int4 dequantised), all or ``ids``."""
         st = self._state
         if ids is None:

@@ -16,6 +16,10 @@ from pathlib import Path
 from ..errors import BlobNotInlined, MalformedSectionPayload
 from ..format.hashing import sha256_bytes
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from .file import UrnaFile
+
 MAX_NAME_BYTES = 200
 _UNSAFE = re.compile(r"[\x00-\x1f\x7f\\/]")
 
@@ -34,7 +38,7 @@ def safe_blob_name(uri: str) -> str | None:
     return name
 
 
-def export_blobs(f, folder: str | os.PathLike) -> list[str]:
+def export_blobs(f: UrnaFile, folder: str | os.PathLike) -> list[str]:
     """Write every inlined blob of ``f`` (an UrnaFile) into ``folder``; returns the paths."""
     if not f.has_blob_data:
         raise BlobNotInlined(0)

@@ -359,7 +359,7 @@ def _open_spaces(view: UrnaView) -> list[OpenSpace] | None:
     return out
 
 
-def open_state(buf, verdict: Verdict | None = None) -> OpenedFile:
+def open_state(buf: bytes | bytearray | memoryview, verdict: Verdict | None = None) -> OpenedFile:
     """Validate and decode a mapped file; raises the reference's typed error on failure.
 
     ``verdict``: what a full open of this path found before (``runtime.verdicts``). When the

@@ -25,6 +25,9 @@ from ..errors import (
 )
 
 F32 = np.float32
+# What a query vector may be given as, and a batch of them.
+Vector = Sequence[float] | np.ndarray
+Vectors = Sequence[Sequence[float]] | np.ndarray
 I32_MIN, I32_MAX = -(1 << 31), (1 << 31) - 1
 
 
@@ -92,7 +95,7 @@ def validate(x: np.ndarray, k: int, dim: int) -> np.ndarray:
     return normalize(x, dim)
 
 
-def prepare_batch(queries, k: int, dim: int) -> tuple[np.ndarray, int]:
+def prepare_batch(queries: Vectors, k: int, dim: int) -> tuple[np.ndarray, int]:
     """Validate a (m, dim) matrix of queries row by row; returns normalised rows and k."""
     k = check_k(k)
     rows: np.ndarray | list[np.ndarray]
