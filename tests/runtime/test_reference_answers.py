@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 import urna
-from helpers.vectors import REF, expected
+from helpers.vectors import REF, expected, same_answers
 from helpers.vectors import same_hits as _same_hits
 
 EXPECTED = expected()
@@ -48,20 +48,7 @@ def test_inspect_matches(opened) -> None:
 def test_every_query_path_matches(opened) -> None:
     name, f = opened
     for qi, q in enumerate(EXPECTED[name]["queries"]):
-        vec, text = q["vector"], q["text"]
-        _same_hits(f.search(vec, 5), q["search"], f"{name}#{qi} search")
-        _same_hits(f.retrieve(vec, 5), q["retrieve"], f"{name}#{qi} retrieve")
-        if "search_ann_ef32" in q:
-            _same_hits(f.search_ann(vec, 5, 32), q["search_ann_ef32"], f"{name}#{qi} ann")
-        if "search_hybrid" in q:
-            _same_hits(f.search_hybrid(vec, text, 5, 50), q["search_hybrid"], f"{name}#{qi} hybrid")
-        if "search_graph" in q:
-            _same_hits(f.search_graph(vec, 5), q["search_graph"], f"{name}#{qi} graph")
-        for key, value in q.items():
-            if key.startswith("search_space_"):
-                space = key[len("search_space_"):]
-                _same_hits(f.search_space(space, value["vector"], 5), value["hits"],
-                           f"{name}#{qi} {key}")
+        same_answers(f, q, f"{name}#{qi}")
 
 
 def test_compiled_kernels_give_the_same_answers(monkeypatch) -> None:
