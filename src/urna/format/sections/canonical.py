@@ -12,7 +12,7 @@ import struct
 import sys
 import threading
 from bisect import bisect_left
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from itertools import repeat
 
 from ...errors import (
@@ -38,7 +38,9 @@ _SPAN_TAIL = struct.Struct("<QQ")  # byte_start, byte_end
 _U32 = struct.Struct("<I")
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing stays unimported on cite's path
-    from typing import Protocol
+    from typing import Protocol, TypeVar
+
+    _T = TypeVar("_T")
 
     class Prefix(Protocol):
         """Decoded bytes from a payload's start, decoded on demand (``encodings.zstd``'s
@@ -637,16 +639,18 @@ def encode_contract(fields: dict[str, str]) -> bytes:
     return encode_json_section(body.encode("utf-8"), "search_contract JSON too large")
 
 
-def _json_body(raw: bytes | memoryview, section_id: int) -> bytes:
+def _json_section(raw: bytes | memoryview, section_id: int, parse: Callable[[bytes], _T]) -> _T:
+    """Parse a ``u32 1 | u64 len | json`` payload; the JSON is parsed before the trailing-byte
+    check, as the reference does (a bad JSON body with bytes after it is a ``Json`` error)."""
     if len(raw) < PREFIX.size:
         raise MalformedSectionPayload(section_id, "payload shorter than prefix")
     version, length = PREFIX.unpack_from(raw, 0)
     if version != SECTION_PAYLOAD_VERSION:
         raise UnsupportedSectionVersion(section_id, version)
     cur = Cursor(raw, section_id, PREFIX.size)
-    body = cur.take(length)
+    value = parse(cur.take(length))
     cur.expect_end()
-    return body
+    return value
 
 
 def decode_contract(raw: bytes | memoryview) -> dict[str, str]:
@@ -654,11 +658,11 @@ def decode_contract(raw: bytes | memoryview) -> dict[str, str]:
     from ..json_text import STR, Struct, deserialize
 
     spec = Struct("SearchContract", tuple((key, STR) for key in CONTRACT_KEYS))
-    return deserialize(_json_body(raw, SECTION_SEARCH_CONTRACT), spec)
+    return _json_section(raw, SECTION_SEARCH_CONTRACT, lambda body: deserialize(body, spec))
 
 
 def decode_provenance(raw: bytes | memoryview) -> object:
     """Decode raw 0x05 to its JSON value."""
     from ..json_text import parse_json
 
-    return parse_json(_json_body(raw, SECTION_PROVENANCE))
+    return _json_section(raw, SECTION_PROVENANCE, parse_json)
