@@ -27,9 +27,9 @@ SYSTEM_PACKAGES := chromium chromium-driver tmux
 system-packages:
 	@tools/ensure-debian-packages.sh $(SYSTEM_PACKAGES)
 
-# ruff over src/, tests/ and benchmarks/, mypy over src/ (pyproject.toml); a finding fails make test.
+# ruff over src/, tests/, benchmarks/ and tools/, mypy over src/ (pyproject.toml); a finding fails make test.
 lint: venv
-	$(BIN)/ruff check src tests benchmarks
+	$(BIN)/ruff check src tests benchmarks tools
 	$(BIN)/mypy
 
 # The suite on TEST_WORKERS processes (pytest-xdist; a file's tests stay on one worker, in order).

@@ -12,10 +12,11 @@ an unknown section. Not a test: the reference wheel is never a dependency of the
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
+
+from reference_wheel import REF_PYTHON, ReferenceFailed, report_failure, run_reference
 
 from urna.format.append import with_section
 from urna.format.layout import SECTION_METADATA
@@ -26,7 +27,6 @@ sys.path.insert(0, str(ROOT / "tests"))  # the sample rows are the ones the test
 from helpers.vectors import metadata_sample_rows as sample_rows  # noqa: E402
 
 REF = ROOT / "tests" / "data" / "ref-0.5.1"
-REF_PYTHON = "/work/refvenv/bin/python"
 
 # Runs inside the reference interpreter: argv[1] = JSON list of [path, expected entry].
 CHECK = r'''
@@ -89,15 +89,11 @@ def main(ref_python: str = REF_PYTHON) -> int:
             path = Path(tmp) / name
             path.write_bytes(data)
             cases.append([str(path), expected[name]])
-        spec = Path(tmp) / "cases.json"
-        spec.write_text(json.dumps(cases))
-        # -I: ignore PYTHONPATH, or the child would import this project instead of the wheel.
-        run = subprocess.run([ref_python, "-I", "-c", CHECK, str(spec)], capture_output=True,
-                             text=True, check=False, cwd=tmp)
-    if run.returncode:
-        print(run.stderr, file=sys.stderr)
-        return 1
-    report = json.loads(run.stdout)
+        try:
+            report = run_reference(CHECK, cases, cwd=tmp, ref_python=ref_python)
+        except ReferenceFailed as exc:
+            return report_failure(exc)
+    assert isinstance(report, dict)
     results = report["files"]
     print(f"reference module: {report['module']} (version {report['version']})")
     ok = True

@@ -12,17 +12,17 @@ from __future__ import annotations
 
 import json
 import struct
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
+from reference_wheel import REF_PYTHON, ReferenceFailed, report_failure, run_reference  # noqa: E402
+
 from helpers.mutate import REF_DIR, replace_payload  # noqa: E402
 
 OUT = ROOT / "tests" / "data" / "json-sections-0.5.1.json"
-REF_PYTHON = "/work/refvenv/bin/python"
 SOURCE = "quickstart-exact.urna"
 GOOD = (b'{"metric":"ip","score_type":"cosine","normalize":"l2","index_type":"exact",'
         b'"rerank_policy":"none"}')
@@ -77,15 +77,11 @@ def main(ref_python: str = REF_PYTHON) -> int:
             path = Path(tmp) / f"{name}.urna"
             path.write_bytes(replace_payload(base, section, payload))
             listed.append([name, str(path)])
-        spec = Path(tmp) / "cases.json"
-        spec.write_text(json.dumps(listed))
-        # -I: ignore PYTHONPATH, or the child would import this project instead of the wheel.
-        run = subprocess.run([ref_python, "-I", "-c", CHECK, str(spec)], capture_output=True,
-                             text=True, check=False, cwd=tmp)
-    if run.returncode:
-        print(run.stderr, file=sys.stderr)
-        return 1
-    messages = json.loads(run.stdout)
+        try:
+            messages = run_reference(CHECK, listed, ref_python=ref_python)
+        except ReferenceFailed as exc:
+            return report_failure(exc)
+    assert isinstance(messages, dict)
     record = {"source": SOURCE, "cases": {
         name: {"section": section, "payload": payload.hex(), "message": messages[name]}
         for name, (section, payload) in CASES.items()}}

@@ -1,0 +1,40 @@
+"""Run a script inside the reference wheel's interpreter and read back its JSON answer.
+
+The tools under ``tools/`` record what urna 0.5.1 does (tests read the recordings under
+``tests/data``); this is the one place they start it. Never imported by the project or its
+tests: the wheel is not a dependency.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+REF_PYTHON = "/work/refvenv/bin/python"
+
+
+class ReferenceFailed(RuntimeError):
+    """The reference interpreter exited non-zero (its stderr is the message)."""
+
+
+def run_reference(script: str, cases: object, cwd: str | Path | None = None,
+                  ref_python: str = REF_PYTHON) -> object:
+    """Run ``script`` in ``ref_python`` (argv[1]: a JSON file of ``cases``); its stdout as JSON."""
+    with tempfile.TemporaryDirectory() as tmp:
+        spec = Path(tmp) / "cases.json"
+        spec.write_text(json.dumps(cases))
+        # -I: ignore PYTHONPATH, or the child would import this project instead of the wheel.
+        run = subprocess.run([ref_python, "-I", "-c", script, str(spec)], capture_output=True,
+                             text=True, check=False, cwd=cwd or tmp)
+    if run.returncode:
+        raise ReferenceFailed(run.stderr)
+    return json.loads(run.stdout)
+
+
+def report_failure(exc: ReferenceFailed) -> int:
+    """Print the reference's stderr and give the tool's exit status."""
+    print(exc, file=sys.stderr)
+    return 1
