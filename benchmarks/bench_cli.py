@@ -22,6 +22,8 @@ that scores vectors can take.
 ``--baseline SRC`` adds every ``urna`` command run from another source tree (e.g. ``git
 archive`` of an earlier commit), labelled ``(baseline)``, taking turns with the rest, and
 prints each command's median CPU ratio to its baseline twin: a before/after under one load.
+``--warm`` adds each verb answered by the warm server (``URNA_DAEMON=1``, ``urna.cli.warm``),
+started by the warm-up and stopped at the end, labelled ``(warm)``.
 ``--layer`` times the command line alone instead: a fresh process imports every urna module
 the verb uses outside ``urna.cli`` (recorded from one real call), then the CPU time of
 importing ``urna.cli`` and parsing the verb's arguments is the figure (this tree and, with
@@ -113,11 +115,11 @@ def run_once(argv: list[str], env: dict) -> tuple[float, float]:
     return time.perf_counter() - t0, _children_cpu() - c0
 
 
-def commands(path: str, baseline: str | None = None,
-             question: str = QUESTION) -> dict[str, tuple[list[str], dict]]:
+def commands(path: str, baseline: str | None = None, question: str = QUESTION,
+             warm: bool = False) -> dict[str, tuple[list[str], dict]]:
     """Every timed command: name -> (argv, environment); ``baseline`` adds each ``urna`` one
     run from that source tree, named ``<name> (baseline)``; ``question`` is what ``ask`` and
-    ``retrieve`` ask."""
+    ``retrieve`` ask; ``warm`` adds each verb answered by the warm server, ``<name> (warm)``."""
     sys.path.insert(0, SRC)
     import urna
 
@@ -153,6 +155,11 @@ def commands(path: str, baseline: str | None = None,
         "floor: python": ([sys.executable, "-c", "pass"], ours_env),
         "floor: python + numpy": ([sys.executable, "-c", _NUMPY_FLOOR], ours_env),
     }
+    if warm:
+        warm_env = {**ours_env, "URNA_DAEMON": "1", "TMPDIR": scratch_dir("urna-bench-warm-")}
+        for name, (argv, env) in list(timed.items()):
+            if name.startswith("urna ") and "URNA_OPEN_CACHE" not in env:
+                timed[f"{name} (warm)"] = (argv, {**env, **warm_env})
     if baseline is None:
         return timed
     compileall.compile_dir(baseline, quiet=1)
@@ -247,6 +254,8 @@ def main() -> None:
                          "cycling; the default suits the built Zipf file)")
     ap.add_argument("--baseline", default=None,
                     help="another tree's src folder: its commands alternate with this one's")
+    ap.add_argument("--warm", action="store_true",
+                    help="also time each verb answered by the warm server (URNA_DAEMON=1)")
     ap.add_argument("--layer", action="store_true",
                     help="time the command line alone (import + parse) per verb of --only")
     args = ap.parse_args()
@@ -259,7 +268,7 @@ def main() -> None:
         layer(path, (args.only or "inspect").split(","), trees, args.runs)
         return
     questions = args.question or [QUESTION]
-    cmds = commands(path, args.baseline, ASKED)
+    cmds = commands(path, args.baseline, ASKED, args.warm)
     if args.only:
         keep = {"reference search"} | {f"urna {v}" for v in args.only.split(",")}
         cmds = {k: v for k, v in cmds.items()
@@ -267,6 +276,11 @@ def main() -> None:
     compileall.compile_dir(SRC, quiet=1)
     for argv, env in cmds.values():  # warm-up: page cache, bytecode, the open verdicts
         run_once(asking(argv, questions[0]), env)
+    warm = [cmds[name] for name in cmds if name.endswith("(warm)")]
+    if warm:
+        _warm_server(warm[0], "status")  # the first warm call started it: wait until it serves
+        for argv, env in warm:
+            run_once(asking(argv, questions[0]), env)
     times: dict[str, list[tuple[float, float]]] = {name: [] for name in cmds}
     names = list(cmds)
     for r in range(args.runs):
@@ -301,6 +315,24 @@ def main() -> None:
                       / statistics.median(t[0] for t in times[twin]))
         print(f"  {name:38s} {cpu_ratio:5.2f}x CPU {wall_ratio:5.2f}x wall")
     print(f"  load average at the end: {os.getloadavg()[0]:.2f}")
+    if warm:
+        print("  (warm) rows: the CPU column is the caller's alone; the server's is not counted")
+        _warm_server(warm[0], "stop")
+
+
+def _warm_server(command: tuple[list[str], dict], action: str) -> None:
+    """``urna daemon status`` until the warm server answers, or ``urna daemon stop``."""
+    argv, env = command
+    base = argv[:argv.index("-c") + 2]  # the interpreter and the console call
+    deadline = time.monotonic() + 120
+    while True:
+        run = subprocess.run(base + ["daemon", action, "--json"], env=env, capture_output=True,
+                             text=True, check=True)
+        if action == "stop" or json.loads(run.stdout) is not None:
+            return
+        if time.monotonic() > deadline:
+            raise SystemExit("the warm server did not come up")
+        time.sleep(0.2)
 
 
 if __name__ == "__main__":

@@ -34,6 +34,7 @@ VERB_MODULES: dict[str, tuple[str, ...]] = {
     "mcp_cmds": ("mcp",),
     "tui_cmds": ("tui",),
     "living_cmds": ("add", "remove", "log", "compact"),
+    "daemon_cmds": ("daemon",),
 }
 
 # Verbs that answer one request and exit. numpy's import starts OpenBLAS's thread pool (50-90
@@ -176,8 +177,21 @@ def main(argv: list[str] | None = None, *, quick_exit: bool = False) -> None:
     ``quick_exit``: the process ends right after a one-request verb (``console``).
     """
     args = sys.argv[1:] if argv is None else list(argv)
-    state: dict[str, object] = {"debug": False, "in_verb": False, "verb": None,
-                                "quick_exit": quick_exit}
+    state: dict[str, object] = {"verb": None}
+    code = outcome(args, quick_exit=quick_exit, state=state)
+    if quick_exit and state["verb"] in ONE_REQUEST_VERBS:
+        _exit_now(code)
+    sys.exit(code)
+
+
+def outcome(args: list[str], *, quick_exit: bool = False,
+            state: dict[str, object] | None = None) -> int:
+    """Run one command line in this process and give its exit status (``main`` without exit).
+
+    ``state`` (optional) receives the called ``verb``.
+    """
+    state = {} if state is None else state
+    state.update({"debug": False, "in_verb": False, "verb": None, "quick_exit": quick_exit})
     files: list[str] = []  # every input file of this call, so an error can name the bad one
     try:
         code = _run(args, state, files)
@@ -211,14 +225,26 @@ def main(argv: list[str] | None = None, *, quick_exit: bool = False) -> None:
         echo(f"Error: internal error: {type(exc).__name__}: {exc} (run with --debug "
              "for the traceback)", err=True)
         code = 1
-    if quick_exit and state["verb"] in ONE_REQUEST_VERBS:
-        _exit_now(code)
-    sys.exit(code)
+    return code
 
 
 def console() -> None:
     """The ``urna`` command (console script and ``python -m urna.cli``)."""
+    if os.environ.get("URNA_DAEMON", "") not in ("", "0"):
+        from .warm import try_warm, wanted
+
+        args = sys.argv[1:]
+        code = try_warm(args) if wanted(args) else None
+        if code is not None:
+            _exit_now(code)
     main(quick_exit=True)
+
+
+def serve_warm() -> None:
+    """The warm server's process (``cli.warm``): answer read verbs with ``outcome``."""
+    from .warm import serve_forever
+
+    serve_forever(outcome)
 
 
 def _exit_now(code: int) -> None:

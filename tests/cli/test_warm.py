@@ -1,0 +1,155 @@
+"""The warm command line (``URNA_DAEMON=1``) answers exactly as a cold call, in real processes.
+
+Claims: the first opted-in call starts a resident server and answers cold; later read verbs
+are served by it (``urna daemon status`` counts them) with the cold call's stdout, stderr and
+exit status, errors and usage errors included; a file replaced between calls is read anew; a
+server whose loaded code changed answers nothing; a socket folder anyone else can enter is
+never used; ``urna daemon stop`` ends it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from urna.cli import warm
+
+ROOT = Path(__file__).resolve().parents[2]
+REF = ROOT / "tests/data/ref-0.5.1"
+ENTRY = [sys.executable, "-m", "urna.cli"]
+
+
+def _env(tmp_path: Path, warm_on: bool) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("URNA_DAEMON")}
+    env.update(PYTHONPATH=str(ROOT / "src"), URNA_CACHE_DIR=str(tmp_path / "cache"),
+               TMPDIR=str(tmp_path / "tmp"), URNA_DAEMON_IDLE="120")
+    if warm_on:
+        env["URNA_DAEMON"] = "1"
+    return env
+
+
+# A query's own timing is the one thing two calls never share.
+_TIMING = re.compile(r'(query_time(?:_ms)?"?:\s*)[0-9.e-]+')
+
+
+def _call(tmp_path: Path, args: list[str], warm_on: bool) -> tuple[int, str, str]:
+    run = subprocess.run([*ENTRY, *args], env=_env(tmp_path, warm_on), capture_output=True,
+                         text=True, timeout=180, stdin=subprocess.DEVNULL, cwd=tmp_path)
+    return run.returncode, _TIMING.sub(r"\1T", run.stdout), run.stderr
+
+
+def _status(tmp_path: Path) -> dict | None:
+    code, out, _ = _call(tmp_path, ["daemon", "status", "--json"], True)
+    assert code == 0
+    return json.loads(out)
+
+
+def _wait_for_server(tmp_path: Path) -> dict:
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        state = _status(tmp_path)
+        if state is not None:
+            return state
+        time.sleep(0.2)
+    raise AssertionError("the warm server never came up")
+
+
+@pytest.fixture
+def folder(tmp_path: Path):
+    (tmp_path / "tmp").mkdir()
+    shutil.copy(REF / "quickstart-hybrid.urna", tmp_path / "docs.urna")
+    yield tmp_path
+    _call(tmp_path, ["daemon", "stop"], True)
+
+
+def _vector() -> str:
+    chunks = json.loads((REF / "quickstart.chunks.json").read_text())
+    return json.dumps(chunks["queries"][0][1])  # [text, vector]
+
+
+def test_warm_calls_answer_as_cold_ones(folder: Path) -> None:
+    first = _call(folder, ["inspect", "docs.urna"], True)
+    assert first == _call(folder, ["inspect", "docs.urna"], False)
+    _wait_for_server(folder)
+    code, out, _ = _call(folder, ["search", "docs.urna", _vector(), "-k", "3"], False)
+    assert code == 0 and out.count("urna://") == 3
+    citation = out.split("urna://", 1)[1].split()[0]
+    calls = [
+        ["inspect", "docs.urna"], ["inspect", "docs.urna", "--json"], ["validate", "docs.urna"],
+        ["stats", "docs.urna"], ["search", "docs.urna", _vector(), "-k", "3"],
+        ["search-ann", "docs.urna", _vector(), "-k", "2"],
+        ["ask", "docs.urna", "can I use this offline", "-k", "2"],
+        ["retrieve", "docs.urna", "offline sovereignty", "-k", "2"],
+        ["cite", "docs.urna", "urna://" + citation],
+        ["cite", "docs.urna", "urna://nonsense"],  # a bad citation: exit 1
+        ["inspect", "missing.urna"],  # no such file
+        ["search", "docs.urna", "[1, 2]", "-k", "3"],  # wrong dimension
+        ["search", "docs.urna", _vector(), "-k", "0"],  # usage error: exit 2
+        ["ask", "docs.urna"],  # a missing argument
+    ]
+    before = _wait_for_server(folder)["served"]
+    for args in calls:
+        assert _call(folder, args, True) == _call(folder, args, False), args
+    assert _status(folder)["served"] == before + len(calls)  # every one was answered warm
+
+
+def test_a_replaced_file_is_read_anew(folder: Path) -> None:
+    _call(folder, ["inspect", "docs.urna", "--json"], True)
+    _wait_for_server(folder)
+    old = _call(folder, ["inspect", "docs.urna", "--json"], True)
+    shutil.copy(REF / "synthetic-exact.urna", folder / "docs.urna")
+    new = _call(folder, ["inspect", "docs.urna", "--json"], True)
+    assert new == _call(folder, ["inspect", "docs.urna", "--json"], False)
+    assert json.loads(new[1])["content_hash"] != json.loads(old[1])["content_hash"]
+
+
+def test_stop_ends_the_server(folder: Path) -> None:
+    _call(folder, ["validate", "docs.urna"], True)
+    pid = _wait_for_server(folder)["pid"]
+    assert _call(folder, ["daemon", "stop"], True) == (0, "stopped\n", "")
+    assert _status(folder) is None
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return
+        time.sleep(0.1)
+    raise AssertionError("the stopped server's process lives on")
+
+
+def test_a_server_whose_code_changed_answers_nothing(tmp_path: Path) -> None:
+    served: list[list[str]] = []
+    server = warm._Server(str(tmp_path / "s.sock"), 60, lambda a: served.append(a) or 0)
+    server.known = warm._loaded_files()
+    assert server.known and not server._stale()
+    some = next(iter(server.known))
+    server.known[some] -= 1.0  # as if the module's file had been rewritten since its import
+    assert server._stale()
+
+
+def test_a_shared_socket_folder_is_refused(monkeypatch) -> None:
+    import tempfile
+
+    short = tempfile.mkdtemp(prefix="u", dir="/tmp")  # short enough to hold the socket folder
+    try:
+        monkeypatch.setenv("TMPDIR", short)
+        monkeypatch.setattr(tempfile, "tempdir", None)  # gettempdir reads TMPDIR anew
+        shared = Path(short) / f"urna-daemon-{os.getuid()}"
+        shared.mkdir()
+        os.chmod(shared, 0o755)
+        with pytest.raises(PermissionError):
+            warm.socket_dir()
+        monkeypatch.setenv("URNA_DAEMON", "1")
+        assert warm.try_warm(["inspect", str(REF / "quickstart-exact.urna")]) is None
+        assert os.listdir(shared) == []  # no socket, no lock was made there
+    finally:
+        shutil.rmtree(short)
