@@ -7,7 +7,10 @@ str, bytes, wrong lists, numpy arrays of every shape and dtype, tuples, dicts, k
 positional forms, missing and extra arguments) ends on our urna.open as it ended there: the
 same builtin exception class and message, or the same hits (scores within 2e-6). The calls our
 README documents as extensions (its keyword arguments, ``validate(full=)``, paths as
-``os.PathLike``, ``retrieve``'s seventh positional ``query_text``) answer instead of raising.
+``os.PathLike``) answer as the wheel answers the call without them; ``retrieve``'s seventh
+positional argument (our ``query_text``) is refused by both. The methods the wheel lacks (cite,
+search_bm25, search_batch, search_routed, metadata, and our text arguments of the wheel's
+methods) refuse a bad argument with the wheel's text for that kind of argument.
 """
 
 from __future__ import annotations
@@ -18,7 +21,19 @@ from functools import cache
 import pytest
 
 import urna
-from helpers.query_arguments import FILES, METHODS, OUT, REF, run, same
+from helpers.query_arguments import (
+    BASE,
+    FILES,
+    METHODS,
+    OUT,
+    REF,
+    WORDS,
+    builtin_class,
+    context,
+    run,
+    same,
+    value,
+)
 
 
 @cache
@@ -120,3 +135,67 @@ def test_extensions_change_nothing_else(file: str) -> None:
             if not ok:
                 differ.append((_extension(call), call["args"], call["kwargs"], got, want))
     assert not differ, f"{len(differ)} calls differ, first: {differ[:3]}"
+
+
+def _conversion_errors(file: str, method: str, position: int) -> dict[str, dict]:
+    """The reference's conversion errors (TypeError, OverflowError, UnicodeEncodeError) of one
+    argument of one method, by value name (the single-argument calls of the grid)."""
+    base = [BASE[p] for p, _ in METHODS[method]]
+    out = {}
+    for call in _record()["calls"]:
+        args = call["args"]
+        if (call["file"] == file and call["method"] == method and not call["kwargs"]
+                and len(args) == len(base)
+                and all(a == b for i, (a, b) in enumerate(zip(args, base, strict=True))
+                        if i != position)
+                and call["outcome"].get("error") in CONVERSION_ERRORS):
+            out[args[position]] = call["outcome"]
+    return out
+
+
+CONVERSION_ERRORS = {"TypeError", "OverflowError", "UnicodeEncodeError"}
+# Our methods beyond the wheel's, each argument with the wheel's argument of the same kind:
+# our call of a value, the wheel's method and that argument's position there; whether None is
+# the argument's default (then it is not refused).
+BEYOND = {
+    "cite": (lambda f, v: f.cite(v), "search_hybrid", 1, False),
+    "search_bm25 text": (lambda f, v: f.search_bm25(v, 3), "search_hybrid", 1, False),
+    "search_bm25 k": (lambda f, v: f.search_bm25(WORDS, v), "search", 1, False),
+    "search_batch k": (lambda f, v: f.search_batch([[1.0] * f.embedding_dim], v), "search", 1,
+                       False),
+    "search_routed hops": (lambda f, v: f.search_routed([1.0] * f.embedding_dim, 3, None, v),
+                           "search_graph", 2, False),
+    "search_routed text": (lambda f, v: f.search_routed([1.0] * f.embedding_dim, 3,
+                                                        query_text=v), "search_hybrid", 1, True),
+    "retrieve query_text": (lambda f, v: f.retrieve([1.0] * f.embedding_dim, 3, query_text=v),
+                            "search_hybrid", 1, True),
+    "search_graph query_text": (lambda f, v: f.search_graph([1.0] * f.embedding_dim, 3,
+                                                            query_text=v), "search_hybrid", 1,
+                                True),
+    "metadata": (lambda f, v: f.metadata(v), "blob_bytes", 0, False),
+}
+
+
+@pytest.mark.parametrize("name", BEYOND)
+def test_our_methods_convert_as_the_wheel(name: str) -> None:
+    """An argument of a method the wheel lacks is refused with the text the wheel gives the
+    same kind of argument (the bad values of the grid: None, floats, bytes, 2**64, ...)."""
+    ours, method, position, optional = BEYOND[name]
+    file = "synthetic-hybrid"
+    want = _conversion_errors(file, method, position)
+    if optional:
+        del want["none"]
+    assert len(want) >= 7, want
+    f, _ = _ours(file)
+    c = context(f, str(REF / f"{file}.urna"), method)
+    differ = []
+    with f:
+        for value_name, outcome in want.items():
+            try:
+                ours(f, value(value_name, c))
+                got: dict = {"ok": True}
+            except Exception as exc:
+                got = {"error": builtin_class(exc), "message": str(exc)}
+            if got != outcome:
+                differ.append((value_name, got, outcome))
+    assert not differ, differ

@@ -471,7 +471,7 @@ class UrnaFile:
     def cite(self, citation: str) -> ResolvedCitation:
         """Resolve ``urna://<content_hash>/<chunk_id>`` to its stored text and (overlaid) span."""
         st = self._state
-        wanted, ordinal = locate_citation(citation, st.content_hash, st.chunk_ids)
+        wanted, ordinal = locate_citation(as_str(citation), st.content_hash, st.chunk_ids)
         uri, start, end = st.spans[ordinal]
         return ResolvedCitation(format_citation(st.content_hash, wanted), wanted, st.content_hash,
                                 ordinal, self._text_table()[ordinal], uri, start, end)
