@@ -32,7 +32,18 @@ from .hits import RetrieveHit, SearchHit, SearchResult
 from .lazy_tables import TextsById
 from .mapping import map_file
 from .opening import OpenedFile, open_state
-from .query import Vector, Vectors, as_f32, as_i32, check_size, prepare_batch
+from .query import (
+    Vector,
+    Vectors,
+    as_f32,
+    as_i32,
+    as_optional_str,
+    as_path,
+    as_str,
+    binding,
+    check_size,
+    prepare_batch,
+)
 from .ranks import check_rank
 from .routing import EXACT, choose_route
 
@@ -62,8 +73,8 @@ class UrnaFile:
     """A validated, memory-mapped .urna file. Use :func:`open_file` (``urna.open``)."""
 
     def __init__(self, path: str | os.PathLike) -> None:
-        self.path = os.fspath(path)
-        self._mm, buf, stat_now = map_file(path)
+        self.path = as_path(path)
+        self._mm, buf, stat_now = map_file(self.path)
         verdict = verdicts.lookup(self.path, stat_now)
         try:
             self._st: OpenedFile | None = open_state(buf, verdict)
@@ -84,6 +95,7 @@ class UrnaFile:
         self._inspect: dict | None = None
 
     @classmethod
+    @binding
     def open(cls, path: str | os.PathLike) -> UrnaFile:
         """Open ``path`` (same as ``urna.open``)."""
         return cls(path)
@@ -167,6 +179,7 @@ class UrnaFile:
         """``{field: type}`` of the metadata section (0x18); empty when the file has none."""
         return _f.schema(self._state)
 
+    @binding
     def metadata(self, i: int) -> dict[str, Any]:
         """Chunk ``i``'s metadata (null keys left out); ``{}`` when the file has none."""
         st = self._state
@@ -181,6 +194,7 @@ class UrnaFile:
         """Names of the opened spaces in table order (empty when none)."""
         return [s.entry.name for s in self._state.spaces or ()]
 
+    @binding
     def spaces(self) -> list[dict[str, Any]]:
         """The opened named spaces in table order: name, dim, dtype, n_vectors, model_hash."""
         return [{"name": s.entry.name, "dim": s.entry.dim, "dtype": s.entry.dtype,
@@ -209,60 +223,69 @@ class UrnaFile:
     # envelope (index_type, recall, truncated, timing, explain). ``where=`` (a filter mapping,
     # ``urna.index.filter``) restricts every path to the matching chunks; None = no filter.
 
+    @binding
     def search(self, query: Vector, k: int, *, where: Where = None,
                threads: int | None = None) -> SearchResult[SearchHit]:
         """Exact top-k by cosine; recall 1.0 (rows split across ``threads``: same answer)."""
-        return _s.exact_search(self._state, as_f32(query), as_i32(k), where=where,
-                               threads=threads)
+        k = as_i32(k)
+        return _s.exact_search(self._state, as_f32(query), k, where=where, threads=threads)
 
+    @binding
     def search_ann(self, query: Vector, k: int, ef: int, *,
                    where: Where = None) -> SearchResult[SearchHit]:
         """HNSW candidates (beam ``max(ef, k, ef_construction)``), exact rerank; else exact."""
-        return _s.ann_search(self._state, as_f32(query), as_i32(k), check_size(ef), where)
+        k, ef = as_i32(k), check_size(ef)
+        return _s.ann_search(self._state, as_f32(query), k, ef, where)
 
+    @binding
     def search_hybrid(self, query: Vector, query_text: str, k: int, candidates: int, *,
                       where: Where = None,
                       rank: str = "cosine") -> SearchResult[SearchHit]:
         """Vector shortlist ∪ BM25 shortlist, exact rerank (no fallback); ordered by cosine, or
         by the fused cosine + BM25 score with ``rank="fused"``."""
-        x, k = as_f32(query), as_i32(k)
-        if not isinstance(query_text, str):
-            raise TypeError(f"query_text must be str, not {type(query_text).__name__}")
-        return _s.hybrid_search(self._state, x, query_text, k, check_size(candidates), where,
+        text, k, cand = as_str(query_text), as_i32(k), check_size(candidates)
+        return _s.hybrid_search(self._state, as_f32(query), text, k, cand, where,
                                 check_rank(rank))
 
+    @binding
     def search_bm25(self, query_text: str, k: int, *,
                     where: Where = None) -> SearchResult[SearchHit]:
         """Pure lexical top-k by BM25 (beyond the reference); hits carry ``score_type="bm25"``."""
-        if not isinstance(query_text, str):
-            raise TypeError(f"query_text must be str, not {type(query_text).__name__}")
-        return _s.bm25_search(self._state, query_text, as_i32(k), where)
+        text, k = as_str(query_text), as_i32(k)
+        return _s.bm25_search(self._state, text, k, where)
 
+    @binding
     def search_graph(self, query: Vector, k: int, hops: int = 1, ef: int = 100, *,
                      where: Where = None, rank: str = "cosine",
                      query_text: str | None = None) -> SearchResult[SearchHit]:
         """Exact seeds, bounded BFS over the chunk graph, exact rerank; exact without a graph.
         ``rank="fused"`` with ``query_text`` orders the BFS union by cosine + BM25."""
-        return _s.graph_search(self._state, as_f32(query), as_i32(k), check_size(hops),
-                               check_size(ef), where, check_rank(rank), query_text)
+        k, hops, ef = as_i32(k), check_size(hops), check_size(ef)
+        text = as_optional_str(query_text)
+        return _s.graph_search(self._state, as_f32(query), k, hops, ef, where, check_rank(rank),
+                               text)
 
+    @binding
     def search_space(self, name: str, query: Vector, k: int,
                      expected_model_hash: str | None = None, *,
                      where: Where = None) -> SearchResult[SearchHit]:
         """Exact search over one named vector space (never falls back to the text path)."""
-        return _s.space_search(self._state, name, as_f32(query), as_i32(k), expected_model_hash,
-                               where)
+        name, k, model_hash = as_str(name), as_i32(k), as_optional_str(expected_model_hash)
+        return _s.space_search(self._state, name, as_f32(query), k, model_hash, where)
 
+    @binding
     def search_routed(self, query: Vector, k: int, candidates: int | None = None, hops: int = 1,
                       ef: int = 100, query_text: str | None = None, *,
                       where: Where = None,
                       rank: str = "cosine") -> SearchResult[SearchHit]:
         """The route :meth:`retrieve` takes (``runtime.routing``), returning SearchHits."""
-        x, k = as_f32(query), as_i32(k)
+        k = as_i32(k)
         cand = None if candidates is None else check_size(candidates)
-        return _s.routed_search(self._state, x, k, cand, check_size(hops), check_size(ef),
-                                query_text, where, check_rank(rank))
+        hops, ef, text = check_size(hops), check_size(ef), as_optional_str(query_text)
+        return _s.routed_search(self._state, as_f32(query), k, cand, hops, ef, text, where,
+                                check_rank(rank))
 
+    @binding
     def retrieve(self, query: Vector, k: int, candidates: int | None = None, hops: int = 1,
                  ef: int = 100,
                  expected_model_hash: str | None = None,
@@ -278,16 +301,17 @@ class UrnaFile:
         reference's order.
         """
         st = self._state
-        _s.check_model_hash(st, expected_model_hash)
-        x, k = as_f32(query), as_i32(k)
+        k = as_i32(k)
         cand = None if candidates is None else check_size(candidates)
+        hops, ef = check_size(hops), check_size(ef)
+        _s.check_model_hash(st, as_optional_str(expected_model_hash))
+        x, text = as_f32(query), as_optional_str(query_text)
         # The stored texts are read while the search runs (their zstd frame and the numpy
         # proof release the GIL); a text error still comes first, as when they were read
         # before the search.
         reader = None if self._by_id is not None else start_quietly(self._text_table)
         try:
-            res = _s.routed_search(st, x, k, cand, check_size(hops), check_size(ef), query_text,
-                                   where, check_rank(rank))
+            res = _s.routed_search(st, x, k, cand, hops, ef, text, where, check_rank(rank))
         except BaseException:
             if reader is not None:
                 reader.wait()
@@ -299,6 +323,7 @@ class UrnaFile:
             self._by_id = _s.texts_by_id(st, self._text_table())
         return _s.with_text(res, self._by_id)
 
+    @binding
     def search_batch(self, queries: Vectors, k: int, *, where: Where = None) -> BatchResult:
         """Exact top-k for many queries with one BLAS screen; equals :meth:`search` per row
         (each row's ``query_time_ms`` is the whole batch's)."""
@@ -316,6 +341,7 @@ class UrnaFile:
             ids[j], scores[j] = _s.filtered_exact(st, Q[j], k, fm)
         return BatchResult(st, ids, scores, k, fm, (time.perf_counter() - t0) * 1e3)
 
+    @binding
     def retrieve_batch(self, queries: Vectors, k: int, candidates: int | None = None, hops: int = 1,
                        ef: int = 100, expected_model_hash: str | None = None,
                        query_texts: Sequence[str | None] | None = None, *,
@@ -345,6 +371,7 @@ class UrnaFile:
 
     # -- file-level accessors ------------------------------------------------------------
 
+    @binding
     def inspect(self) -> dict[str, Any]:
         """The reference's inspect document (header, sections, manifest, blobs, spaces, hashes)."""
         from ..format.inspect import inspect_view
@@ -354,6 +381,7 @@ class UrnaFile:
             self._inspect = inspect_view(st.view, self.simd_backend, st.file_hash)
         return self._inspect
 
+    @binding
     def validate(self, *, full: bool = False) -> bool:
         """The reference binding's check (reader checks, value walk, contract); True or a typed
         error. ``full=True`` is ``urna validate``'s whole check: this object's full open proved
@@ -374,14 +402,17 @@ class UrnaFile:
         view.search_contract()
         return True
 
+    @binding
     def chunk_ids(self) -> list[str]:
         """Chunk ids in file order."""
         return list(self._state.chunk_ids)
 
+    @binding
     def spans(self) -> list[tuple[str, int, int]]:
         """Source spans ``(source_uri, byte_start, byte_end)`` in file order (blob overlay on)."""
         return list(self._state.spans)
 
+    @binding
     def vectors(self, ids: Sequence[int] | np.ndarray | None = None) -> np.ndarray:
         """Stored embeddings as float32 rows (float16/int8/int4 dequantised), all or ``ids``."""
         st = self._state
@@ -395,6 +426,7 @@ class UrnaFile:
             out[j] = st.stored.dequantize(i, i + 1)[0]
         return out
 
+    @binding
     def texts(self) -> list[str]:
         """The stored canonical texts in file order (decoded once)."""
         if self._texts is None:
@@ -412,12 +444,14 @@ class UrnaFile:
             return self._texts
         return self._state.texts
 
+    @binding
     def blob_refs(self) -> list[dict[str, Any]]:
         """The 0x14 records as dicts (empty when the file has no blobs)."""
         return [{"content_hash": "sha256:" + r.content_hash.hex(), "original_uri": r.original_uri,
                  "byte_len": r.byte_len, "inlined": bool(r.inlined)}
                 for r in self._state.blob_refs or ()]
 
+    @binding
     def blob_bytes(self, index: int) -> bytes:
         """The bytes of inlined blob ``index``; BlobNotInlined when they are not in this file."""
         index = check_size(index)
@@ -433,10 +467,11 @@ class UrnaFile:
             raise MalformedSectionPayload(SECTION_BLOB_DATA, f"blob {index} spans past the file")
         return bytes(st.view.buf[start:start + length])
 
+    @binding
     def cite(self, citation: str) -> ResolvedCitation:
         """Resolve ``urna://<content_hash>/<chunk_id>`` to its stored text and (overlaid) span."""
         st = self._state
-        wanted, ordinal = locate_citation(citation, st.content_hash, st.chunk_ids)
+        wanted, ordinal = locate_citation(as_str(citation), st.content_hash, st.chunk_ids)
         uri, start, end = st.spans[ordinal]
         return ResolvedCitation(format_citation(st.content_hash, wanted), wanted, st.content_hash,
                                 ordinal, self._text_table()[ordinal], uri, start, end)
