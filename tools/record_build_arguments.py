@@ -9,7 +9,7 @@ the written file or the exception's builtin class and message; the cases and out
 tests/data/build-arguments-0.5.1.json, which tests/test_build_arguments.py replays with ours.
 Not a test: the wheel is never a suite dependency.
 
-    /work/wt-build/.venv/bin/python tools/record_build_arguments.py [REF_PYTHON]
+    python3 tools/record_build_arguments.py [REF_PYTHON]   # the wheel's python, default below
 
 Values that make the wheel die are not in the grid: an HNSW ``hnsw_m`` of 2**31..2**61 asks
 the allocator for 8 * m bytes and the process aborts; a larger one panics (``capacity

@@ -1,8 +1,8 @@
 """``urna.build``'s arguments converted as the reference binding (PyO3) converts them.
 
 Each ``extract_*`` takes what the caller passed and returns the Rust-side value, or raises
-the builtin class with the text PyO3 0.5.1's wheel raises: a str parameter takes only a
-``str`` (``'int' object is not an instance of 'str'``), an integer goes through
+the builtin class with the text the urna 0.5.1 wheel's PyO3 layer raises: a str parameter
+takes only a ``str`` (``'int' object is not an instance of 'str'``), an integer goes through
 ``__index__`` (floats refused, bools accepted) then the width's range check (a u32 as a C
 long then ``try_from``, a u64 as an unsigned long long), a bool is a ``bool`` or
 ``numpy.bool_``, a ``Vec`` is any sequence but a ``str``, a ``list`` or ``dict`` parameter is
