@@ -117,7 +117,9 @@ def test_write_failure_leaves_no_temp_file(tmp_path, monkeypatch):
         raise OSError(28, "No space left on device")
 
     monkeypatch.setattr(os, "fsync", broken_fsync)
-    with pytest.raises(OSError):
+    # The reference's text for a failed write: ValueError "write <path>: <io error>".
+    with pytest.raises(ValueError, match=r"^write .*x\.urna: No space left on device "
+                                         r"\(os error 28\)$"):
         urna.build(tmp_path / "x.urna", "demo", 4, "c/1", ZERO, ONE)
     assert list(tmp_path.iterdir()) == []
 

@@ -21,7 +21,7 @@ LAYER = {
     "errors": 0, "_atomic": 0, "_cache_dir": 0, "_version": 0,
     "format": 1,
     "index": 2,
-    "runtime": 3, "build": 3, "build_media": 3, "build_options": 3,
+    "runtime": 3, "build": 3, "build_args": 3, "build_media": 3, "build_options": 3,
     "forge": 4,
     "serve": 5, "mcp": 5, "tui": 5, "integrations": 5,
     "cli": 6,

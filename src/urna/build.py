@@ -9,15 +9,18 @@ On any error nothing is left behind and an existing file of that name is untouch
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import os
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import ParamSpec, TypeVar
 
 import numpy as np
 
 from ._atomic import write_atomic
+from .build_args import convert_call, extract_f32_vec, extract_str, extract_u64, field, record
+from .build_media import media_sections
 from .build_options import DEFAULTS, BuildOptions, Storage, TextEncoding, resolve_storage
 from .errors import (
     BuildError,
@@ -36,31 +39,36 @@ from .format.sections import canonical
 from .format.sections.hnsw import HnswPayload
 from .format.writer import EncodedSection, assemble
 
-CHUNK_KEYS = ("canonical_text", "source_uri", "byte_start", "byte_end", "embedding")
+POSITIONAL = ("output_path", "embedding_model", "embedding_dim", "chunker_version", "model_hash",
+              "chunks")
+P = ParamSpec("P")
+R = TypeVar("R")
 
 
 def _take_chunks(chunks: Sequence[dict]) -> tuple[list[str], list[tuple[str, int, int]], list]:
+    """Each chunk's fields, read in the reference's order with its conversions and texts."""
     texts, spans, rows = [], [], []
-    for i, chunk in enumerate(chunks):
-        for key in CHUNK_KEYS:
-            if key not in chunk:
-                raise BuildError(f"chunks[{i}] missing {key}")
-        start, end = int(chunk["byte_start"]), int(chunk["byte_end"])
-        if not (0 <= start <= layout.U64_MAX and 0 <= end <= layout.U64_MAX):
-            raise BuildError(f"chunks[{i}] byte span must fit an unsigned 64-bit integer")
-        texts.append(str(chunk["canonical_text"]))
-        spans.append((str(chunk["source_uri"]), start, end))
-        # Python floats become f32 by round-to-nearest, as the binding extracts them.
-        with np.errstate(over="ignore"):
-            rows.append(np.asarray(chunk["embedding"], dtype=np.float64)
-                        .astype(np.float32).reshape(-1))
+    for i, item in enumerate(chunks):
+        where = f"chunks[{i}]"
+        chunk = record(item, where)
+        texts.append(field(chunk, "canonical_text", where, extract_str))
+        uri = field(chunk, "source_uri", where, extract_str)
+        start = field(chunk, "byte_start", where, extract_u64)
+        spans.append((uri, start, field(chunk, "byte_end", where, extract_u64)))
+        rows.append(field(chunk, "embedding", where, extract_f32_vec))
     return texts, spans, rows
 
 
-def mrl_truncate(rows: list[np.ndarray], mrl_dim: int) -> list[np.ndarray]:
-    """Cut each row to ``mrl_dim`` and re-L2-normalise it in f32 (sequential sum of squares)."""
+def mrl_truncate(rows: list[np.ndarray], mrl_dim: int, full_dim: int) -> list[np.ndarray]:
+    """Cut each row to ``mrl_dim`` and re-L2-normalise it in f32 (sequential sum of squares).
+
+    A row narrower or wider than ``full_dim`` is returned as it is (the reference's rule).
+    """
     out = []
     for row in rows:
+        if row.shape[0] != full_dim:
+            out.append(row)
+            continue
         prefix = np.ascontiguousarray(row[:mrl_dim], dtype=np.float32)
         with np.errstate(over="ignore", invalid="ignore"):
             sq = prefix * prefix
@@ -72,14 +80,12 @@ def mrl_truncate(rows: list[np.ndarray], mrl_dim: int) -> list[np.ndarray]:
     return out
 
 
-def _provenance_json(provenance: Any) -> bytes:
+def _provenance_json(provenance: dict | None) -> bytes:
     """The binding's path: Python json.dumps, then serde_json compact re-serialisation."""
     from .format.json_text import dumps_compact, parse_json
 
     if provenance is None:
         return b"{}"
-    if not isinstance(provenance, dict):
-        raise BuildError(f"provenance must be a dict, not {type(provenance).__name__}")
     try:
         value = parse_json(json.dumps(provenance))
     except Json as exc:
@@ -107,6 +113,18 @@ def _check_chunks(manifest: Manifest, rows: list[np.ndarray],
             raise InvalidInput(f"byte_end ({end}) < byte_start ({start})")
 
 
+def _positional_limit(func: Callable[P, R]) -> Callable[P, R]:
+    """Refuse a 7th positional argument with PyO3's text (Python's also counts keywords)."""
+    @functools.wraps(func)
+    def call(*args: P.args, **kwargs: P.kwargs) -> R:
+        if len(args) > len(POSITIONAL):
+            raise TypeError(f"build() takes {len(POSITIONAL)} positional arguments but "
+                            f"{len(args)} were given")
+        return func(*args, **kwargs)
+    return call
+
+
+@_positional_limit
 def build(output_path: str | os.PathLike, embedding_model: str, embedding_dim: int,
           chunker_version: str, model_hash: str, chunks: Sequence[dict], *,
           title: str | None = DEFAULTS.title, version: str | None = DEFAULTS.version,
@@ -137,11 +155,43 @@ def build(output_path: str | os.PathLike, embedding_model: str, embedding_dim: i
                    [{"canonical_text": "hi", "source_uri": "doc.txt", "byte_start": 0,
                      "byte_end": 2, "embedding": [1.0, 0.0, 0.0, 0.0]}])
     """
-    # The keywords above are exactly BuildOptions' fields (a test pins names, order, defaults).
-    options = BuildOptions.from_keywords(locals())
-    data = build_bytes(embedding_model, embedding_dim, chunker_version, model_hash, chunks, options)
-    write_atomic(output_path, data)
+    # The keywords above are exactly BuildOptions' fields (a test pins names, order, defaults);
+    # every argument is converted first, in order, as the reference's PyO3 wrapper does.
+    call = convert_call(locals())
+    options = BuildOptions.from_keywords(call)
+    data = build_bytes(call["embedding_model"], call["embedding_dim"], call["chunker_version"],
+                       call["model_hash"], call["chunks"], options)
+    _write(call["output_path"], data)
     return str(output_path)
+
+
+def _write(path: str, data: bytes) -> None:
+    """Write atomically; a failure is the reference's ``write <path>: <io error>`` ValueError."""
+    if "\0" in path:
+        raise BuildError(f"write {path}: file name contained an unexpected NUL byte")
+    errno = _open_errno(path)
+    try:
+        if errno is not None:
+            raise OSError(errno, os.strerror(errno))
+        write_atomic(path, data)
+    except OSError as exc:
+        raise BuildError(f"write {path}: {exc.strerror} (os error {exc.errno})") from exc
+
+
+def _open_errno(path: str) -> int | None:
+    """The error the reference's ``File::create(path)`` gets where a temp file + rename differ."""
+    import errno
+
+    if path == "":
+        return errno.ENOENT
+    if os.path.isdir(path):
+        return errno.EISDIR
+    if path.endswith("/"):
+        bare = path.rstrip("/")
+        if os.path.exists(bare):
+            return errno.ENOTDIR
+        return errno.EISDIR if os.path.isdir(os.path.dirname(bare) or ".") else errno.ENOENT
+    return None
 
 
 def build_steps(options: BuildOptions, n_chunks: int) -> list[str]:
@@ -162,23 +212,24 @@ def build_bytes(embedding_model: str, embedding_dim: int, chunker_version: str, 
     progress bar's hook; it never changes the bytes).
     """
     step = on_step or _no_step
-    storage = resolve_storage(options)
+    # The reference's order: the chunks, mrl_dim, provenance, the preset and its overrides,
+    # the int4 width, the media options, then the manifest and the chunks' values.
     texts, spans, rows = _take_chunks(chunks)
     mrl_dim = options.mrl_dim
     dim = int(embedding_dim)
-    if mrl_dim is not None:
-        if not 0 < mrl_dim <= dim:
-            raise BuildError(f"mrl_dim must satisfy 0 < mrl_dim <= embedding_dim ({dim}), "
-                             f"got {mrl_dim}")
-        if mrl_dim < dim:  # the reference leaves rows untouched when mrl_dim == dim
-            rows = mrl_truncate(rows, mrl_dim)
+    if mrl_dim is not None and not 0 < mrl_dim <= dim:
+        raise BuildError(f"mrl_dim must satisfy 0 < mrl_dim <= embedding_dim ({dim}), "
+                         f"got {mrl_dim}")
+    provenance_json = _provenance_json(options.provenance)
+    storage = resolve_storage(options)
     effective_dim = mrl_dim if mrl_dim is not None else dim
     if not storage.dtype.dim_supported(effective_dim):
         raise BuildError(
             f"int4 requires (effective) embedding_dim divisible by 64, got {effective_dim}")
-    if options.blob_data_paths is not None and options.blob_refs is None:
-        raise BuildError(
-            "blob_data_paths requires blob_refs (the 0x17 table parallels the 0x14 order)")
+    media = media_sections(options.blob_refs, options.blob_data_paths,
+                           options.chunk_blob_spans, options.spaces, len(rows))
+    if mrl_dim is not None and mrl_dim < dim:  # the reference leaves rows as is at mrl == dim
+        rows = mrl_truncate(rows, mrl_dim, dim)
 
     manifest = Manifest.new(embedding_model, effective_dim, len(rows), chunker_version, model_hash)
     manifest.title, manifest.version = options.title, options.version
@@ -189,7 +240,6 @@ def build_bytes(embedding_model: str, embedding_dim: int, chunker_version: str, 
     if mrl_dim is not None:
         manifest.mrl_dim, manifest.full_dim = mrl_dim, dim
     manifest.dtype = storage.dtype.value
-    provenance_json = _provenance_json(options.provenance)
     if options.reproducible:
         manifest.created = layout.REPRODUCIBLE_CREATED
     # Validate before the index setters run: they only write valid values (hnsw/exact,
@@ -212,7 +262,11 @@ def build_bytes(embedding_model: str, embedding_dim: int, chunker_version: str, 
         bm25_job = fan.start(_bm25_payload, storage, texts) if storage.with_bm25 else None
         optional = _index_sections(manifest, options, storage, len(matrix), graph_job, bm25_job,
                                    step)
-        optional += _media_sections(manifest, options, len(texts))
+        optional += media.sections
+        if media.blobs_present:
+            _ext(manifest).blobs_present = True
+        if media.supports_multimodal:
+            _ext(manifest).supports_multimodal = True
         sections = core_job.result()
         step("texts")
     if metadata_section is not None:
@@ -346,26 +400,3 @@ def _metadata_section(options: BuildOptions, n_chunks: int) -> EncodedSection | 
                          f"{type(options.metadata).__name__}")
     payload = encode_metadata(options.metadata, n_chunks, options.metadata_types)
     return EncodedSection(layout.SECTION_METADATA, layout.ENCODING_RAW, payload)
-
-
-def _media_sections(manifest: Manifest, options: BuildOptions,
-                    n_chunks: int) -> list[EncodedSection]:
-    """Blob refs/overlay/data (0x14/0x16/0x17) and named spaces (0x15 + bands)."""
-    out: list[EncodedSection] = []
-    if options.blob_refs is not None:
-        from .build_media import blob_sections
-
-        out += blob_sections(options.blob_refs, options.blob_data_paths,
-                             options.chunk_blob_spans, n_chunks)
-        _ext(manifest).blobs_present = True
-    elif options.chunk_blob_spans is not None:
-        from .build_media import overlay_section
-
-        out.append(overlay_section(options.chunk_blob_spans, n_chunks))
-        _ext(manifest).blobs_present = True
-    if options.spaces:
-        from .build_media import space_sections
-
-        out += space_sections(options.spaces, n_chunks)
-        _ext(manifest).supports_multimodal = True
-    return out

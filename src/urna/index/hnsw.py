@@ -137,8 +137,10 @@ def build_hnsw(vectors: np.ndarray, m: int = DEFAULT_M,
         adj0[:, 1:][np.arange(m_max0) < adj0[:, :1]]
     upper = np.flatnonzero(layer_of_row > 0)
     out[_ranges(nbr_ptr[upper], counts[upper])] = ids[_ranges(row_start[upper], counts[upper])]
-    graph = HnswPayload(m, m_max0, ef_construction, int(entry_point), int(max_level), n,
-                        levels, node_ptr, nbr_ptr, out)
+    # The payload field is a u32: the reference builds with the whole value and stores it `as
+    # u32` (its low 32 bits).
+    graph = HnswPayload(m, m_max0, ef_construction & 0xFFFFFFFF, int(entry_point),
+                        int(max_level), n, levels, node_ptr, nbr_ptr, out)
     _plan(graph, adj0)  # adj0 is already a layer0_table (width 2m >= every count)
     return graph
 

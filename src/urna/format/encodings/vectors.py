@@ -68,7 +68,8 @@ def encode_float16(matrix: np.ndarray) -> bytes:
 def encode_int8(matrix: np.ndarray) -> bytes:
     """int8 payload: per-row scale ``max|x| / 127``, codes clamped to -127..127."""
     x = _as_matrix(matrix)
-    m = np.abs(x).max(axis=1) if x.shape[1] else np.zeros(x.shape[0], np.float32)
+    # The reference folds ``max`` from 0.0, and f32::max skips NaN (a space band may hold NaN).
+    m = np.fmax.reduce(np.abs(x), axis=1, initial=np.float32(0.0))
     zero = m == 0
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         scale = np.where(zero, np.float32(1.0), m / np.float32(127.0)).astype(np.float32)
@@ -87,7 +88,7 @@ def encode_int4(matrix: np.ndarray) -> bytes:
     if dim == 0 or dim % INT4_BLOCK:
         raise InvalidInput(f"encode_int4_embeddings: dim={dim} must be a nonzero multiple of 64")
     groups = x.reshape(n, dim // INT4_BLOCK, INT4_BLOCK)
-    m = np.abs(groups).max(axis=2)
+    m = np.fmax.reduce(np.abs(groups), axis=2, initial=np.float32(0.0))  # NaN skipped, as int8
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         scale16 = np.where(m == 0, np.float32(1.0), m / np.float32(7.0)).astype(np.float32)
         scale16 = scale16.astype(np.float16)

@@ -1,0 +1,234 @@
+"""``urna.build``'s arguments converted as the reference binding (PyO3) converts them.
+
+Each ``extract_*`` takes what the caller passed and returns the Rust-side value, or raises
+the builtin class with the text the urna 0.5.1 wheel's PyO3 layer raises: a str parameter
+takes only a ``str`` (``'int' object is not an instance of 'str'``), an integer goes through
+``__index__`` (floats refused, bools accepted) then the width's range check (a u32 as a C
+long then ``try_from``, a u64 as an unsigned long long), a bool is a ``bool`` or
+``numpy.bool_``, a ``Vec`` is any sequence but a ``str``, a ``list`` or ``dict`` parameter is
+that type or a subclass, and a float goes through ``PyFloat_AsDouble`` then rounds to f32.
+``build`` converts its whole signature here first, in parameter order, as the wrapper does
+before the body runs; the body (``build.build_bytes``) converts the records inside chunks,
+media and spaces with the same functions.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import math
+import operator
+import os
+from collections.abc import Callable, Mapping
+from typing import Any, TypeVar
+
+import numpy as np
+
+from .errors import BuildError
+
+T = TypeVar("T")
+
+_I64 = 1 << 63
+_U32_MAX = (1 << 32) - 1
+_U64_MAX = (1 << 64) - 1
+_sequence_check = ctypes.pythonapi.PySequence_Check
+_sequence_check.argtypes = (ctypes.py_object,)
+_sequence_check.restype = ctypes.c_int
+
+
+def downcast_error(value: object, target: str) -> TypeError:
+    """PyO3's refusal of a value whose type is not ``target`` (None has its own wording)."""
+    if value is None:
+        return TypeError(f"'None' is not an instance of '{target}'")
+    return TypeError(f"'{type(value).__qualname__}' object is not an instance of '{target}'")
+
+
+def extract_str(value: object) -> str:
+    """A Rust ``String``: a str (or subclass) that encodes to UTF-8 (no lone surrogates)."""
+    if not isinstance(value, str):
+        raise downcast_error(value, "str")
+    value.encode("utf-8")  # a lone surrogate raises the UnicodeEncodeError PyO3 raises
+    return str(value)
+
+
+def extract_bool(value: object) -> bool:
+    """A Rust ``bool``: a Python bool, or numpy's bool scalar (PyO3 accepts both)."""
+    if type(value) is bool:
+        return value
+    kind = type(value)
+    if kind.__module__ == "numpy" and kind.__name__ in ("bool_", "bool"):
+        return bool(value)
+    raise downcast_error(value, "bool")
+
+
+def _index(value: object) -> int:
+    """``PyNumber_Index``: ints, bools and ``__index__`` objects; floats and strs refused."""
+    return operator.index(value)  # type: ignore[arg-type]
+
+
+def extract_u32(value: object) -> int:
+    """A Rust ``u32``: taken as a C long, then range-checked."""
+    n = _index(value)
+    if not -_I64 <= n < _I64:
+        raise OverflowError("Python int too large to convert to C long")
+    if not 0 <= n <= _U32_MAX:
+        raise OverflowError("out of range integral type conversion attempted")
+    return n
+
+
+def extract_u64(value: object) -> int:
+    """A Rust ``u64`` / ``usize``: an unsigned long long."""
+    n = _index(value)
+    if n < 0:
+        raise OverflowError("can't convert negative int to unsigned")
+    if n > _U64_MAX:
+        raise OverflowError("int too big to convert")
+    return n
+
+
+def extract_list(value: object) -> list:
+    """A ``&PyList`` parameter: a list or a subclass of it."""
+    if not isinstance(value, list):
+        raise downcast_error(value, "list")
+    return value
+
+
+def extract_dict(value: object) -> dict:
+    """A ``&PyDict`` parameter: a dict or a subclass of it."""
+    if not isinstance(value, dict):
+        raise downcast_error(value, "dict")
+    return value
+
+
+def _sequence(value: object) -> Any:
+    """What a ``Vec<T>`` iterates: any object with the sequence protocol except a str."""
+    if isinstance(value, str):
+        raise TypeError("Can't extract `str` to `Vec`")
+    if not _sequence_check(value):
+        raise downcast_error(value, "Sequence")
+    return value
+
+
+def extract_vec(value: object, item: Callable[[Any], T]) -> list[T]:
+    """A Rust ``Vec<T>``: the sequence's items, each converted by ``item``."""
+    return [item(v) for v in _sequence(value)]
+
+
+def optional(value: object, extract: Callable[[Any], T]) -> T | None:
+    """An ``Option<T>`` parameter: None stays None."""
+    return None if value is None else extract(value)
+
+
+def _f64(value: object) -> float:
+    """``PyFloat_AsDouble``: floats, ``__float__`` and ``__index__`` objects."""
+    if type(value) is float:
+        return value
+    math.isfinite(value)  # type: ignore[arg-type]  # raises PyFloat_AsDouble's own errors
+    return float(value)  # type: ignore[arg-type]
+
+
+_FAST_KINDS = frozenset("fiub")
+
+
+def extract_f32_vec(value: object) -> np.ndarray:
+    """A Rust ``Vec<f32>`` as a 1-d float32 array (each item as a double, then ``as f32``)."""
+    if isinstance(value, np.ndarray) and value.ndim == 1 and value.dtype.kind in _FAST_KINDS:
+        return _to_f32(value.astype(np.float64) if value.dtype.kind != "f" else value)
+    if type(value) is list and all(type(v) is float for v in value):
+        return _to_f32(np.array(value, dtype=np.float64))
+    return _to_f32(np.array([_f64(v) for v in _sequence(value)], dtype=np.float64))
+
+
+def _to_f32(array: np.ndarray) -> np.ndarray:
+    # Rust's ``as f32`` rounds to nearest and saturates to +-inf, as numpy's cast does.
+    with np.errstate(over="ignore"):
+        return array.astype(np.float32).reshape(-1)
+
+
+def extract_f32_rows(value: object) -> list[np.ndarray]:
+    """A Rust ``Vec<Vec<f32>>`` as a list of float32 rows."""
+    if isinstance(value, np.ndarray) and value.ndim == 2 and value.dtype.kind in _FAST_KINDS:
+        return list(_to_f32(value.astype(np.float64)).reshape(value.shape))
+    return [extract_f32_vec(row) for row in _sequence(value)]
+
+
+_MISSING = object()
+
+
+def record(value: object, where: str) -> dict:
+    """One record of a list argument (``chunks[i]``, ``spaces[i]``, ...): it must be a dict."""
+    if not isinstance(value, dict):
+        raise BuildError(f"{where} is not a dict")
+    return value
+
+
+def field(item: Mapping, key: str, where: str, extract: Callable[[Any], T]) -> T:
+    """``item[key]`` converted by ``extract``; a missing key is ``<where> missing <key>``."""
+    value = dict.get(item, key, _MISSING)  # type: ignore[call-overload]  # the C lookup PyO3 does
+    if value is _MISSING:
+        raise BuildError(f"{where} missing {key}")
+    return extract(value)
+
+
+def optional_field(item: Mapping, key: str, extract: Callable[[Any], T]) -> T | None:
+    """``item[key]`` converted by ``extract`` if present (a present None is refused), else None."""
+    value = dict.get(item, key, _MISSING)  # type: ignore[call-overload]
+    return None if value is _MISSING else extract(value)
+
+
+def extract_output_path(value: object) -> str:
+    """The output path: a str as the reference takes it (and, beyond it, an os.PathLike)."""
+    if isinstance(value, os.PathLike):
+        value = os.fspath(value)
+    return extract_str(value)
+
+
+def _optional_str(value: object) -> str | None:
+    return optional(value, extract_str)
+
+
+def _optional_u32(value: object) -> int | None:
+    return optional(value, extract_u32)
+
+
+def _optional_bool(value: object) -> bool | None:
+    return optional(value, extract_bool)
+
+
+def _optional_list(value: object) -> list | None:
+    return optional(value, extract_list)
+
+
+def _optional_dict(value: object) -> dict | None:
+    return optional(value, extract_dict)
+
+
+def _optional_strings(value: object) -> list[str] | None:
+    return optional(value, lambda v: extract_vec(v, extract_str))
+
+
+def _as_given(value: T) -> T:
+    return value
+
+
+# The reference's signature, in its order: the wrapper converts these before the body runs,
+# so the first bad argument in this order is the one reported.
+SIGNATURE: dict[str, Callable[[Any], Any]] = {
+    "output_path": extract_output_path, "embedding_model": extract_str,
+    "embedding_dim": extract_u32, "chunker_version": extract_str, "model_hash": extract_str,
+    "chunks": extract_list, "title": _optional_str, "version": _optional_str,
+    "created": _optional_str, "description": _optional_str, "authors": _optional_strings,
+    "license": _optional_str, "provenance": _optional_dict, "reproducible": extract_bool,
+    "preset": extract_str, "text_encoding": _optional_str, "dtype": _optional_str,
+    "mrl_dim": _optional_u32, "with_hnsw": _optional_bool, "with_bm25": _optional_bool,
+    "with_graph": extract_bool, "graph_top_m": extract_u64, "blob_refs": _optional_list,
+    "blob_data_paths": _optional_list, "chunk_blob_spans": _optional_list,
+    "spaces": _optional_list, "hnsw_m": extract_u64, "hnsw_ef_construction": extract_u64,
+    "hnsw_seed": extract_u64,
+    # beyond the reference: checked by the 0x18 encoder
+    "metadata": _as_given, "metadata_types": _as_given,
+}
+
+
+def convert_call(arguments: Mapping[str, Any]) -> dict[str, Any]:
+    """Every argument of one ``urna.build`` call converted, in the signature's order."""
+    return {name: extract(arguments[name]) for name, extract in SIGNATURE.items()}
