@@ -207,6 +207,11 @@ def builtin_class(exc: BaseException) -> str:
     return type(exc).__name__
 
 
+def _placeholders(message: str, tmp: Path) -> str:
+    """``message`` with the run's folders named as placeholders (a checkout's path varies)."""
+    return message.replace(str(tmp), "<tmp>").replace(str(REF), "<ref>")
+
+
 def outcome(build: Any, case: dict, tmp: Path) -> dict:
     """Run one case with ``build`` in the empty folder ``tmp``: the file's digest or the error.
 
@@ -224,7 +229,7 @@ def outcome(build: Any, case: dict, tmp: Path) -> dict:
         raise
     except BaseException as exc:  # noqa: BLE001 - every refusal is an outcome (a panic too)
         left = sorted(set(os.listdir(tmp)) - before)
-        out = {"error": builtin_class(exc), "message": str(exc).replace(str(tmp), "<tmp>")}
+        out = {"error": builtin_class(exc), "message": _placeholders(str(exc), tmp)}
         if left:
             out["left"] = left
         return out
