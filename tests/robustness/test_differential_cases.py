@@ -21,7 +21,7 @@ from helpers.mutate import DATA_DIR, apply_case
 from urna import errors
 
 # One recording per cause fixed (see each file's cases for the corruptions).
-RECORDINGS = ("band-parse-section",)
+RECORDINGS = ("band-parse-section", "metadata-extension-ignored")
 CASES = [(name, cid, case) for name in RECORDINGS
          for cid, case in json.loads((DATA_DIR / f"{name}-0.5.1.json").read_text()).items()]
 
@@ -40,3 +40,17 @@ def test_ends_like_the_reference(name: str, cid: str, case: dict, tmp_path: Path
     assert isinstance(exc, errors.UrnaError)
     assert isinstance(exc, getattr(builtins, case["builtin"]))
 
+
+def test_a_broken_metadata_section_still_fails_a_filter(tmp_path: Path) -> None:
+    """Only the searches that do not ask for 0x18 pass over a broken one: ``where=`` reads it."""
+    import urna
+
+    case = json.loads((DATA_DIR / "metadata-extension-ignored-0.5.1.json").read_text())[
+        "quickstart-exact.urna:tbl-add-18-junk"]
+    path = tmp_path / "case.urna"
+    path.write_bytes(apply_case(case))
+    with urna.open(str(path)) as f:
+        q = [1.0] + [0.0] * (f.embedding_dim - 1)
+        assert len(f.search(q, 3)) == 3
+        with pytest.raises(errors.UnsupportedSectionVersion):
+            f.search(q, 3, where={"year": 1})
