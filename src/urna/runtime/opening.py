@@ -365,8 +365,8 @@ def _open_spaces(view: UrnaView) -> list[OpenSpace] | None:
         payload = view.payload(band)
         # The NaN walk follows the band's wire encoding, scoring its dtype code (§11.3). A
         # band's int8 / int4 parse failures name section 0x04, as the reference's do.
-        encodings.validate_embedding_values(SECTION_EMBEDDINGS, band.encoding, payload,
-                                            space.n_vectors, space.dim)
+        encodings.validate_embedding_values(band_id, band.encoding, payload, space.n_vectors,
+                                            space.dim, errors_as=SECTION_EMBEDDINGS)
         dtype = SPACE_DTYPES.get(space.dtype_code)
         if dtype is None:
             raise UnsupportedDType(str(space.dtype_code))
