@@ -267,3 +267,65 @@ def env_float(name: str, default: float) -> float:
         return float(os.environ.get(name, default))
     except ValueError:
         return default
+
+
+# The calls of tools/differential_corruptions.py's worker, in the order its first failure is
+# read: these first, then the others (spaces, retrieve, chunk_ids, blobs) by name.
+DIFFERENTIAL_ORDER = ("open", "props", "validate", "inspect", "search", "search_ann",
+                      "search_hybrid", "search_graph")
+
+
+def _builtin(exc: BaseException) -> str:
+    for cls in type(exc).__mro__:
+        if cls.__module__ == "builtins":
+            return cls.__name__
+    return type(exc).__name__
+
+
+def _differential_query(dim: int, salt: int = 0) -> list[float]:
+    return [1.0 if i == 0 else (((i + salt) * 37) % 11 - 5) / 10.0 for i in range(dim)]
+
+
+def differential_outcome(path: Path) -> tuple[str, BaseException] | None:
+    """``(call, exception)`` of the first failing call of the differential run's sequence on
+    the file at ``path`` (None when every call succeeds)."""
+    failed: dict[str, BaseException] = {}
+
+    def do(op: str, fn: Callable[[], object]) -> object | None:
+        try:
+            return fn()
+        except Exception as exc:  # noqa: BLE001 - the first failure is the answer
+            failed[op] = exc
+            return None
+
+    f = do("open", lambda: urna.open(str(path)))
+    if f is None:
+        return "open", failed["open"]
+    try:
+        dim = do("props", lambda: int(f.embedding_dim)) or 1
+        q = _differential_query(dim if 0 < dim <= 1 << 16 else 1)
+        do("validate", f.validate)
+        info = do("inspect", f.inspect)
+        do("search", lambda: f.search(q, 5))
+        do("search_ann", lambda: f.search_ann(q, 5, 32))
+        do("search_hybrid", lambda: f.search_hybrid(q, QUERY_TEXT, 5, 50))
+        do("search_graph", lambda: f.search_graph(q, 5))
+        spaces = info.get("spaces") if isinstance(info, dict) else None
+        for s in (spaces or [])[:4]:
+            if isinstance(s, dict) and isinstance(s.get("dim"), int) and 0 < s["dim"] <= 1 << 16:
+                do(f"search_space:{s.get('name')}",
+                   lambda s=s: f.search_space(s["name"], _differential_query(s["dim"], 3), 3))
+        do("retrieve", lambda: f.retrieve(q, 3))
+        do("chunk_ids", f.chunk_ids)
+        refs = do("blob_refs", f.blob_refs)
+        for i in range(min(len(refs) if isinstance(refs, list) else 0, 4)):
+            do(f"blob_bytes:{i}", lambda i=i: f.blob_bytes(i))
+    finally:
+        _close(f)
+    if not failed:
+        return None
+    first = min(failed, key=lambda op: (DIFFERENTIAL_ORDER.index(op)
+                                        if op in DIFFERENTIAL_ORDER
+                                        else len(DIFFERENTIAL_ORDER), op))
+    return first, failed[first]
+

@@ -38,9 +38,9 @@ class Counted:
         self.walks = self.readers = 0
         walk, steps = encodings.validate_embedding_values, format_reader.CheckSteps._run
 
-        def counted_walk(section_id: int, *args: object) -> None:
+        def counted_walk(section_id: int, *args: object, **kwargs: int | None) -> None:
             self.walks += section_id == SECTION_EMBEDDINGS
-            walk(section_id, *args)
+            walk(section_id, *args, **kwargs)
 
         def counted_steps(steps_self: format_reader.CheckSteps):  # type: ignore[no-untyped-def]
             self.readers += 1

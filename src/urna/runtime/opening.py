@@ -15,7 +15,7 @@ from functools import cached_property
 
 import numpy as np
 
-from ..errors import MalformedSectionPayload, SectionNotFound, UnsupportedDType
+from ..errors import MalformedSectionPayload, SectionNotFound, UnsupportedDType, UrnaError
 from ..format import encodings
 from ..format.ahead import Job, Lane, start_quietly
 from ..format.encodings.repack import digest_ids
@@ -155,6 +155,21 @@ class OpenedFile(Record):
         from ..format.sections.metadata import read_metadata
 
         return read_metadata(self.view)
+
+    @cached_property
+    def hit_metadata(self) -> Any | None:
+        """Section 0x18 as the hits of a search without ``where=`` carry it: None without one,
+        and None when it does not decode.
+
+        The reference ignores 0x18, so a broken one must not fail a search that does not ask
+        for it; ``where=`` and ``metadata(i)`` still read ``metadata`` and raise its error.
+        """
+        if self.view.entry(SECTION_METADATA) is None:
+            return None
+        try:
+            return self.metadata
+        except UrnaError:
+            return None
 
     @cached_property
     def texts(self) -> Sequence[str]:
@@ -348,9 +363,10 @@ def _open_spaces(view: UrnaView) -> list[OpenSpace] | None:
         if band is None:
             raise SectionNotFound(band_id)
         payload = view.payload(band)
-        # The NaN walk follows the band's wire encoding, scoring its dtype code (§11.3).
+        # The NaN walk follows the band's wire encoding, scoring its dtype code (§11.3). A
+        # band's int8 / int4 parse failures name section 0x04, as the reference's do.
         encodings.validate_embedding_values(band_id, band.encoding, payload, space.n_vectors,
-                                            space.dim)
+                                            space.dim, errors_as=SECTION_EMBEDDINGS)
         dtype = SPACE_DTYPES.get(space.dtype_code)
         if dtype is None:
             raise UnsupportedDType(str(space.dtype_code))

@@ -58,7 +58,7 @@ def _hits(st: OpenedFile, ids: np.ndarray, scores: np.ndarray, label: str,
           reranked: bool, score_type: str = "cosine",
           fused: FusedOrder | None = None) -> list[SearchHit]:
     out = []
-    table = st.metadata
+    table = st.hit_metadata
     lexical = [None] * len(ids) if fused is None else fused.lexical.tolist()
     by_fused = [None] * len(ids) if fused is None else fused.fused.tolist()
     for i, s, lex, fs in zip(ids.tolist(), scores.tolist(), lexical, by_fused, strict=True):

@@ -124,12 +124,14 @@ def all_finite(payload: bytes | memoryview, width: int, start: int = 0,
 
 
 def validate_embedding_values(section_id: int, encoding: int, payload: bytes | memoryview,
-                              n: int, dim: int) -> None:
+                              n: int, dim: int, *, errors_as: int | None = None) -> None:
     """Reject any NaN or infinite value or scale (§10.5); int8/int4 are parsed first.
 
-    The reference reports 0x04 as the section of parse failures even for bands; callers that
-    want its exact text pass ``section_id=0x04``.
+    ``errors_as``: the section id the parse failures name, when not ``section_id`` (the
+    reference names 0x04 for a space band's too).
     """
+    if errors_as is not None:
+        section_id = errors_as
     if encoding == ENCODING_FLOAT32:
         ok = all_finite(payload, 4)
     elif encoding == ENCODING_FLOAT16:
