@@ -10,9 +10,10 @@
 
 Quantisation follows the reference bit for bit: arithmetic in f32, rounding half away from zero
 (done in float64, exact for f32 inputs; ``np.round`` would round ties to even), a NaN product
-gives code 0. Views are zero-copy numpy arrays over the payload; every size is checked with Python
-ints against the reference's 64-bit overflow rule before a view is made (``vector_checks``, which
-also holds the NaN/Inf walk, so a reader can check a slab without importing numpy).
+gives code 0 and a NaN is skipped by the max |x| of its row or group. Views are zero-copy numpy
+arrays over the payload; every size is checked with Python ints against the reference's 64-bit
+overflow rule before a view is made (``vector_checks``, which also holds the NaN/Inf walk, so a
+reader can check a slab without importing numpy).
 """
 
 from __future__ import annotations
@@ -52,6 +53,13 @@ def _codes(products: np.ndarray, limit: int) -> np.ndarray:
     return np.where(np.isnan(rounded), 0.0, rounded).astype(np.int8)
 
 
+def _absmax(values: np.ndarray, axis: int) -> np.ndarray:
+    """max |x| along ``axis`` with NaN skipped (0 for an all-NaN run), as the reference's
+    comparison fold finds it; only space bands can hold NaN (the text embeddings refuse it)."""
+    magnitude = np.abs(values)
+    return np.where(np.isnan(magnitude), np.float32(0.0), magnitude).max(axis=axis)
+
+
 def _as_matrix(matrix: np.ndarray) -> np.ndarray:
     arr = np.asarray(matrix, dtype=np.float32)
     if arr.ndim != 2:
@@ -68,7 +76,7 @@ def encode_float16(matrix: np.ndarray) -> bytes:
 def encode_int8(matrix: np.ndarray) -> bytes:
     """int8 payload: per-row scale ``max|x| / 127``, codes clamped to -127..127."""
     x = _as_matrix(matrix)
-    m = np.abs(x).max(axis=1) if x.shape[1] else np.zeros(x.shape[0], np.float32)
+    m = _absmax(x, 1) if x.shape[1] else np.zeros(x.shape[0], np.float32)
     zero = m == 0
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         scale = np.where(zero, np.float32(1.0), m / np.float32(127.0)).astype(np.float32)
@@ -87,7 +95,7 @@ def encode_int4(matrix: np.ndarray) -> bytes:
     if dim == 0 or dim % INT4_BLOCK:
         raise InvalidInput(f"encode_int4_embeddings: dim={dim} must be a nonzero multiple of 64")
     groups = x.reshape(n, dim // INT4_BLOCK, INT4_BLOCK)
-    m = np.abs(groups).max(axis=2)
+    m = _absmax(groups, 2)
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         scale16 = np.where(m == 0, np.float32(1.0), m / np.float32(7.0)).astype(np.float32)
         scale16 = scale16.astype(np.float16)
