@@ -18,7 +18,7 @@ PACKAGE = SRC / "urna"
 # Rank of each top-level part; an import may only reach an equal or lower rank (same part:
 # any module), never a higher one. Modules at the package root are listed by name.
 LAYER = {
-    "errors": 0, "_atomic": 0, "_cache_dir": 0, "_version": 0,
+    "errors": 0, "argument_conversion": 0, "_atomic": 0, "_cache_dir": 0, "_version": 0,
     "format": 1,
     "index": 2,
     "runtime": 3, "build": 3, "build_args": 3, "build_media": 3, "build_options": 3,

@@ -16,38 +16,23 @@ from __future__ import annotations
 
 import ctypes
 import math
-import operator
 import os
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
 import numpy as np
 
+from .argument_conversion import as_str as extract_str
+from .argument_conversion import as_u32 as extract_u32
+from .argument_conversion import as_u64 as extract_u64
+from .argument_conversion import downcast_error
 from .errors import BuildError
 
 T = TypeVar("T")
 
-_I64 = 1 << 63
-_U32_MAX = (1 << 32) - 1
-_U64_MAX = (1 << 64) - 1
 _sequence_check = ctypes.pythonapi.PySequence_Check
 _sequence_check.argtypes = (ctypes.py_object,)
 _sequence_check.restype = ctypes.c_int
-
-
-def downcast_error(value: object, target: str) -> TypeError:
-    """PyO3's refusal of a value whose type is not ``target`` (None has its own wording)."""
-    if value is None:
-        return TypeError(f"'None' is not an instance of '{target}'")
-    return TypeError(f"'{type(value).__qualname__}' object is not an instance of '{target}'")
-
-
-def extract_str(value: object) -> str:
-    """A Rust ``String``: a str (or subclass) that encodes to UTF-8 (no lone surrogates)."""
-    if not isinstance(value, str):
-        raise downcast_error(value, "str")
-    value.encode("utf-8")  # a lone surrogate raises the UnicodeEncodeError PyO3 raises
-    return str(value)
 
 
 def extract_bool(value: object) -> bool:
@@ -58,31 +43,6 @@ def extract_bool(value: object) -> bool:
     if kind.__module__ == "numpy" and kind.__name__ in ("bool_", "bool"):
         return bool(value)
     raise downcast_error(value, "bool")
-
-
-def _index(value: object) -> int:
-    """``PyNumber_Index``: ints, bools and ``__index__`` objects; floats and strs refused."""
-    return operator.index(value)  # type: ignore[arg-type]
-
-
-def extract_u32(value: object) -> int:
-    """A Rust ``u32``: taken as a C long, then range-checked."""
-    n = _index(value)
-    if not -_I64 <= n < _I64:
-        raise OverflowError("Python int too large to convert to C long")
-    if not 0 <= n <= _U32_MAX:
-        raise OverflowError("out of range integral type conversion attempted")
-    return n
-
-
-def extract_u64(value: object) -> int:
-    """A Rust ``u64`` / ``usize``: an unsigned long long."""
-    n = _index(value)
-    if n < 0:
-        raise OverflowError("can't convert negative int to unsigned")
-    if n > _U64_MAX:
-        raise OverflowError("int too big to convert")
-    return n
 
 
 def extract_list(value: object) -> list:

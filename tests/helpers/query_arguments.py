@@ -222,7 +222,9 @@ def _text(kind: str, c: Context) -> Any:
 def _path(kind: str, c: Context) -> Any:
     return {"self": lambda: c.path, "pathlib": lambda: pathlib.Path(c.path),
             "bytes": lambda: c.path.encode(), "missing": lambda: c.path + ".missing",
-            "dir": lambda: str(REF), "empty": lambda: "", "surrogate": lambda: c.path + "\udc80",
+            "dir": lambda: str(REF), "empty": lambda: "",
+            # first: the encoder's message names the position, which a checkout's path moves
+            "surrogate": lambda: "\udc80" + c.path,
             "not_urna": lambda: str(DATA / "README.md"), "strsub": lambda: _Str(c.path)}[kind]()
 
 

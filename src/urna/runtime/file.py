@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from ..argument_conversion import as_i32, as_str, as_u64
 from ..errors import BlobNotInlined, FileSizeMismatch, MalformedSectionPayload
 from ..format.ahead import start_quietly
 from ..format.citation import ResolvedCitation, locate_citation
@@ -32,18 +33,7 @@ from .hits import RetrieveHit, SearchHit, SearchResult
 from .lazy_tables import TextsById
 from .mapping import map_file
 from .opening import OpenedFile, open_state
-from .query import (
-    Vector,
-    Vectors,
-    as_f32,
-    as_i32,
-    as_optional_str,
-    as_path,
-    as_str,
-    binding,
-    check_size,
-    prepare_batch,
-)
+from .query import Vector, Vectors, as_f32, as_optional_str, as_path, binding, prepare_batch
 from .ranks import check_rank
 from .routing import EXACT, choose_route
 
@@ -183,7 +173,7 @@ class UrnaFile:
     def metadata(self, i: int) -> dict[str, Any]:
         """Chunk ``i``'s metadata (null keys left out); ``{}`` when the file has none."""
         st = self._state
-        i = check_size(i)
+        i = as_u64(i)
         if i >= st.n:
             raise IndexError(f"chunk {i} out of range [0, {st.n})")
         table = st.metadata
@@ -234,7 +224,7 @@ class UrnaFile:
     def search_ann(self, query: Vector, k: int, ef: int, *,
                    where: Where = None) -> SearchResult[SearchHit]:
         """HNSW candidates (beam ``max(ef, k, ef_construction)``), exact rerank; else exact."""
-        k, ef = as_i32(k), check_size(ef)
+        k, ef = as_i32(k), as_u64(ef)
         return _s.ann_search(self._state, as_f32(query), k, ef, where)
 
     @binding
@@ -243,7 +233,7 @@ class UrnaFile:
                       rank: str = "cosine") -> SearchResult[SearchHit]:
         """Vector shortlist ∪ BM25 shortlist, exact rerank (no fallback); ordered by cosine, or
         by the fused cosine + BM25 score with ``rank="fused"``."""
-        text, k, cand = as_str(query_text), as_i32(k), check_size(candidates)
+        text, k, cand = as_str(query_text), as_i32(k), as_u64(candidates)
         return _s.hybrid_search(self._state, as_f32(query), text, k, cand, where,
                                 check_rank(rank))
 
@@ -260,7 +250,7 @@ class UrnaFile:
                      query_text: str | None = None) -> SearchResult[SearchHit]:
         """Exact seeds, bounded BFS over the chunk graph, exact rerank; exact without a graph.
         ``rank="fused"`` with ``query_text`` orders the BFS union by cosine + BM25."""
-        k, hops, ef = as_i32(k), check_size(hops), check_size(ef)
+        k, hops, ef = as_i32(k), as_u64(hops), as_u64(ef)
         text = as_optional_str(query_text)
         return _s.graph_search(self._state, as_f32(query), k, hops, ef, where, check_rank(rank),
                                text)
@@ -280,8 +270,8 @@ class UrnaFile:
                       rank: str = "cosine") -> SearchResult[SearchHit]:
         """The route :meth:`retrieve` takes (``runtime.routing``), returning SearchHits."""
         k = as_i32(k)
-        cand = None if candidates is None else check_size(candidates)
-        hops, ef, text = check_size(hops), check_size(ef), as_optional_str(query_text)
+        cand = None if candidates is None else as_u64(candidates)
+        hops, ef, text = as_u64(hops), as_u64(ef), as_optional_str(query_text)
         return _s.routed_search(self._state, as_f32(query), k, cand, hops, ef, text, where,
                                 check_rank(rank))
 
@@ -302,8 +292,8 @@ class UrnaFile:
         """
         st = self._state
         k = as_i32(k)
-        cand = None if candidates is None else check_size(candidates)
-        hops, ef = check_size(hops), check_size(ef)
+        cand = None if candidates is None else as_u64(candidates)
+        hops, ef = as_u64(hops), as_u64(ef)
         _s.check_model_hash(st, as_optional_str(expected_model_hash))
         x, text = as_f32(query), as_optional_str(query_text)
         # The stored texts are read while the search runs (their zstd frame and the numpy
@@ -356,7 +346,7 @@ class UrnaFile:
             raise ValueError(f"{len(texts)} query texts for {len(queries)} queries")
         _s.check_model_hash(st, expected_model_hash)
         k, rank = as_i32(k), check_rank(rank)
-        cand = None if candidates is None else check_size(candidates)
+        cand = None if candidates is None else as_u64(candidates)
         routes = [choose_route(st.index_type, st.bm25 is not None, st.hnsw is not None, k, cand,
                                t) for t in texts]
         if any(r.path != EXACT for r in routes):
@@ -454,7 +444,7 @@ class UrnaFile:
     @binding
     def blob_bytes(self, index: int) -> bytes:
         """The bytes of inlined blob ``index``; BlobNotInlined when they are not in this file."""
-        index = check_size(index)
+        index = as_u64(index)
         st = self._state
         if st.blob_data is None or index >= len(st.blob_data.entries):
             raise BlobNotInlined(index)

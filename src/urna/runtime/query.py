@@ -2,7 +2,8 @@
 
 Conversions (the wheel's PyO3 binding, urna 0.5.1; tests/runtime/test_query_arguments.py pins
 them against 10,713 recorded calls): counts go through ``__index__`` — ``k`` to a signed 32-bit
-int (``as_i32``), ef / hops / candidates / indexes to an unsigned 64-bit one (``check_size``);
+int (``as_i32``), ef / hops / candidates / indexes to an unsigned 64-bit one (``as_u64``;
+both in ``urna.argument_conversion``, with ``as_str``);
 text to a ``str`` that encodes as UTF-8 (``as_str``); the query vector to ``Vec<f32>``
 (``as_f32``): any sequence but a ``str`` whose items are real numbers, converted to f64 then
 f32; a bad one is ``invalid query vector: <Class>: <text>``. A call whose arguments do not
@@ -20,13 +21,13 @@ from __future__ import annotations
 
 import functools
 import math
-import operator
 import os
 from collections.abc import Callable, Sequence
 from typing import Any, ParamSpec, TypeVar
 
 import numpy as np
 
+from ..argument_conversion import as_i32, as_str, describe
 from ..errors import (
     DimensionMismatch,
     EmptyQuery,
@@ -40,31 +41,8 @@ F32 = np.float32
 # What a query vector may be given as, and a batch of them.
 Vector = Sequence[float] | np.ndarray
 Vectors = Sequence[Sequence[float]] | np.ndarray
-I32_MIN, I32_MAX = -(1 << 31), (1 << 31) - 1
-_C_LONG_MIN, _C_LONG_MAX = -(1 << 63), (1 << 63) - 1
-_U64_MAX = (1 << 64) - 1
 _P = ParamSpec("_P")
 _R = TypeVar("_R")
-
-
-def describe(value: object) -> str:
-    """How the binding names a value of the wrong type: ``'None'`` or ``'<type>' object``."""
-    return "'None'" if value is None else f"'{type(value).__qualname__}' object"
-
-
-def _as_int(value: Any) -> int:
-    # __index__ as CPython's PyNumber_Index (its TypeError text), then the plain int value
-    return int.__index__(operator.index(value))
-
-
-def as_i32(k: int) -> int:
-    """``k`` as the binding converts it: an int via ``__index__``, within a C long, then i32."""
-    k = _as_int(k)
-    if not _C_LONG_MIN <= k <= _C_LONG_MAX:
-        raise OverflowError("Python int too large to convert to C long")
-    if not I32_MIN <= k <= I32_MAX:
-        raise OverflowError("out of range integral type conversion attempted")
-    return k
 
 
 def check_k(k: int) -> int:
@@ -73,25 +51,6 @@ def check_k(k: int) -> int:
     if k <= 0:
         raise InvalidK(k)
     return k
-
-
-def check_size(value: int) -> int:
-    """An unsigned size argument (ef, hops, candidates, an index) as the binding's u64."""
-    value = _as_int(value)
-    if value < 0:
-        raise OverflowError("can't convert negative int to unsigned")
-    if value > _U64_MAX:
-        raise OverflowError("int too big to convert")
-    return value
-
-
-def as_str(value: str) -> str:
-    """A text argument as the binding takes it: a ``str`` (or subclass) that encodes as UTF-8."""
-    if not isinstance(value, str):
-        raise TypeError(f"{describe(value)} is not an instance of 'str'")
-    if not value.isascii():
-        value.encode()  # a lone surrogate: the binding's UnicodeEncodeError, same text
-    return value
 
 
 def as_optional_str(value: str | None) -> str | None:

@@ -11,7 +11,7 @@ graph's seeds and BFS union are cut to them; ``explain.filter`` says which path 
 ``rank=`` chooses the ordering of the (filtered) candidates (``"cosine"``, the reference's;
 ``"fused"``, :mod:`.fused`), without touching the other stages. Each path returns one
 :class:`SearchResult`.
-Arguments arrive converted (``query.as_f32`` / ``as_i32`` / ``check_size``); the runtime checks
+Arguments arrive converted (``query.as_f32`` / ``as_i32`` / ``as_u64``); the runtime checks
 of §3 run here, after each path's fallback decision, as in the reference. The route of a
 routed query comes from :mod:`.routing`.
 """
