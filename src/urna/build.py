@@ -9,16 +9,15 @@ On any error nothing is left behind and an existing file of that name is untouch
 
 from __future__ import annotations
 
-import functools
 import json
 import math
 import os
 from collections.abc import Callable, Sequence
-from typing import ParamSpec, TypeVar
 
 import numpy as np
 
 from ._atomic import write_atomic
+from .argument_conversion import function_binding
 from .build_args import convert_call, extract_f32_vec, extract_str, extract_u64, field, record
 from .build_media import media_sections
 from .build_options import DEFAULTS, BuildOptions, Storage, TextEncoding, resolve_storage
@@ -38,11 +37,6 @@ from .format.manifest import CapabilitiesExt, Manifest
 from .format.sections import canonical
 from .format.sections.hnsw import HnswPayload
 from .format.writer import EncodedSection, assemble
-
-POSITIONAL = ("output_path", "embedding_model", "embedding_dim", "chunker_version", "model_hash",
-              "chunks")
-P = ParamSpec("P")
-R = TypeVar("R")
 
 
 def _take_chunks(chunks: Sequence[dict]) -> tuple[list[str], list[tuple[str, int, int]], list]:
@@ -113,18 +107,7 @@ def _check_chunks(manifest: Manifest, rows: list[np.ndarray],
             raise InvalidInput(f"byte_end ({end}) < byte_start ({start})")
 
 
-def _positional_limit(func: Callable[P, R]) -> Callable[P, R]:
-    """Refuse a 7th positional argument with PyO3's text (Python's also counts keywords)."""
-    @functools.wraps(func)
-    def call(*args: P.args, **kwargs: P.kwargs) -> R:
-        if len(args) > len(POSITIONAL):
-            raise TypeError(f"build() takes {len(POSITIONAL)} positional arguments but "
-                            f"{len(args)} were given")
-        return func(*args, **kwargs)
-    return call
-
-
-@_positional_limit
+@function_binding  # PyO3's texts for a call that does not bind (a 7th positional, ...)
 def build(output_path: str | os.PathLike, embedding_model: str, embedding_dim: int,
           chunker_version: str, model_hash: str, chunks: Sequence[dict], *,
           title: str | None = DEFAULTS.title, version: str | None = DEFAULTS.version,

@@ -14,26 +14,19 @@ media and spaces with the same functions.
 
 from __future__ import annotations
 
-import ctypes
-import math
 import os
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
 import numpy as np
 
+from .argument_conversion import as_f64, as_sequence, downcast_error
 from .argument_conversion import as_str as extract_str
 from .argument_conversion import as_u32 as extract_u32
 from .argument_conversion import as_u64 as extract_u64
-from .argument_conversion import downcast_error
 from .errors import BuildError
 
 T = TypeVar("T")
-
-_sequence_check = ctypes.pythonapi.PySequence_Check
-_sequence_check.argtypes = (ctypes.py_object,)
-_sequence_check.restype = ctypes.c_int
-
 
 def extract_bool(value: object) -> bool:
     """A Rust ``bool``: a Python bool, or numpy's bool scalar (PyO3 accepts both)."""
@@ -59,31 +52,14 @@ def extract_dict(value: object) -> dict:
     return value
 
 
-def _sequence(value: object) -> Any:
-    """What a ``Vec<T>`` iterates: any object with the sequence protocol except a str."""
-    if isinstance(value, str):
-        raise TypeError("Can't extract `str` to `Vec`")
-    if not _sequence_check(value):
-        raise downcast_error(value, "Sequence")
-    return value
-
-
 def extract_vec(value: object, item: Callable[[Any], T]) -> list[T]:
     """A Rust ``Vec<T>``: the sequence's items, each converted by ``item``."""
-    return [item(v) for v in _sequence(value)]
+    return [item(v) for v in as_sequence(value)]
 
 
 def optional(value: object, extract: Callable[[Any], T]) -> T | None:
     """An ``Option<T>`` parameter: None stays None."""
     return None if value is None else extract(value)
-
-
-def _f64(value: object) -> float:
-    """``PyFloat_AsDouble``: floats, ``__float__`` and ``__index__`` objects."""
-    if type(value) is float:
-        return value
-    math.isfinite(value)  # type: ignore[arg-type]  # raises PyFloat_AsDouble's own errors
-    return float(value)  # type: ignore[arg-type]
 
 
 _FAST_KINDS = frozenset("fiub")
@@ -95,7 +71,7 @@ def extract_f32_vec(value: object) -> np.ndarray:
         return _to_f32(value.astype(np.float64) if value.dtype.kind != "f" else value)
     if type(value) is list and all(type(v) is float for v in value):
         return _to_f32(np.array(value, dtype=np.float64))
-    return _to_f32(np.array([_f64(v) for v in _sequence(value)], dtype=np.float64))
+    return _to_f32(np.array([as_f64(v) for v in as_sequence(value)], dtype=np.float64))
 
 
 def _to_f32(array: np.ndarray) -> np.ndarray:
@@ -108,7 +84,7 @@ def extract_f32_rows(value: object) -> list[np.ndarray]:
     """A Rust ``Vec<Vec<f32>>`` as a list of float32 rows."""
     if isinstance(value, np.ndarray) and value.ndim == 2 and value.dtype.kind in _FAST_KINDS:
         return list(_to_f32(value.astype(np.float64)).reshape(value.shape))
-    return [extract_f32_vec(row) for row in _sequence(value)]
+    return [extract_f32_vec(row) for row in as_sequence(value)]
 
 
 _MISSING = object()

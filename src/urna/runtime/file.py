@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from ..argument_conversion import as_i32, as_str, as_u64
+from ..argument_conversion import as_i32, as_str, as_u64, method_binding
 from ..errors import BlobNotInlined, FileSizeMismatch, MalformedSectionPayload
 from ..format.ahead import start_quietly
 from ..format.citation import ResolvedCitation, locate_citation
@@ -33,7 +33,7 @@ from .hits import RetrieveHit, SearchHit, SearchResult
 from .lazy_tables import TextsById
 from .mapping import map_file
 from .opening import OpenedFile, open_state
-from .query import Vector, Vectors, as_f32, as_optional_str, as_path, binding, prepare_batch
+from .query import Vector, Vectors, as_f32, as_optional_str, as_path, prepare_batch
 from .ranks import check_rank
 from .routing import EXACT, choose_route
 
@@ -85,7 +85,7 @@ class UrnaFile:
         self._inspect: dict | None = None
 
     @classmethod
-    @binding
+    @method_binding
     def open(cls, path: str | os.PathLike) -> UrnaFile:
         """Open ``path`` (same as ``urna.open``)."""
         return cls(path)
@@ -169,7 +169,7 @@ class UrnaFile:
         """``{field: type}`` of the metadata section (0x18); empty when the file has none."""
         return _f.schema(self._state)
 
-    @binding
+    @method_binding
     def metadata(self, i: int) -> dict[str, Any]:
         """Chunk ``i``'s metadata (null keys left out); ``{}`` when the file has none."""
         st = self._state
@@ -184,7 +184,7 @@ class UrnaFile:
         """Names of the opened spaces in table order (empty when none)."""
         return [s.entry.name for s in self._state.spaces or ()]
 
-    @binding
+    @method_binding
     def spaces(self) -> list[dict[str, Any]]:
         """The opened named spaces in table order: name, dim, dtype, n_vectors, model_hash."""
         return [{"name": s.entry.name, "dim": s.entry.dim, "dtype": s.entry.dtype,
@@ -213,21 +213,21 @@ class UrnaFile:
     # envelope (index_type, recall, truncated, timing, explain). ``where=`` (a filter mapping,
     # ``urna.index.filter``) restricts every path to the matching chunks; None = no filter.
 
-    @binding
+    @method_binding
     def search(self, query: Vector, k: int, *, where: Where = None,
                threads: int | None = None) -> SearchResult[SearchHit]:
         """Exact top-k by cosine; recall 1.0 (rows split across ``threads``: same answer)."""
         k = as_i32(k)
         return _s.exact_search(self._state, as_f32(query), k, where=where, threads=threads)
 
-    @binding
+    @method_binding
     def search_ann(self, query: Vector, k: int, ef: int, *,
                    where: Where = None) -> SearchResult[SearchHit]:
         """HNSW candidates (beam ``max(ef, k, ef_construction)``), exact rerank; else exact."""
         k, ef = as_i32(k), as_u64(ef)
         return _s.ann_search(self._state, as_f32(query), k, ef, where)
 
-    @binding
+    @method_binding
     def search_hybrid(self, query: Vector, query_text: str, k: int, candidates: int, *,
                       where: Where = None,
                       rank: str = "cosine") -> SearchResult[SearchHit]:
@@ -237,14 +237,14 @@ class UrnaFile:
         return _s.hybrid_search(self._state, as_f32(query), text, k, cand, where,
                                 check_rank(rank))
 
-    @binding
+    @method_binding
     def search_bm25(self, query_text: str, k: int, *,
                     where: Where = None) -> SearchResult[SearchHit]:
         """Pure lexical top-k by BM25 (beyond the reference); hits carry ``score_type="bm25"``."""
         text, k = as_str(query_text), as_i32(k)
         return _s.bm25_search(self._state, text, k, where)
 
-    @binding
+    @method_binding
     def search_graph(self, query: Vector, k: int, hops: int = 1, ef: int = 100, *,
                      where: Where = None, rank: str = "cosine",
                      query_text: str | None = None) -> SearchResult[SearchHit]:
@@ -255,7 +255,7 @@ class UrnaFile:
         return _s.graph_search(self._state, as_f32(query), k, hops, ef, where, check_rank(rank),
                                text)
 
-    @binding
+    @method_binding
     def search_space(self, name: str, query: Vector, k: int,
                      expected_model_hash: str | None = None, *,
                      where: Where = None) -> SearchResult[SearchHit]:
@@ -263,7 +263,7 @@ class UrnaFile:
         name, k, model_hash = as_str(name), as_i32(k), as_optional_str(expected_model_hash)
         return _s.space_search(self._state, name, as_f32(query), k, model_hash, where)
 
-    @binding
+    @method_binding
     def search_routed(self, query: Vector, k: int, candidates: int | None = None, hops: int = 1,
                       ef: int = 100, query_text: str | None = None, *,
                       where: Where = None,
@@ -275,7 +275,7 @@ class UrnaFile:
         return _s.routed_search(self._state, as_f32(query), k, cand, hops, ef, text, where,
                                 check_rank(rank))
 
-    @binding
+    @method_binding
     def retrieve(self, query: Vector, k: int, candidates: int | None = None, hops: int = 1,
                  ef: int = 100,
                  expected_model_hash: str | None = None,
@@ -313,7 +313,7 @@ class UrnaFile:
             self._by_id = _s.texts_by_id(st, self._text_table())
         return _s.with_text(res, self._by_id)
 
-    @binding
+    @method_binding
     def search_batch(self, queries: Vectors, k: int, *, where: Where = None) -> BatchResult:
         """Exact top-k for many queries with one BLAS screen; equals :meth:`search` per row
         (each row's ``query_time_ms`` is the whole batch's)."""
@@ -331,7 +331,7 @@ class UrnaFile:
             ids[j], scores[j] = _s.filtered_exact(st, Q[j], k, fm)
         return BatchResult(st, ids, scores, k, fm, (time.perf_counter() - t0) * 1e3)
 
-    @binding
+    @method_binding
     def retrieve_batch(self, queries: Vectors, k: int, candidates: int | None = None, hops: int = 1,
                        ef: int = 100, expected_model_hash: str | None = None,
                        query_texts: Sequence[str | None] | None = None, *,
@@ -361,7 +361,7 @@ class UrnaFile:
 
     # -- file-level accessors ------------------------------------------------------------
 
-    @binding
+    @method_binding
     def inspect(self) -> dict[str, Any]:
         """The reference's inspect document (header, sections, manifest, blobs, spaces, hashes)."""
         from ..format.inspect import inspect_view
@@ -371,7 +371,7 @@ class UrnaFile:
             self._inspect = inspect_view(st.view, self.simd_backend, st.file_hash)
         return self._inspect
 
-    @binding
+    @method_binding
     def validate(self, *, full: bool = False) -> bool:
         """The reference binding's check (reader checks, value walk, contract); True or a typed
         error. ``full=True`` is ``urna validate``'s whole check: this object's full open proved
@@ -392,17 +392,17 @@ class UrnaFile:
         view.search_contract()
         return True
 
-    @binding
+    @method_binding
     def chunk_ids(self) -> list[str]:
         """Chunk ids in file order."""
         return list(self._state.chunk_ids)
 
-    @binding
+    @method_binding
     def spans(self) -> list[tuple[str, int, int]]:
         """Source spans ``(source_uri, byte_start, byte_end)`` in file order (blob overlay on)."""
         return list(self._state.spans)
 
-    @binding
+    @method_binding
     def vectors(self, ids: Sequence[int] | np.ndarray | None = None) -> np.ndarray:
         """Stored embeddings as float32 rows (float16/int8/int4 dequantised), all or ``ids``."""
         st = self._state
@@ -416,7 +416,7 @@ class UrnaFile:
             out[j] = st.stored.dequantize(i, i + 1)[0]
         return out
 
-    @binding
+    @method_binding
     def texts(self) -> list[str]:
         """The stored canonical texts in file order (decoded once)."""
         if self._texts is None:
@@ -434,14 +434,14 @@ class UrnaFile:
             return self._texts
         return self._state.texts
 
-    @binding
+    @method_binding
     def blob_refs(self) -> list[dict[str, Any]]:
         """The 0x14 records as dicts (empty when the file has no blobs)."""
         return [{"content_hash": "sha256:" + r.content_hash.hex(), "original_uri": r.original_uri,
                  "byte_len": r.byte_len, "inlined": bool(r.inlined)}
                 for r in self._state.blob_refs or ()]
 
-    @binding
+    @method_binding
     def blob_bytes(self, index: int) -> bytes:
         """The bytes of inlined blob ``index``; BlobNotInlined when they are not in this file."""
         index = as_u64(index)
@@ -457,7 +457,7 @@ class UrnaFile:
             raise MalformedSectionPayload(SECTION_BLOB_DATA, f"blob {index} spans past the file")
         return bytes(st.view.buf[start:start + length])
 
-    @binding
+    @method_binding
     def cite(self, citation: str) -> ResolvedCitation:
         """Resolve ``urna://<content_hash>/<chunk_id>`` to its stored text and (overlaid) span."""
         st = self._state
