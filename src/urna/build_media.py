@@ -30,6 +30,7 @@ from .errors import BuildError, InvalidInput, MalformedSectionPayload
 from .format import layout
 from .format.dtypes import DType
 from .format.hashing import HASH_PREFIX
+from .format.serde.rust_debug import rust_debug_char
 from .format.writer import EncodedSection
 
 
@@ -94,22 +95,12 @@ def _digest(value: str, where: str) -> bytes:
     if len(raw) % 2:
         raise BuildError(f"{where} content_hash hex: Odd number of digits")
     for i, byte in enumerate(raw):
-        if chr(byte) not in "0123456789abcdefABCDEF":
+        if chr(byte) not in "0123456789abcdefABCDEF":  # the hex crate names ``byte as char``
             raise BuildError(f"{where} content_hash hex: Invalid character "
-                             f"{_rust_char_debug(chr(byte))} at position {i}")
+                             f"{rust_debug_char(chr(byte))} at position {i}")
     if len(raw) != 64:
         raise BuildError(f"{where} content_hash must be 32 bytes")
     return bytes.fromhex(raw.decode("ascii"))
-
-
-def _rust_char_debug(c: str) -> str:
-    """Rust's ``{:?}`` of a char (the hex crate reports a byte as ``byte as char``)."""
-    escapes = {"\0": "\\0", "\t": "\\t", "\n": "\\n", "\r": "\\r", "'": "\\'", "\\": "\\\\"}
-    if c in escapes:
-        return f"'{escapes[c]}'"
-    if ord(c) < 0x20 or 0x7F <= ord(c) < 0xA0 or ord(c) == 0xAD:
-        return f"'\\u{{{ord(c):x}}}'"
-    return f"'{c}'"
 
 
 def _blob_data(paths: Sequence, n_refs: int) -> list[bytes | None]:

@@ -1,4 +1,4 @@
-"""Rust's ``{:?}`` of a str, as serde_json's "invalid type: string ..." errors print it."""
+"""Rust's ``{:?}`` of a str (serde_json's "invalid type: string ..." errors) and of a char."""
 
 from __future__ import annotations
 
@@ -7,22 +7,26 @@ import unicodedata
 
 def rust_debug_str(s: str) -> str:
     """Rust ``{:?}`` of a str: quotes plus escapes for quotes, controls and unprintables."""
-    out = ['"']
-    for ch in s:
-        c = ord(ch)
-        if ch in '"\\':
-            out.append("\\" + ch)
-        elif ch == "\0":
-            out.append("\\0")
-        elif ch in "\t\r\n":
-            out.append({"\t": "\\t", "\r": "\\r", "\n": "\\n"}[ch])
-        elif (c < 0x7F and ch.isprintable()) or (c >= 0x7F and ch.isprintable()
-                                                  and not _grapheme_extend(ch)):
-            out.append(ch)
-        else:
-            out.append(f"\\u{{{c:x}}}")
-    out.append('"')
-    return "".join(out)
+    return '"' + "".join(_escaped(ch, '"') for ch in s) + '"'
+
+
+def rust_debug_char(ch: str) -> str:
+    """Rust ``{:?}`` of a char: as a str's, in single quotes, escaping ``'`` instead of ``"``."""
+    return "'" + _escaped(ch, "'") + "'"
+
+
+def _escaped(ch: str, quote: str) -> str:
+    c = ord(ch)
+    if ch == quote or ch == "\\":
+        return "\\" + ch
+    if ch == "\0":
+        return "\\0"
+    if ch in "\t\r\n":
+        return {"\t": "\\t", "\r": "\\r", "\n": "\\n"}[ch]
+    if (c < 0x7F and ch.isprintable()) or (c >= 0x7F and ch.isprintable()
+                                           and not _grapheme_extend(ch)):
+        return ch
+    return f"\\u{{{c:x}}}"
 
 
 # Other_Grapheme_Extend code points (Unicode 15): Rust escapes them in Debug like Mn/Me.
