@@ -40,14 +40,13 @@ _SELF = frozenset({"URNA_DAEMON", "URNA_DAEMON_IDLE"})  # choose the server, not
 _LIMIT = 64 << 20  # the largest reply read back
 _STALE = "stale"
 _SERVER = "from urna.cli import serve_warm; serve_warm()"
+_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # this urna's folder
 _FOLDER_MAX = 70  # leaves room for "/<key>.sock" within sun_path
 
 
 def wanted(args: list[str]) -> bool:
-    """True when this call should go to the warm server: opted in, a read verb, no --debug."""
-    if os.environ.get("URNA_DAEMON", "") in ("", "0") or not args:
-        return False
-    return args[0] in WARM_VERBS and "--debug" not in args and "-" not in args
+    """True when an opted-in call may go to the warm server: a read verb, no --debug, no stdin."""
+    return bool(args) and args[0] in WARM_VERBS and "--debug" not in args and "-" not in args
 
 
 def _answer_env() -> dict[str, str]:
@@ -59,8 +58,7 @@ def server_key() -> str:
     """What a server must share with its callers: interpreter, package folder, environment."""
     import hashlib
 
-    ident = json.dumps([os.path.realpath(sys.executable), sys.prefix,
-                        os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+    ident = json.dumps([os.path.realpath(sys.executable), sys.prefix, _PACKAGE,
                         sorted(_answer_env().items())])
     return hashlib.sha256(ident.encode()).hexdigest()[:24]
 
@@ -120,6 +118,9 @@ def try_warm(args: list[str]) -> int | None:
     """
     try:
         path = socket_path()
+    except OSError:  # no private folder for a socket: answer cold, start nothing
+        return None
+    try:
         reply = _ask(path, {"argv": args, "cwd": os.getcwd(),
                             "tty": sys.stdout.isatty()}, None)
     except (OSError, ValueError):
@@ -179,7 +180,7 @@ class _Captured(io.StringIO):
 
 def _loaded_files() -> dict[str, float]:
     """Modification times of the package's loaded modules (a change makes the server stale)."""
-    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+    package = _PACKAGE + os.sep
     times = {}
     for module in list(sys.modules.values()):
         path = getattr(module, "__file__", None)
