@@ -25,10 +25,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from reference_wheel import REF_PYTHON
+
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "tests" / "data" / "build-arguments-0.5.1.json"
 HELPERS = ROOT / "tests" / "helpers"
-REF_PYTHON = "/work/refvenv/bin/python"
 MEMORY_LIMIT = 4 << 30
 
 # Runs inside the reference interpreter: argv[1] = helpers folder, argv[2] = JSON cases file.

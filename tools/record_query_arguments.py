@@ -16,25 +16,23 @@ calls on ours. Not a test: the wheel is never a suite dependency.
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 TESTS = ROOT / "tests"
 sys.path.insert(0, str(TESTS))
+from reference_wheel import REF_PYTHON, ReferenceFailed, report_failure, run_reference  # noqa: E402
+
 from helpers.query_arguments import FILES, METHODS, OUT, REF, grid  # noqa: E402
 
-REF_PYTHON = "/work/refvenv/bin/python"
-
-# Runs inside the reference interpreter: argv[1] = tests/, argv[2] = the calls (JSON).
+# Runs inside the reference interpreter: argv[1] = the calls (JSON), argv[2] = tests/.
 CHECK = r'''
 import json, sys
-sys.path.insert(0, sys.argv[1])
+sys.path.insert(0, sys.argv[2])
 import urna
 from helpers.query_arguments import REF, run
-calls = json.load(open(sys.argv[2]))
+calls = json.load(open(sys.argv[1]))
 files, out = {}, []
 for call in calls:
     path = str(REF / (call["file"] + ".urna"))
@@ -55,16 +53,11 @@ def main(ref_python: str = REF_PYTHON) -> int:
     """Run the grid under the wheel; save ``{surface, calls: [{file, method, args, kwargs,
     outcome}]}``."""
     calls = grid()
-    with tempfile.TemporaryDirectory() as tmp:
-        spec = Path(tmp) / "calls.json"
-        spec.write_text(json.dumps(calls))
-        # -I: ignore PYTHONPATH and the cwd, or the child would import this project's urna.
-        run = subprocess.run([ref_python, "-I", "-c", CHECK, str(TESTS), str(spec)],
-                             capture_output=True, text=True, check=False, cwd=tmp)
-    if run.returncode:
-        print(run.stderr, file=sys.stderr)
-        return 1
-    answer = json.loads(run.stdout)
+    try:
+        answer = run_reference(CHECK, calls, ref_python=ref_python, args=(str(TESTS),))
+    except ReferenceFailed as exc:
+        return report_failure(exc)
+    assert isinstance(answer, dict)
     listed = set(METHODS)
     with_args = {n for n, sig in answer["surface"].items() if sig not in (None, "($self)")}
     missing = with_args - listed

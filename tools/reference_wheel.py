@@ -21,14 +21,15 @@ class ReferenceFailed(RuntimeError):
 
 
 def run_reference(script: str, cases: object, cwd: str | Path | None = None,
-                  ref_python: str = REF_PYTHON) -> object:
-    """Run ``script`` in ``ref_python`` (argv[1]: a JSON file of ``cases``); its stdout as JSON."""
+                  ref_python: str = REF_PYTHON, args: tuple[str, ...] = ()) -> object:
+    """Run ``script`` in ``ref_python`` (argv[1]: a JSON file of ``cases``, then ``args``); its
+    stdout as JSON."""
     with tempfile.TemporaryDirectory() as tmp:
         spec = Path(tmp) / "cases.json"
         spec.write_text(json.dumps(cases))
         # -I: ignore PYTHONPATH, or the child would import this project instead of the wheel.
-        run = subprocess.run([ref_python, "-I", "-c", script, str(spec)], capture_output=True,
-                             text=True, check=False, cwd=cwd or tmp)
+        run = subprocess.run([ref_python, "-I", "-c", script, str(spec), *args],
+                             capture_output=True, text=True, check=False, cwd=cwd or tmp)
     if run.returncode:
         raise ReferenceFailed(run.stderr)
     return json.loads(run.stdout)
