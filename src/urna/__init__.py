@@ -20,18 +20,20 @@ import os
 import sys
 import types
 
-from . import errors
 from ._version import __version__
-from .errors import UrnaError
-from .format.identity import chunk_id
 
-# `import urna` keeps typing, pathlib and dataclasses out (format/record.py says why).
+# `import urna` keeps typing, pathlib and dataclasses out (format/record.py says why), and
+# loads even the errors and the identity on first use: the warm command line's caller
+# (``cli.warm``) imports this package and nothing of what it names.
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # pragma: no cover
     from concurrent.futures import Executor
     from typing import Any
 
+    from . import errors
     from .build import build
+    from .errors import UrnaError
+    from .format.identity import chunk_id
     from .runtime import RetrieveHit, Searcher, SearchHit, SearchResult, UrnaFile
     from .runtime.aio import AsyncUrnaFile
     from .runtime.catalog import Catalog
@@ -85,6 +87,14 @@ def __getattr__(name: str) -> Any:
         from .build import build as build_fn
 
         return build_fn
+    if name in ("errors", "UrnaError"):
+        from .errors import UrnaError as error_class  # `from . import errors` would recurse here
+
+        return sys.modules[f"{__name__}.errors"] if name == "errors" else error_class
+    if name == "chunk_id":
+        from .format.identity import chunk_id as chunk_id_fn
+
+        return chunk_id_fn
     if name in _RUNTIME_NAMES:
         from . import runtime
 

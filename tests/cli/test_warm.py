@@ -19,6 +19,8 @@ import time
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from urna.cli import warm
 
@@ -124,6 +126,85 @@ def test_stop_ends_the_server(folder: Path) -> None:
             return
         time.sleep(0.1)
     raise AssertionError("the stopped server's process lives on")
+
+
+# A warm call, as the console makes it, then the modules its process loaded (to a file).
+_CALLER_PROBE = """
+import sys
+from urna.cli import warm
+code = warm.try_warm(sys.argv[2:])
+modules = sorted(sys.modules)
+with open(sys.argv[1], "w") as report:
+    print(code, *modules, file=report)
+"""
+
+
+def test_a_warm_caller_loads_the_socket_client_only(folder: Path) -> None:
+    _call(folder, ["inspect", "docs.urna"], True)
+    _wait_for_server(folder)
+    report = folder / "report.json"
+    run = subprocess.run([sys.executable, "-c", _CALLER_PROBE, str(report), "ask", "docs.urna",
+                          "offline", "-k", "2"], env=_env(folder, True), capture_output=True,
+                         text=True, timeout=180, stdin=subprocess.DEVNULL, cwd=folder)
+    code, *loaded = report.read_text().split()
+    assert code == "0"
+    cold = _call(folder, ["ask", "docs.urna", "offline", "-k", "2"], False)
+    assert (0, _TIMING.sub(r"\1T", run.stdout), run.stderr) == cold  # the server's answer
+    modules = set(loaded)
+    assert {m for m in modules if m.startswith("urna")} == {
+        "urna", "urna._version", "urna.cli", "urna.cli.warm"}
+    # what the caller used to import: the answer needs none of it (#20, a warm call's cost)
+    assert not modules & {"numpy", "json", "socket", "tempfile", "hashlib", "re", "enum",
+                          "contextlib", "subprocess", "urna.errors", "urna.cli._output"}
+
+
+def test_messages_round_trip_and_damaged_ones_are_refused() -> None:
+    big = ["x" * 200_000, "y"]
+    assert warm.decode_fields(warm.encode_fields(big)) == big
+    fields = ["run", "", "caf\u00e9 \udcff", "x" * 300, "\0\n"]
+    message = warm.encode_fields(fields)
+    assert warm.decode_fields(message) == fields
+    assert warm.decode_fields(warm.encode_fields([])) == []
+    for cut in range(len(message)):  # cut anywhere, between fields too: never a shorter request
+        with pytest.raises(ValueError):
+            warm.decode_fields(message[:cut])
+    with pytest.raises(ValueError):
+        warm.decode_fields(message + b"\x00")
+    with pytest.raises(ValueError):  # a hostile length: refused before any copy
+        warm.decode_fields(b"\x00\x00\x00\x01\xff\xff\xff\xff" + b"abc")
+    with pytest.raises(ValueError):  # a hostile count: refused before any loop
+        warm.decode_fields(b"\xff\xff\xff\xff" + b"\x00" * 8)
+    with pytest.raises(ValueError):  # not UTF-8
+        warm.decode_fields(b"\x00\x00\x00\x01\x00\x00\x00\x01\xff")
+
+
+_ANY_TEXT = st.text(st.characters(blacklist_categories=()))  # lone surrogates included
+
+
+@given(st.lists(_ANY_TEXT, max_size=8))
+def test_any_fields_round_trip(fields: list[str]) -> None:
+    assert warm.decode_fields(warm.encode_fields(fields)) == fields
+
+
+@given(st.binary(max_size=64))
+def test_any_bytes_decode_or_raise_value_error(data: bytes) -> None:
+    try:
+        fields = warm.decode_fields(data)
+    except ValueError:
+        return
+    assert warm.encode_fields(fields) == data  # what decodes is exactly one message
+
+
+def test_a_caller_of_another_identity_is_answered_cold(tmp_path: Path) -> None:
+    server = warm._Server(str(tmp_path / "s.sock"), 60, lambda a: 0, identity="theirs")
+    assert server._reply(["run", "mine", str(tmp_path), "0", "inspect", "x"]) == (
+        ["foreign"], True)
+    assert server._reply(["run", "theirs", str(tmp_path), "0", "inspect", "x"]) == (
+        ["ok", "0", "", ""], True)
+    with pytest.raises(ValueError):
+        server._reply(["run", "theirs"])  # no cwd, no terminal flag
+    assert warm.server_key("theirs") != warm.server_key("mine")
+    assert len(warm.server_key()) == 16
 
 
 def test_a_server_whose_code_changed_answers_nothing(tmp_path: Path) -> None:

@@ -9,16 +9,14 @@ The parser is the standard library's argparse, built for the called verb only
 
 from __future__ import annotations
 
-import gc
-import importlib
 import os
 import sys
 
-from ..errors import CommandLineError, UrnaError, UsageError
-from ._output import echo, error_line, usage_line
-
+# Nothing of the package is imported here: the console's warm path (``cli.warm``) runs on this
+# module alone, and a warm call is worth its few milliseconds. The dispatch imports on use.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from ..errors import UsageError
     from .command import Command
 
 # Verb modules, each exposing COMMANDS, with the verbs each defines: a call imports only its
@@ -54,6 +52,8 @@ urna retrieve FILE "question", urna cite FILE CITATION, urna validate FILE.
 
 def _module_commands(module_name: str) -> list[Command]:
     """The commands of one verb module ([] for a verb group not present in this tree)."""
+    import importlib
+
     full = f"{__name__}.{module_name}"
     try:
         module = importlib.import_module(full)
@@ -92,6 +92,7 @@ def _group_usage(word: str) -> UsageError:
     """An unknown group option or verb, with the close spellings."""
     from difflib import get_close_matches
 
+    from ..errors import UsageError
     from .command import did_you_mean
 
     if word.startswith("-"):
@@ -104,6 +105,9 @@ def _group_usage(word: str) -> UsageError:
 
 def _run(args: list[str], state: dict[str, object], files: list[str]) -> int:
     """Parse the group's options, then run the verb; errors propagate to ``main``."""
+    from ..errors import UsageError
+    from ._output import echo
+
     if not args and sys.stdin.isatty() and sys.stdout.isatty() and "tui" in _verbs():
         args = ["tui"]  # bare `urna` on a terminal opens the TUI
     if not args:  # elsewhere it prints the help, as a usage error
@@ -139,6 +143,8 @@ def _run(args: list[str], state: dict[str, object], files: list[str]) -> int:
             # The process ends right after this verb (``_exit_now``): a cyclic collection would
             # only walk the objects numpy's import just made, which all live on (some 45
             # passes, 5-10 ms of a validate with the GIL held); the few cycles die with it.
+            import gc
+
             gc.disable()
     command = load_command(verb)
     if command is None:
@@ -190,6 +196,9 @@ def outcome(args: list[str], *, quick_exit: bool = False,
 
     ``state`` (optional) receives the called ``verb``.
     """
+    from ..errors import CommandLineError, UrnaError, UsageError
+    from ._output import echo, error_line, usage_line
+
     state = {} if state is None else state
     state.update({"debug": False, "in_verb": False, "verb": None, "quick_exit": quick_exit})
     files: list[str] = []  # every input file of this call, so an error can name the bad one

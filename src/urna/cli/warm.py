@@ -9,24 +9,28 @@ in the background and answers cold itself.
 
 What keeps a warm answer the cold one: the server opens the file anew on every request (the
 open's checks and its on-disk verdicts decide, as cold); it serves only callers with the same
-interpreter, package and environment (``server_key``); it quits, unanswered, once a module it
+interpreter, package and environment (``server_identity``); it quits, unanswered, once a module it
 loaded changes on disk; stdout's terminal-ness is the caller's. The socket lives in a folder
-only its user can enter. The server exits after ``URNA_DAEMON_IDLE`` seconds (default 600)
-without a request, or on ``urna daemon stop``.
+only its user can enter; its name is a short hash of the identity, which the server compares
+whole on every request. Messages are length-prefixed UTF-8 fields (``encode_fields``), so the
+caller's side imports no ``json``, ``socket``, ``tempfile`` nor ``hashlib``. The server exits
+after ``URNA_DAEMON_IDLE`` seconds (default 600) without a request, or on ``urna daemon stop``.
 """
 
 from __future__ import annotations
 
-import contextlib
+# The caller's side of a warm call imports nothing beyond these: ``socket`` (enum, selectors),
+# ``json`` (re), ``tempfile`` (random, shutil) and ``hashlib`` (OpenSSL) together cost a warm
+# call more than the server's answer to ``inspect``; ``_socket`` is the C module ``socket`` wraps.
+import _socket
 import io
-import json
 import os
-import socket
 import sys
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable
+    from socket import socket
 
 # One-request verbs whose whole effect is their output (no stdin, no files written).
 WARM_VERBS = frozenset({"inspect", "validate", "cite", "stats", "search", "search-ann",
@@ -37,11 +41,13 @@ _ENV_PREFIXES = ("URNA_", "HF_", "XDG_", "OPENBLAS_", "OMP_", "MKL_", "NUMBA_", 
 _ENV_NAMES = frozenset({"HOME", "PATH", "PYTHONPATH", "TMPDIR", "LANG", "LC_ALL", "COLUMNS",
                         "NO_COLOR", "TZ"})
 _SELF = frozenset({"URNA_DAEMON", "URNA_DAEMON_IDLE"})  # choose the server, not the answer
-_LIMIT = 64 << 20  # the largest reply read back
-_STALE = "stale"
+_LIMIT = 64 << 20  # the largest message read
 _SERVER = "from urna.cli import serve_warm; serve_warm()"
 _PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # this urna's folder
 _FOLDER_MAX = 70  # leaves room for "/<key>.sock" within sun_path
+# Replies: a request answered, refused by a server whose code changed, or by one whose
+# identity differs from the caller's (a collision of the short key naming the socket).
+_OK, _STALE, _FOREIGN, _STOPPING = "ok", "stale", "foreign", "stopping"
 
 
 def wanted(args: list[str]) -> bool:
@@ -49,32 +55,90 @@ def wanted(args: list[str]) -> bool:
     return bool(args) and args[0] in WARM_VERBS and "--debug" not in args and "-" not in args
 
 
+# ---------------------------------------------------------------- the messages
+
+
+def encode_fields(fields: list[str]) -> bytes:
+    """One message: the field count, then each field's UTF-8 (lone surrogates kept) after its
+    length, all 4-byte big-endian, so a message cut anywhere is refused, never shorter."""
+    out = bytearray(len(fields).to_bytes(4, "big"))
+    for field in fields:
+        data = field.encode("utf-8", "surrogatepass")
+        out += len(data).to_bytes(4, "big")
+        out += data
+    return bytes(out)
+
+
+def decode_fields(message: bytes) -> list[str]:
+    """The fields of one message; ValueError for a truncated or malformed one."""
+    end = len(message)
+    if end < 4:
+        raise ValueError("a message starts with its field count")
+    count = int.from_bytes(message[:4], "big")
+    if count > (end - 4) // 4:  # each field takes 4 bytes at least: a hostile count stops here
+        raise ValueError("more fields than the message holds")
+    fields: list[str] = []
+    at = 4
+    for _ in range(count):
+        if end - at < 4:
+            raise ValueError("a field's length is cut short")
+        size = int.from_bytes(message[at:at + 4], "big")
+        at += 4
+        if size > end - at:
+            raise ValueError("a field runs past the message's end")
+        fields.append(message[at:at + size].decode("utf-8", "surrogatepass"))
+        at += size
+    if at != end:
+        raise ValueError("bytes after the message's last field")
+    return fields
+
+
+# ---------------------------------------------------------------- who may share a server
+
+
 def _answer_env() -> dict[str, str]:
     return {k: v for k, v in os.environ.items()
             if (k in _ENV_NAMES or k.startswith(_ENV_PREFIXES)) and k not in _SELF}
 
 
-def server_key() -> str:
+def server_identity() -> str:
     """What a server must share with its callers: interpreter, package folder, environment."""
-    import hashlib
+    parts = [os.path.realpath(sys.executable), sys.prefix, _PACKAGE]
+    parts += [f"{k}={v}" for k, v in sorted(_answer_env().items())]
+    return "\0".join(parts)
 
-    ident = json.dumps([os.path.realpath(sys.executable), sys.prefix, _PACKAGE,
-                        sorted(_answer_env().items())])
-    return hashlib.sha256(ident.encode()).hexdigest()[:24]
+
+def server_key(identity: str | None = None) -> str:
+    """The short name of a server's socket: FNV-1a (64 bits) of its identity.
+
+    A name only; the server compares the whole identity on every request, so a collision
+    costs a cold answer, never another environment's.
+    """
+    digest = 0xCBF29CE484222325
+    for byte in (server_identity() if identity is None else identity).encode(
+            "utf-8", "surrogatepass"):
+        digest = ((digest ^ byte) * 0x100000001B3) & 0xFFFFFFFFFFFFFFFF
+    return f"{digest:016x}"
+
+
+def _temp_root() -> str:
+    """The temporary folder ``tempfile`` would pick on a Unix system, without its import."""
+    for name in ("TMPDIR", "TEMP", "TMP"):
+        folder = os.environ.get(name)
+        if folder and os.path.isdir(folder):
+            return os.path.abspath(folder)
+    return "/tmp"
 
 
 def socket_dir() -> str:
     """The caller's private folder of server sockets (made 0700; refused if anyone else's)."""
-    import tempfile
-
-    folder = os.path.join(tempfile.gettempdir(), f"urna-daemon-{os.getuid()}")
+    folder = os.path.join(_temp_root(), f"urna-daemon-{os.getuid()}")
     if len(folder) > _FOLDER_MAX:  # a socket's path must fit sun_path (108 bytes on Linux)
-        import hashlib
-
-        digest = hashlib.sha256(folder.encode()).hexdigest()[:12]
-        folder = f"/tmp/urna-daemon-{os.getuid()}-{digest}"
-    with contextlib.suppress(FileExistsError):
+        folder = f"/tmp/urna-daemon-{os.getuid()}-{server_key(folder)[:12]}"
+    try:  # noqa: SIM105 - contextlib is not imported on the caller's path
         os.mkdir(folder, 0o700)
+    except FileExistsError:
+        pass
     st = os.lstat(folder)
     if st.st_uid != os.getuid() or st.st_mode & 0o077 or not os.path.isdir(folder):
         raise PermissionError(f"{folder} is not a private folder of this user")
@@ -86,7 +150,10 @@ def socket_path(key: str | None = None) -> str:
     return os.path.join(socket_dir(), f"{key or server_key()}.sock")
 
 
-def _recv_all(conn: socket.socket) -> bytes:
+# ---------------------------------------------------------------- the caller
+
+
+def _recv_all(conn: socket | _socket.socket) -> bytes:
     chunks: list[bytes] = []
     size = 0
     while True:
@@ -95,20 +162,20 @@ def _recv_all(conn: socket.socket) -> bytes:
             return b"".join(chunks)
         size += len(chunk)
         if size > _LIMIT:
-            raise OSError("reply too large")
+            raise OSError("message too large")
         chunks.append(chunk)
 
 
-def _ask(path: str, request: dict[str, object], timeout: float | None) -> dict[str, object]:
-    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
+def _ask(path: str, fields: list[str], timeout: float | None) -> list[str]:
+    conn = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
+    try:
         conn.settimeout(timeout)
         conn.connect(path)
-        conn.sendall(json.dumps(request).encode())
-        conn.shutdown(socket.SHUT_WR)
-        reply = json.loads(_recv_all(conn))
-    if not isinstance(reply, dict):
-        raise OSError("malformed reply")
-    return reply
+        conn.sendall(encode_fields(fields))
+        conn.shutdown(_socket.SHUT_WR)
+        return decode_fields(_recv_all(conn))
+    finally:
+        conn.close()
 
 
 def try_warm(args: list[str]) -> int | None:
@@ -116,27 +183,28 @@ def try_warm(args: list[str]) -> int | None:
 
     A missing or dead server is started in the background for the next call.
     """
+    identity = server_identity()
     try:
-        path = socket_path()
+        path = socket_path(server_key(identity))
     except OSError:  # no private folder for a socket: answer cold, start nothing
         return None
     try:
-        reply = _ask(path, {"argv": args, "cwd": os.getcwd(),
-                            "tty": sys.stdout.isatty()}, None)
+        reply = _ask(path, ["run", identity, os.getcwd(), "1" if sys.stdout.isatty() else "0",
+                            *args], None)
     except (OSError, ValueError):
         _spawn()
         return None
-    if reply.get("status") != "ok":
-        return None
-    sys.stdout.write(str(reply["out"]))
+    if len(reply) != 4 or reply[0] != _OK or not reply[1].lstrip("-").isdigit():
+        return None  # stale, foreign or garbled: the cold call answers
+    sys.stdout.write(reply[2])
     sys.stdout.flush()
-    sys.stderr.write(str(reply["err"]))
+    sys.stderr.write(reply[3])
     sys.stderr.flush()
-    code = reply["code"]
-    return code if isinstance(code, int) else 1
+    return int(reply[1])
 
 
 def _spawn() -> None:
+    import contextlib
     import subprocess
 
     with contextlib.suppress(OSError):  # no server this time; the call still answers cold
@@ -148,19 +216,22 @@ def _spawn() -> None:
 def stop() -> bool:
     """Stop the caller's warm server; False when none was running."""
     try:
-        _ask(socket_path(), {"stop": True}, 10.0)
+        reply = _ask(socket_path(), ["stop"], 10.0)
     except (OSError, ValueError):
         return False
-    return True
+    return reply == [_STOPPING]
 
 
 def status() -> dict[str, object] | None:
     """The caller's warm server's pid, requests served and idle limit; None when none runs."""
     try:
-        reply = _ask(socket_path(), {"status": True}, 10.0)
+        reply = _ask(socket_path(), ["status"], 10.0)
+        if len(reply) != 4 or reply[0] != _OK:
+            return None
+        return {"status": _OK, "pid": int(reply[1]), "served": int(reply[2]),
+                "idle_seconds": float(reply[3])}
     except (OSError, ValueError):
         return None
-    return reply
 
 
 # ---------------------------------------------------------------- the server
@@ -193,10 +264,15 @@ def _loaded_files() -> dict[str, float]:
 
 
 class _Server:
-    """Serves one request at a time on ``path`` until idle for ``idle`` seconds or stopped."""
+    """Serves one request at a time on ``path`` until idle for ``idle`` seconds or stopped.
 
-    def __init__(self, path: str, idle: float, answer: Callable[[list[str]], int]) -> None:
+    ``identity``: the callers it answers (``server_identity``, by default this process's).
+    """
+
+    def __init__(self, path: str, idle: float, answer: Callable[[list[str]], int],
+                 identity: str | None = None) -> None:
         self.path, self.idle, self.answer = path, idle, answer
+        self.identity = server_identity() if identity is None else identity
         self.served = 0
         self.known: dict[str, float] = {}
 
@@ -206,26 +282,27 @@ class _Server:
         self.known = now
         return stale
 
-    def _handle(self, conn: socket.socket) -> bool:
-        """Answer one connection; False when the server should stop."""
-        request = json.loads(_recv_all(conn))
-        if request.get("stop"):
-            conn.sendall(json.dumps({"status": "stopping"}).encode())
-            return False
-        if request.get("status"):
-            conn.sendall(json.dumps({"status": "ok", "pid": os.getpid(), "served": self.served,
-                                     "idle_seconds": self.idle}).encode())
-            return True
+    def _reply(self, request: list[str]) -> tuple[list[str], bool]:
+        """The reply to one request, and whether to go on serving after it."""
+        kind = request[0] if request else ""
+        if kind == "stop":
+            return [_STOPPING], False
+        if kind == "status":
+            return [_OK, str(os.getpid()), str(self.served), repr(self.idle)], True
+        if kind != "run" or len(request) < 4:
+            raise ValueError("not a request")
+        if request[1] != self.identity:
+            return [_FOREIGN], True
         if self._stale():
-            conn.sendall(json.dumps({"status": _STALE}).encode())
-            return False
-        out, err = _Captured(bool(request.get("tty"))), _Captured(False)
+            return [_STALE], False
+        cwd, tty, argv = request[2], request[3] == "1", request[4:]
+        out, err = _Captured(tty), _Captured(False)
         saved = sys.stdout, sys.stderr, os.getcwd()
         try:
-            os.chdir(str(request["cwd"]))
+            os.chdir(cwd)
             sys.stdout, sys.stderr = out, err
             try:
-                code = self.answer([str(a) for a in request["argv"]])
+                code = self.answer(argv)
             except SystemExit as exc:  # a verb that exits on its own, as it would cold
                 code = exc.code if isinstance(exc.code, int) else 1
         finally:
@@ -233,12 +310,12 @@ class _Server:
             os.chdir(saved[2])
         self.served += 1
         self.known = _loaded_files()  # the verb may have loaded more modules
-        conn.sendall(json.dumps({"status": "ok", "code": code, "out": out.getvalue(),
-                                 "err": err.getvalue()}).encode())
-        return True
+        return [_OK, str(code), out.getvalue(), err.getvalue()], True
 
     def serve(self) -> None:
         """Bind, then answer requests until idle, stopped or stale."""
+        import socket
+
         with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as listener:
             if os.path.exists(self.path):
                 os.unlink(self.path)  # a dead server's; the lock says none is alive
@@ -255,10 +332,12 @@ class _Server:
                     with conn:
                         conn.settimeout(None)
                         try:
-                            if not self._handle(conn):
-                                return
-                        except (OSError, ValueError, KeyError):
+                            reply, going_on = self._reply(decode_fields(_recv_all(conn)))
+                            conn.sendall(encode_fields(reply))
+                        except (OSError, ValueError):
                             continue  # a caller that left or spoke garbage
+                        if not going_on:
+                            return
             finally:
                 os.unlink(self.path)
 
@@ -268,7 +347,8 @@ def serve_forever(answer: Callable[[list[str]], int]) -> None:
     console's ``outcome``), unless one already runs."""
     import fcntl
 
-    path = socket_path()  # before any change to the environment the key is made of
+    identity = server_identity()  # before any change to the environment it is made of
+    path = socket_path(server_key(identity))
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # it serves read verbs only
     lock = open(path[:-len(".sock")] + ".lock", "w")  # noqa: SIM115 - held for the lifetime
     try:
@@ -280,6 +360,6 @@ def serve_forever(answer: Callable[[list[str]], int]) -> None:
     except ValueError:
         idle = 600.0
     try:
-        _Server(path, max(idle, 1.0), answer).serve()
+        _Server(path, max(idle, 1.0), answer, identity).serve()
     finally:
         os.unlink(lock.name)
