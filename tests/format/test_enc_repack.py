@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import struct
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
@@ -21,8 +22,12 @@ from urna.format.encodings.repack import (
     decode_repack,
     encode_chunk_ids,
     encode_spans,
+    spans_raw,
 )
+from urna.format.reader import UrnaView
+from urna.format.sections.canonical import decode_spans, span_records
 
+DATA = Path(__file__).resolve().parents[1] / "data"
 ID0 = "sha256:" + "00" * 32
 ID1 = "sha256:" + "01" * 32
 
@@ -163,3 +168,40 @@ def test_corrupted_spans_raise_only_typed_errors(spans, draw):
     cut = draw.draw(st.integers(0, len(packed)))
     with contextlib.suppress(MalformedSectionPayload):
         decode_repack(bytes(packed[:cut]))
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.lists(span, max_size=30))
+def test_spans_raw_names_where_each_uri_begins(spans):
+    # the rebuild's record starts come from the columns, not a walk: each must be the offset
+    # of its URI in the raw payload (12-byte prefix, then u32 length, URI, two u64 per record)
+    raw, starts = spans_raw(memoryview(encode_spans(spans))[1:])
+    assert raw == raw_spans(spans)
+    at, want = 12, []
+    for uri, _, _ in spans:
+        want.append(at + 4)
+        at += 4 + len(uri.encode()) + 16
+    assert starts == want
+
+
+def test_a_repacked_file_reads_its_span_records_from_the_columns():
+    # the reference wrote this file's 0x03 as a spans repack (encoding 4, kind 1)
+    data = (DATA / "ref-0.5.1-tokens" / "tokens-hybrid.urna").read_bytes()
+    view = UrnaView.from_bytes(data)
+    assert view.entry(0x03).encoding == 4
+    n = view.header.n_embeddings
+    records = view.span_records(n)
+    fresh = UrnaView.from_bytes(data)  # decodes 0x03 the plain way
+    assert [records.span(i) for i in range(n)] == decode_spans(fresh.decoded(0x03), n)
+    assert view.decoded(0x03) == fresh.decoded(0x03)
+
+
+def test_a_repacked_span_count_other_than_the_header_fails_as_the_raw_records_do():
+    data = (DATA / "ref-0.5.1-tokens" / "tokens-hybrid.urna").read_bytes()
+    n = UrnaView.from_bytes(data).header.n_embeddings
+    for wanted in (n - 1, n + 1):
+        with pytest.raises(Exception) as ours:
+            UrnaView.from_bytes(data).span_records(wanted)
+        with pytest.raises(Exception) as theirs:
+            span_records(UrnaView.from_bytes(data).decoded(0x03), wanted)
+        assert (type(ours.value), str(ours.value)) == (type(theirs.value), str(theirs.value))

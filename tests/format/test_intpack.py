@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from urna.errors import MalformedSectionPayload
 from urna.format.encodings.intpack import (
+    _SPLIT_BLOCKS,
     IntpackReader,
     pack_u64s,
     packed_len,
@@ -232,3 +233,19 @@ def test_low_u32_decode_is_each_value_cut_to_32_bits(values, cut):
     assert got == want
     if isinstance(got, list):
         assert IntpackReader(blob).all(np.uint32).dtype == np.uint32
+
+
+@pytest.mark.parametrize("threads", ["1", "2", "3"])
+def test_a_column_split_across_threads_decodes_as_the_block_scan(threads, monkeypatch):
+    # past _SPLIT_BLOCKS full blocks the batches run on helper threads: every value, u64 and
+    # u32 alike, must be the one the numpy-free scan reads, whatever the thread count
+    monkeypatch.setenv("URNA_THREADS", threads)
+    rng = np.random.default_rng(int(threads))
+    n = 128 * (_SPLIT_BLOCKS * 2 + 3) + 41  # full blocks past two parts, then a short tail
+    widths = rng.integers(0, 65, size=n // 128 + 1)
+    values = [int(v) & ((1 << int(widths[i // 128])) - 1)
+              for i, v in enumerate(rng.integers(0, 2**63, size=n, dtype=np.uint64))]
+    blob = pack_u64s(values)
+    want = _scan_all(blob)
+    assert IntpackReader(blob).all().tolist() == want
+    assert unpack_low_u32s(blob).tolist() == [v & 0xFFFFFFFF for v in want]

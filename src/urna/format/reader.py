@@ -79,7 +79,7 @@ from .sections.canonical import CONTRACT_KEYS, decode_contract
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from .sections.canonical import Prefix
+    from .sections.canonical import Prefix, SpanRecords
 
 _CONTRACT_ERRORS = {
     "metric": UnsupportedMetric, "score_type": UnsupportedScoreType,
@@ -576,6 +576,27 @@ class UrnaView:
 
             return DecodedPrefix(self.payload(entry))
         return WholePayload(self.decoded(section_id))
+
+    def span_records(self, expected: int) -> SpanRecords:
+        """0x03's records with ``canonical.span_records``' checks and outcome; a spans repack
+        (encoding 4, kind 1) rebuilds its raw payload with every record's start from its
+        columns, so the records are not walked again."""
+        from .encodings.repack import KIND_SPANS, spans_raw
+        from .sections.canonical import SpanRecords, span_records
+
+        section = SECTION_CHUNKS_ORIGINAL_SPANS
+        entry = self.entry(section)
+        if entry is not None and entry.encoding == 4 and section not in self._decoded:
+            payload = self.payload(entry)
+            if len(payload) and payload[0] == KIND_SPANS:
+                try:
+                    raw, starts = spans_raw(payload[1:])
+                except MalformedSectionPayload as exc:
+                    raise exc.retag(section) from None
+                self._decoded[section] = raw
+                if len(starts) == expected:  # else the records' own check names the count
+                    return SpanRecords(raw, starts)
+        return span_records(self.decoded(section), expected)
 
     def spans(self, expected: int) -> list[tuple[str, int, int]]:
         """Decode 0x03 to (source_uri, byte_start, byte_end) with ``expected`` records.

@@ -32,11 +32,10 @@ from .layout import (
     SECTION_BLOB_REFS,
     SECTION_CHUNK_IDS,
     SECTION_CHUNKS_CANONICAL,
-    SECTION_CHUNKS_ORIGINAL_SPANS,
 )
 from .reader import UrnaView, detached
 from .record import FrozenRecord
-from .sections.canonical import SpanRecords, StringRecords, span_records, string_records
+from .sections.canonical import SpanRecords, StringRecords, string_records
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -269,7 +268,7 @@ def _chunk_ids(c: Checking) -> str:
 
 def _spans(c: Checking) -> str:
     n = c.view.header.n_embeddings
-    c.proven_spans = span_records(c.view.decoded(SECTION_CHUNKS_ORIGINAL_SPANS), n)
+    c.proven_spans = c.view.span_records(n)
     return f"{n} spans"
 
 

@@ -309,9 +309,9 @@ def _spans(view: UrnaView, n: int, proven: SpanRecords | None = None) -> Any:
         return WalkedSpans(lambda: view.decoded_prefix(SECTION_CHUNKS_ORIGINAL_SPANS), n,
                            lambda: view.decoded(SECTION_CHUNKS_ORIGINAL_SPANS),
                            None if digest is None else (digest, SECTION_CHUNKS_ORIGINAL_SPANS))
+    if proven is not None:  # the raw 0x03 (a repack's rebuilt one too) parsed whole here
+        return LazySpans(proven)
     if entry is not None and entry.encoding != 4:  # the repack keeps its own column path
-        if proven is not None:
-            return LazySpans(proven)
         lazy = lazy_spans(view.decoded(SECTION_CHUNKS_ORIGINAL_SPANS), n)
         if lazy is not None:
             return lazy

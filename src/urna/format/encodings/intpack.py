@@ -10,9 +10,12 @@ caller re-tags them with the real section.
 from __future__ import annotations
 
 import struct
+import threading
+from collections.abc import Callable
 
 import numpy as np
 
+from ..ahead import worker_count
 from .intpack_scan import INTPACK_BLOCK, block_header, read_directory
 from .intpack_scan import intpack_error as _fail
 
@@ -177,10 +180,14 @@ class IntpackReader:
         words = np.zeros(n // word + 2, dtype=out.dtype.newbyteorder("<"))
         words.view(np.uint8)[:n] = raw
         mins = mins.astype(out.dtype)  # a u32 output: the low bits of each min
-        for start in range(0, n_full, _BATCH_BLOCKS):  # bounds the temporaries
-            stop = min(n_full, start + _BATCH_BLOCKS)
-            _decode_full(words, offs[start:stop], widths[start:stop], mins[start:stop],
-                         blocks[start:stop])
+
+        def decode(first: int, last: int) -> None:
+            for start in range(first, last, _BATCH_BLOCKS):  # bounds the temporaries
+                stop = min(last, start + _BATCH_BLOCKS)
+                _decode_full(words, offs[start:stop], widths[start:stop], mins[start:stop],
+                             blocks[start:stop])
+
+        _split(decode, n_full)
         if n_full < n_blocks:
             np.copyto(out[n_full * INTPACK_BLOCK:count], self.block(n_blocks - 1),
                       casting="unsafe")
@@ -190,6 +197,41 @@ class IntpackReader:
 # Full blocks decoded per step: 512 x 128 values keep each temporary at 512 KB, in cache and
 # reused by the allocator (a fresh multi-MB array costs a page fault per 4 KB).
 _BATCH_BLOCKS = 512
+
+# A column of at least this many full blocks (262,144 values) decodes its batches on
+# every core: numpy releases the GIL in each pass, the rows are disjoint, the values the same.
+_SPLIT_BLOCKS = 4 * _BATCH_BLOCKS
+
+
+def _split(decode: Callable[[int, int], None], n_full: int) -> None:
+    """Run ``decode(first, last)`` over the full blocks, in contiguous parts on plain threads
+    (not the open pool, whose workers may be the caller: a worker waiting on its own queue
+    could wait forever)."""
+    parts = min(worker_count(), n_full // _SPLIT_BLOCKS) if n_full >= _SPLIT_BLOCKS else 1
+    if parts <= 1:
+        decode(0, n_full)
+        return
+    bounds = [n_full * k // parts // _BATCH_BLOCKS * _BATCH_BLOCKS for k in range(parts)]
+    bounds.append(n_full)
+    errors: list[BaseException] = []
+
+    def run(first: int, last: int) -> None:
+        try:
+            decode(first, last)
+        except BaseException as exc:  # noqa: BLE001 - re-raised by the caller below
+            errors.append(exc)
+
+    helpers = [threading.Thread(target=run, args=(bounds[k], bounds[k + 1]), daemon=True)
+               for k in range(1, parts)]
+    for helper in helpers:
+        helper.start()
+    run(bounds[0], bounds[1])
+    for helper in helpers:
+        helper.join()
+    if errors:
+        raise errors[0]
+
+
 # per width (row) and value (column): where the value's bits start in its block's body
 _FIRST_BIT = np.arange(65, dtype=np.int64)[:, None] * np.arange(INTPACK_BLOCK, dtype=np.int64)
 # per output word size (32, 64): by width, the mask of the field bits that fit the output
