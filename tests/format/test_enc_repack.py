@@ -18,10 +18,12 @@ from urna.errors import MalformedSectionPayload
 from urna.format.encodings import decode_section
 from urna.format.encodings.intpack import pack_u64s
 from urna.format.encodings.repack import (
+    ColumnSpans,
     chunk_ids_eligible,
     decode_repack,
     encode_chunk_ids,
     encode_spans,
+    spans_columns,
     spans_raw,
 )
 from urna.format.reader import UrnaView
@@ -205,3 +207,16 @@ def test_a_repacked_span_count_other_than_the_header_fails_as_the_raw_records_do
         with pytest.raises(Exception) as theirs:
             span_records(UrnaView.from_bytes(data).decoded(0x03), wanted)
         assert (type(ours.value), str(ours.value)) == (type(theirs.value), str(theirs.value))
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.lists(span, max_size=30))
+def test_column_spans_read_each_record_as_the_raw_payload_decodes_it(spans):
+    # a search reads a few spans straight from the columns: each must be the raw record's,
+    # the wrapped end included
+    body = memoryview(encode_spans(spans))[1:]
+    count, pool, idx, starts, lens = spans_columns(body)
+    records = ColumnSpans(pool, idx, starts, lens)
+    assert len(records) == len(spans)
+    assert [records.span(i) for i in range(count)] == decode_spans(decode_repack(
+        encode_spans(spans)), len(spans))

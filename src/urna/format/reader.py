@@ -79,6 +79,7 @@ from .sections.canonical import CONTRACT_KEYS, decode_contract
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from .encodings.repack import ColumnSpans
     from .sections.canonical import Prefix, SpanRecords
 
 _CONTRACT_ERRORS = {
@@ -598,14 +599,15 @@ class UrnaView:
                     return SpanRecords(raw, starts)
         return span_records(self.decoded(section), expected)
 
-    def spans(self, expected: int) -> list[tuple[str, int, int]]:
-        """Decode 0x03 to (source_uri, byte_start, byte_end) with ``expected`` records.
+    def spans(self, expected: int) -> list[tuple[str, int, int]] | ColumnSpans:
+        """0x03's (source_uri, byte_start, byte_end) records, ``expected`` of them: a list, or
+        for a spans repack (encoding 4, kind 1) its checked columns (``ColumnSpans``), each
+        record built when read.
 
-        A spans repack (encoding 4, kind 1) is read from its columns and its count compared
-        before any raw form is rebuilt: a few KB of columns may claim a huge expansion. The
-        outcome (spans, or the first error) is the one the raw path gives.
+        A repack's count is compared before any raw form is rebuilt: a few KB of columns may
+        claim a huge expansion. The outcome (spans, or the first error) is the raw path's.
         """
-        from .encodings.repack import spans_columns, spans_from_columns
+        from .encodings.repack import ColumnSpans, spans_columns
         from .sections.canonical import decode_spans
 
         entry = self.entry(SECTION_CHUNKS_ORIGINAL_SPANS)
@@ -619,7 +621,7 @@ class UrnaView:
             raise exc.retag(SECTION_CHUNKS_ORIGINAL_SPANS) from None
         if count != expected:
             raise SectionCountMismatch(SECTION_CHUNKS_ORIGINAL_SPANS, expected, count)
-        return spans_from_columns(pool, idx, starts, lens)
+        return ColumnSpans(pool, idx, starts, lens)
 
     def body_digest(self) -> bytes | None:
         """The footer check's SHA-256 of the body (None for a view not opened by the checks)."""

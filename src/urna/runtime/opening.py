@@ -315,7 +315,8 @@ def _spans(view: UrnaView, n: int, proven: SpanRecords | None = None) -> Any:
         lazy = lazy_spans(view.decoded(SECTION_CHUNKS_ORIGINAL_SPANS), n)
         if lazy is not None:
             return lazy
-    return view.spans(n)
+    spans = view.spans(n)
+    return spans if isinstance(spans, list) else LazySpans(spans)  # a repack's columns
 
 
 def _open_blobs(view: UrnaView, spans: list[tuple[str, int, int]]):

@@ -169,12 +169,25 @@ def spans_columns(
     return count, pool, idx, starts, lens
 
 
-def spans_from_columns(pool: list[bytes], idx: np.ndarray, starts: np.ndarray,
-                       lens: np.ndarray) -> list[tuple[str, int, int]]:
-    """The (source_uri, byte_start, byte_end) spans a kind-1 body describes (end wraps mod 2^64)."""
-    uris = [raw.decode("utf-8") for raw in pool]
-    return [(uris[j], s, (s + n) & _MASK64)
-            for j, s, n in zip(idx.tolist(), starts.tolist(), lens.tolist(), strict=False)]
+class ColumnSpans:
+    """The spans of a kind-1 body read from its checked columns on demand: the records'
+    interface (``canonical.SpanRecords``' ``len`` and ``span``), no tuple built until asked
+    (a search reads three spans of 20,000)."""
+
+    __slots__ = ("_uris", "_idx", "_starts", "_lens")
+
+    def __init__(self, pool: list[bytes], idx: np.ndarray, starts: np.ndarray,
+                 lens: np.ndarray) -> None:
+        self._uris = [raw.decode("utf-8") for raw in pool]  # checked UTF-8 by spans_columns
+        self._idx, self._starts, self._lens = idx, starts, lens
+
+    def __len__(self) -> int:
+        return len(self._idx)
+
+    def span(self, i: int) -> tuple[str, int, int]:
+        """``(source_uri, byte_start, byte_end)`` of record ``i`` (the end wraps mod 2^64)."""
+        start = int(self._starts[i])
+        return self._uris[int(self._idx[i])], start, (start + int(self._lens[i])) & _MASK64
 
 
 def spans_raw(body: memoryview) -> tuple[bytes, list[int]]:
