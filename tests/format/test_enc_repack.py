@@ -20,6 +20,7 @@ from urna.format.encodings.intpack import pack_u64s
 from urna.format.encodings.repack import (
     ColumnSpans,
     chunk_ids_eligible,
+    column_span,
     decode_repack,
     encode_chunk_ids,
     encode_spans,
@@ -220,3 +221,25 @@ def test_column_spans_read_each_record_as_the_raw_payload_decodes_it(spans):
     assert len(records) == len(spans)
     assert [records.span(i) for i in range(count)] == decode_spans(decode_repack(
         encode_spans(spans)), len(spans))
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.lists(span, max_size=300))
+def test_column_span_reads_one_record_without_numpy(spans):
+    # a cite of a verified file reads its one span from one block of each column; every
+    # record, across block boundaries, is the stored one, and none past the end is invented
+    packed = encode_spans(spans)
+    for i in sorted({0, 127, 128, len(spans) - 1, len(spans)} & set(range(len(spans) + 1))):
+        assert column_span(packed, i) == (spans[i] if i < len(spans) else None)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(span, min_size=1, max_size=8), st.data())
+def test_column_span_of_damaged_bytes_is_none_or_a_record(spans, draw):
+    # damaged bytes never raise here: the caller falls back to the full decode and its errors
+    packed = bytearray(encode_spans(spans))
+    pos = draw.draw(st.integers(0, len(packed) - 1))
+    packed[pos] = draw.draw(st.integers(0, 255))
+    cut = draw.draw(st.integers(1, len(packed)))
+    got = column_span(bytes(packed[:cut]), draw.draw(st.integers(0, 8)))
+    assert got is None or (isinstance(got[0], str) and 0 <= got[1] < 2**64)

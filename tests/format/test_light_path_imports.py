@@ -127,3 +127,16 @@ def test_a_raw_file_imports_no_typing_either(tmp_path: Path) -> None:
         out = run_verb(verb, raw, tmp_path)
         assert not out["zstandard"]
         assert out["imported"] == [], (verb, out["imported"])
+
+
+def test_citing_a_repacked_span_table_imports_no_numpy(tmp_path: Path) -> None:
+    # the reference wrote this file's 0x03 as a spans repack: the repeat cite reads the one
+    # cited span from its columns (``repack.column_span``), not numpy's whole-column decode
+    path = DATA / "ref-0.5.1-tokens" / "tokens-hybrid.urna"
+    with urna.open(path) as f:
+        ids, content_hash = f.chunk_ids(), f.content_hash
+    jobs = [(str(path), f"urna://{content_hash}/{ids[i]}") for i in (0, len(ids) - 1)]
+    first = run_verb("cite", jobs, tmp_path)  # a first cite proves the records whole (numpy)
+    again = run_verb("cite", jobs, tmp_path)  # a new process, the verdict kept on disk
+    assert again["answers"] == first["answers"] and len(again["answers"]) == 4
+    assert again["imported"] == [], again["imported"]

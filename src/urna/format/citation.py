@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ..errors import CitationError
-from .encodings.repack import DigestIds, digest_ids
+from .encodings.repack import DigestIds, column_span, digest_ids
 from .identity import format_citation, parse_citation
 from .layout import (
     ENCODING_INTPACK,
@@ -95,8 +95,13 @@ def resolve_citation(view: UrnaView, citation: str, *,
     if text is None:
         text = string_records(view.decoded(SECTION_CHUNKS_CANONICAL), n,
                               SECTION_CHUNKS_CANONICAL, utf8_checked=records_checked).text(ordinal)
-    span = (proven_span(view.decoded_prefix(SECTION_CHUNKS_ORIGINAL_SPANS), ordinal)
-            if records_checked else None)
+    span = None
+    spans_entry = view.entry(SECTION_CHUNKS_ORIGINAL_SPANS)
+    if records_checked and spans_entry is not None:
+        span = (column_span(view.payload(spans_entry), ordinal)
+                if spans_entry.encoding == ENCODING_INTPACK else None)
+        if span is None:
+            span = proven_span(view.decoded_prefix(SECTION_CHUNKS_ORIGINAL_SPANS), ordinal)
     if span is None:
         span = span_records(view.decoded(SECTION_CHUNKS_ORIGINAL_SPANS), n,
                             utf8_checked=records_checked).span(ordinal)

@@ -169,6 +169,35 @@ def spans_columns(
     return count, pool, idx, starts, lens
 
 
+def column_span(payload: bytes | memoryview, i: int) -> tuple[str, int, int] | None:
+    """Record ``i`` of a spans repack (kind byte first) that decoded whole before (a verified
+    body's), read from one block of each column without numpy: a cite needs one span, not
+    numpy's import and 20,000 records. None when the payload is not such a body (or ``i`` is
+    past it): the full decode then decides, with its errors."""
+    from .intpack_scan import INTPACK_BLOCK, block_values, read_directory
+
+    view = byte_view(payload)
+    try:
+        if len(view) < 1 or view[0] != KIND_SPANS or i < 0:
+            return None
+        cur = Cursor(view[1:], SECTION_CHUNKS_ORIGINAL_SPANS)
+        count, n_uris = cur.u32(), cur.u32()
+        if i >= count or n_uris > cur.remaining // 4:
+            return None
+        pool = [cur.lp_bytes() for _ in range(n_uris)]
+        values = []
+        for _ in range(3):  # uri index, start, length
+            blob = cur.view(cur.u32())
+            n, _ = read_directory(blob)
+            if n != count:
+                return None
+            values.append(block_values(blob, n, i // INTPACK_BLOCK)[i % INTPACK_BLOCK])
+        j, start, length = values
+        return pool[j].decode("utf-8"), start, (start + length) & _MASK64
+    except (MalformedSectionPayload, IndexError, UnicodeDecodeError, struct.error):
+        return None
+
+
 class ColumnSpans:
     """The spans of a kind-1 body read from its checked columns on demand: the records'
     interface (``canonical.SpanRecords``' ``len`` and ``span``), no tuple built until asked
