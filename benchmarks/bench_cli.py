@@ -30,7 +30,8 @@ importing ``urna.cli`` and parsing the verb's arguments is the figure (this tree
 ``--baseline``, the other one, alternating; a baseline from before #20 parses with click).
 
 The default file: 20,000 Zipf-text documents embedded with potion-base-8M (256-d) and built
-by the reference wheel with preset ``hybrid`` (HNSW + BM25), cached in ``--dir``. ``ask`` and
+with preset ``hybrid`` (HNSW + BM25) by this tree's writer, whose bytes are the wheel's
+(``--wheel-build``: by the wheel itself), cached in ``--dir``. ``ask`` and
 ``retrieve`` embed their question with the file's model (potion, as the file says).
 ``--question`` may be given several times: round ``r`` asks the ``r``-th question (cycling),
 the same one for every command of that round, so a median spans real questions of different
@@ -75,8 +76,10 @@ urna.build(sys.argv[1], "minishlab/potion-base-8M/v1", 256, "bench/1", meta["mod
 """
 
 
-def build_file(folder: str, n_docs: int) -> str:
-    """The potion-embedded hybrid file (built once by the reference wheel)."""
+def build_file(folder: str, n_docs: int, by_wheel: bool = False) -> str:
+    """The potion-embedded hybrid file, built once by this tree's writer (the wheel's bytes:
+    ``tests/test_build.py`` holds them equal; ~20 s) or, with ``by_wheel``, by the reference
+    wheel itself (its single-threaded HNSW build takes ~15 min for 20,000 rows here)."""
     path = os.path.join(folder, f"hybrid-{n_docs}-potion.urna")
     if os.path.exists(path):
         return path
@@ -94,8 +97,9 @@ def build_file(folder: str, n_docs: int) -> str:
     np.save(vecs_path, np.asarray(embedder.embed(docs), dtype=np.float32))
     with open(meta_path, "w", encoding="utf-8") as fh:
         json.dump({"docs": docs, "model_hash": embedder.model_hash()}, fh)
-    subprocess.run([os.path.join(REF_BIN, "python"), "-c", _BUILD, path, vecs_path, meta_path],
-                   check=True)
+    python = os.path.join(REF_BIN, "python") if by_wheel else sys.executable
+    env = None if by_wheel else dict(os.environ, PYTHONPATH=SRC)
+    subprocess.run([python, "-c", _BUILD, path, vecs_path, meta_path], check=True, env=env)
     return path
 
 
@@ -246,6 +250,9 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--file", default=None, help="an existing .urna file with a potion model")
     ap.add_argument("--docs", type=int, default=20_000)
+    ap.add_argument("--wheel-build", action="store_true",
+                    help="build the default file with the reference wheel (slow) instead of "
+                         "this tree's byte-identical writer")
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--dir", default=os.path.join(tempfile.gettempdir(), "urna-bench"))
     ap.add_argument("--only", default=None, help="comma-separated verbs (e.g. search,cite)")
@@ -260,7 +267,7 @@ def main() -> None:
                     help="time the command line alone (import + parse) per verb of --only")
     args = ap.parse_args()
     os.makedirs(args.dir, exist_ok=True)
-    path = args.file or build_file(args.dir, args.docs)
+    path = args.file or build_file(args.dir, args.docs, args.wheel_build)
     if args.layer:
         trees = {"this tree": SRC} | ({"baseline": args.baseline} if args.baseline else {})
         for src in trees.values():
