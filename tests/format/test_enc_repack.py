@@ -165,12 +165,16 @@ def test_spans_roundtrip(spans):
 @settings(max_examples=100, deadline=None)
 @given(st.lists(span, min_size=1, max_size=8), st.data())
 def test_corrupted_spans_raise_only_typed_errors(spans, draw):
+    with contextlib.suppress(MalformedSectionPayload):
+        decode_repack(damaged_spans(spans, draw))
+
+
+def damaged_spans(spans, draw) -> bytes:
+    """``spans`` repacked, one byte set to a drawn value, then cut at a drawn length."""
     packed = bytearray(encode_spans(spans))
     pos = draw.draw(st.integers(0, len(packed) - 1))
     packed[pos] = draw.draw(st.integers(0, 255))
-    cut = draw.draw(st.integers(0, len(packed)))
-    with contextlib.suppress(MalformedSectionPayload):
-        decode_repack(bytes(packed[:cut]))
+    return bytes(packed[:draw.draw(st.integers(0, len(packed)))])
 
 
 @settings(max_examples=80, deadline=None)
@@ -237,9 +241,5 @@ def test_column_span_reads_one_record_without_numpy(spans):
 @given(st.lists(span, min_size=1, max_size=8), st.data())
 def test_column_span_of_damaged_bytes_is_none_or_a_record(spans, draw):
     # damaged bytes never raise here: the caller falls back to the full decode and its errors
-    packed = bytearray(encode_spans(spans))
-    pos = draw.draw(st.integers(0, len(packed) - 1))
-    packed[pos] = draw.draw(st.integers(0, 255))
-    cut = draw.draw(st.integers(1, len(packed)))
-    got = column_span(bytes(packed[:cut]), draw.draw(st.integers(0, 8)))
+    got = column_span(damaged_spans(spans, draw), draw.draw(st.integers(0, 8)))
     assert got is None or (isinstance(got[0], str) and 0 <= got[1] < 2**64)
