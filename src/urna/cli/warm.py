@@ -350,6 +350,9 @@ def serve_forever(answer: Callable[[list[str]], int]) -> None:
     identity = server_identity()  # before any change to the environment it is made of
     path = socket_path(server_key(identity))
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # it serves read verbs only
+    from ..runtime.heap import keep_freed_memory
+
+    keep_freed_memory()  # each request then reuses the pages the one before faulted in
     lock = open(path[:-len(".sock")] + ".lock", "w")  # noqa: SIM115 - held for the lifetime
     try:
         fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
