@@ -113,19 +113,63 @@ def test_a_replaced_file_is_read_anew(folder: Path) -> None:
     assert json.loads(new[1])["content_hash"] != json.loads(old[1])["content_hash"]
 
 
-def test_stop_ends_the_server(folder: Path) -> None:
-    _call(folder, ["validate", "docs.urna"], True)
-    pid = _wait_for_server(folder)["pid"]
-    assert _call(folder, ["daemon", "stop"], True) == (0, "stopped\n", "")
-    assert _status(folder) is None
-    deadline = time.monotonic() + 30
+def _gone(pid: int, seconds: float = 30) -> bool:
+    deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
         try:
             os.kill(pid, 0)
         except ProcessLookupError:
-            return
+            return True
         time.sleep(0.1)
-    raise AssertionError("the stopped server's process lives on")
+    return False
+
+
+def test_stop_ends_the_server(folder: Path) -> None:
+    _call(folder, ["validate", "docs.urna"], True)
+    state = _wait_for_server(folder)
+    assert len(state["workers"]) == 1  # two processes by default
+    assert _call(folder, ["daemon", "stop"], True) == (0, "stopped\n", "")
+    assert _status(folder) is None
+    for pid in [state["pid"], *state["workers"]]:
+        assert _gone(pid), f"the stopped server's process {pid} lives on"
+
+
+def _socket_of(tmp_path: Path) -> str:
+    # the caller's identity is its environment's: ask in that environment
+    probe = "from urna.cli import warm; print(warm.socket_path())"
+    return subprocess.run([sys.executable, "-c", probe], env=_env(tmp_path, True), text=True,
+                          capture_output=True, check=True).stdout.strip()
+
+
+def test_a_second_process_answers_while_one_is_held(folder: Path) -> None:
+    # an agent's parallel tool calls: one caller holding a process (connected, sending
+    # nothing) leaves the other to answer at once, warm, while the first is still held
+    import socket
+
+    _call(folder, ["inspect", "docs.urna"], True)
+    before = _wait_for_server(folder)["served"]
+    held = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        held.connect(_socket_of(folder))
+        time.sleep(0.5)  # the accepting process is now reading from it
+        args = ["search", "docs.urna", _vector(), "-k", "3"]
+        assert _call(folder, args, True) == _call(folder, args, False)
+        held.setblocking(False)
+        with pytest.raises(BlockingIOError):  # still open: not answered, not timed out
+            held.recv(1)
+    finally:
+        held.close()
+    assert _status(folder)["served"] == before + 1
+
+
+def test_workers_leave_when_the_server_is_killed(folder: Path) -> None:
+    import signal
+
+    _call(folder, ["inspect", "docs.urna"], True)
+    state = _wait_for_server(folder)
+    os.kill(state["pid"], signal.SIGKILL)  # no cleanup at all: the workers see the parent go
+    for pid in state["workers"]:
+        assert _gone(pid), f"worker {pid} outlived its server"
 
 
 # A warm call, as the console makes it, then the modules its process loaded (to a file).

@@ -14,7 +14,8 @@ def daemon_cmd(action: str, as_json: bool) -> None:
     """Show or stop the warm server that answers read verbs when URNA_DAEMON=1.
 
     The server is started by the first such call and serves callers with this interpreter,
-    package and environment; it exits by itself after URNA_DAEMON_IDLE seconds (600) idle.
+    package and environment, from URNA_DAEMON_WORKERS processes (2) at once; it exits by
+    itself after URNA_DAEMON_IDLE seconds (600) idle.
 
     Example: URNA_DAEMON=1 urna daemon status
     """
@@ -33,8 +34,10 @@ def daemon_cmd(action: str, as_json: bool) -> None:
     elif state is None:
         echo("no warm server is running")
     else:
-        echo(f"warm server pid {state['pid']}: {state['served']} requests served, "
-             f"exits after {state['idle_seconds']:g} s idle")
+        workers = state["workers"]
+        assert isinstance(workers, list)
+        echo(f"warm server pid {state['pid']} ({1 + len(workers)} processes): "
+             f"{state['served']} requests served, exits after {state['idle_seconds']:g} s idle")
 
 
 COMMANDS = [daemon_cmd]

@@ -31,6 +31,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable
     from socket import socket
+    from typing import Any
 
 # One-request verbs whose whole effect is their output (no stdin, no files written).
 WARM_VERBS = frozenset({"inspect", "validate", "cite", "stats", "search", "search-ann",
@@ -40,7 +41,7 @@ _ENV_PREFIXES = ("URNA_", "HF_", "XDG_", "OPENBLAS_", "OMP_", "MKL_", "NUMBA_", 
                  "SENTENCE_TRANSFORMERS_", "TORCH_")
 _ENV_NAMES = frozenset({"HOME", "PATH", "PYTHONPATH", "TMPDIR", "LANG", "LC_ALL", "COLUMNS",
                         "NO_COLOR", "TZ"})
-_SELF = frozenset({"URNA_DAEMON", "URNA_DAEMON_IDLE"})  # choose the server, not the answer
+_SELF = frozenset({"URNA_DAEMON", "URNA_DAEMON_IDLE", "URNA_DAEMON_WORKERS"})  # the server's
 _LIMIT = 64 << 20  # the largest message read
 _SERVER = "from urna.cli import serve_warm; serve_warm()"
 _PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # this urna's folder
@@ -223,13 +224,15 @@ def stop() -> bool:
 
 
 def status() -> dict[str, object] | None:
-    """The caller's warm server's pid, requests served and idle limit; None when none runs."""
+    """The caller's warm server's pid, requests served (by all its processes), idle limit and
+    worker pids; None when none runs."""
     try:
         reply = _ask(socket_path(), ["status"], 10.0)
-        if len(reply) != 4 or reply[0] != _OK:
+        if len(reply) != 5 or reply[0] != _OK:
             return None
         return {"status": _OK, "pid": int(reply[1]), "served": int(reply[2]),
-                "idle_seconds": float(reply[3])}
+                "idle_seconds": float(reply[3]),
+                "workers": [int(pid) for pid in reply[4].split(",") if pid]}
     except (OSError, ValueError):
         return None
 
@@ -263,18 +266,69 @@ def _loaded_files() -> dict[str, float]:
     return times
 
 
-class _Server:
-    """Serves one request at a time on ``path`` until idle for ``idle`` seconds or stopped.
+def worker_processes() -> int:
+    """How many processes of one server answer at once: ``URNA_DAEMON_WORKERS`` (1-64), else
+    two (one on a single core): an agent's parallel tool calls then do not queue."""
+    try:
+        wanted = int(os.environ.get("URNA_DAEMON_WORKERS", ""))
+    except ValueError:
+        wanted = 0
+    return min(wanted, 64) if wanted > 0 else min(2, os.cpu_count() or 1)
 
-    ``identity``: the callers it answers (``server_identity``, by default this process's).
+
+_TICK = 2.0  # how often an idle process looks at the board (and a worker for its parent)
+_DEFER = 0.003  # how long a worker leaves a waiting caller to the parent
+_IO_TIMEOUT = 30.0  # a caller that sends nothing (or reads nothing) frees its process after it
+_SLOT = 16  # one board slot: u64 requests served, f64 monotonic time of the last one
+
+
+class _Server:
+    """Serves on ``path`` from ``workers`` processes (this one and forked copies sharing the
+    listening socket), each one request at a time, until idle for ``idle`` seconds or stopped.
+
+    ``identity``: the callers it answers (``server_identity``, by default this process's). The
+    processes share a board (an anonymous shared map: each one's count and last request), so
+    ``status`` counts every request and the idle limit runs from the last one any served. This
+    process decides the end: when it is idle, asked to stop, or finds its code changed (a
+    worker that is asked to stop or finds it so signals it), it ends the workers and removes
+    the socket; a worker whose parent is gone exits by itself.
     """
 
     def __init__(self, path: str, idle: float, answer: Callable[[list[str]], int],
-                 identity: str | None = None) -> None:
+                 identity: str | None = None, workers: int = 1) -> None:
+        import mmap
+
         self.path, self.idle, self.answer = path, idle, answer
         self.identity = server_identity() if identity is None else identity
-        self.served = 0
+        self.workers = max(1, workers)
         self.known: dict[str, float] = {}
+        self.board = mmap.mmap(-1, _SLOT * self.workers)  # shared with the forked workers
+        self.slot = 0
+        self.pids = [os.getpid()]
+        self.busy = self.ending = False  # answering a request; asked to end after it
+        self._mark(0)
+
+    @property
+    def served(self) -> int:
+        """Requests served by every process of this server."""
+        import struct
+
+        return sum(struct.unpack_from("<Q", self.board, _SLOT * i)[0]
+                   for i in range(self.workers))
+
+    def _mark(self, count: int) -> None:
+        import struct
+        import time
+
+        struct.pack_into("<Qd", self.board, _SLOT * self.slot, count, time.monotonic())
+
+    def _idle_for(self) -> float:
+        import struct
+        import time
+
+        last = max(struct.unpack_from("<d", self.board, _SLOT * i + 8)[0]
+                   for i in range(self.workers))
+        return time.monotonic() - last
 
     def _stale(self) -> bool:
         now = _loaded_files()
@@ -284,11 +338,14 @@ class _Server:
 
     def _reply(self, request: list[str]) -> tuple[list[str], bool]:
         """The reply to one request, and whether to go on serving after it."""
+        import struct
+
         kind = request[0] if request else ""
         if kind == "stop":
             return [_STOPPING], False
         if kind == "status":
-            return [_OK, str(os.getpid()), str(self.served), repr(self.idle)], True
+            return [_OK, str(self.pids[0]), str(self.served), repr(self.idle),
+                    ",".join(map(str, self.pids[1:]))], True
         if kind != "run" or len(request) < 4:
             raise ValueError("not a request")
         if request[1] != self.identity:
@@ -308,38 +365,149 @@ class _Server:
         finally:
             sys.stdout, sys.stderr = saved[0], saved[1]
             os.chdir(saved[2])
-        self.served += 1
+        self._mark(struct.unpack_from("<Q", self.board, _SLOT * self.slot)[0] + 1)
         self.known = _loaded_files()  # the verb may have loaded more modules
         return [_OK, str(code), out.getvalue(), err.getvalue()], True
 
+    def _next(self, listener: socket, parent: int | None, poller: Any) -> socket | None:
+        """The next connection, or None after a quiet tick. A worker lets the parent take a
+        caller first (``_DEFER``): one caller at a time is always answered by the same warm
+        process, and a worker answers only while the parent is busy."""
+        import time
+
+        tick = min(self.idle, _TICK)
+        if parent is None:
+            listener.settimeout(tick)
+            try:
+                return listener.accept()[0]
+            except TimeoutError:
+                return None
+        if not poller.poll(tick * 1000):
+            return None
+        time.sleep(_DEFER)
+        listener.settimeout(0.0)
+        try:
+            return listener.accept()[0]
+        except BlockingIOError:  # the parent took it
+            return None
+
+    def _loop(self, listener: socket, parent: int | None) -> None:
+        """Answer requests on ``listener`` until this process's part is over."""
+        import select
+        import signal
+
+        poller = None
+        if parent is not None:
+            poller = select.poll()
+            poller.register(listener.fileno(), select.POLLIN)
+        while True:
+            conn = self._next(listener, parent, poller)
+            if conn is None:
+                if parent is not None:  # a worker: the parent decides, unless it is gone
+                    if os.getppid() != parent:
+                        return
+                elif self._idle_for() >= self.idle:
+                    return
+                continue
+            self.busy = True
+            try:
+                with conn:
+                    conn.settimeout(_IO_TIMEOUT)
+                    try:
+                        reply, going_on = self._reply(decode_fields(_recv_all(conn)))
+                        conn.sendall(encode_fields(reply))
+                    except (OSError, ValueError):
+                        continue  # a caller that left, stalled or spoke garbage
+            finally:
+                self.busy = False
+            if not going_on:
+                if parent is not None:
+                    os.kill(parent, signal.SIGTERM)  # the parent ends every process
+                return
+            if self.ending:
+                return
+
+    def _fork_workers(self, listener: socket) -> None:
+        """Start the other processes; in each, serve and exit without returning."""
+        parent = os.getpid()
+        for slot in range(1, self.workers):
+            pid = os.fork()
+            if pid == 0:  # a worker: no thread runs yet, nothing of the parent's to undo
+                import signal
+
+                signal.signal(signal.SIGTERM, signal.SIG_DFL)  # the parent's end is its end
+                self.slot, code = slot, 0
+                try:
+                    self._loop(listener, parent)
+                except BaseException:  # noqa: BLE001 - a worker never unwinds the parent's stack
+                    code = 1
+                finally:
+                    os._exit(code)
+            self.pids.append(pid)
+
+    def _end_workers(self) -> None:
+        import contextlib
+        import signal
+
+        for pid in self.pids[1:]:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGTERM)
+        for pid in self.pids[1:]:
+            with contextlib.suppress(ChildProcessError):
+                os.waitpid(pid, 0)
+        del self.pids[1:]
+
     def serve(self) -> None:
-        """Bind, then answer requests until idle, stopped or stale."""
+        """Bind, fork the workers, then answer requests until idle, stopped or stale."""
+        import signal
         import socket
+
+        def ended(signum: int, frame: object) -> None:
+            # a worker was asked to stop (or found its code changed): end now when waiting,
+            # after the request when one is being answered (its caller gets its answer)
+            self.ending = True
+            if not self.busy:
+                raise _Ended
 
         with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as listener:
             if os.path.exists(self.path):
                 os.unlink(self.path)  # a dead server's; the lock says none is alive
             listener.bind(self.path)
             listener.listen(16)
-            listener.settimeout(self.idle)
             self.known = _loaded_files()
+            previous = signal.signal(signal.SIGTERM, ended)
             try:
-                while True:
-                    try:
-                        conn, _ = listener.accept()
-                    except TimeoutError:
-                        return
-                    with conn:
-                        conn.settimeout(None)
-                        try:
-                            reply, going_on = self._reply(decode_fields(_recv_all(conn)))
-                            conn.sendall(encode_fields(reply))
-                        except (OSError, ValueError):
-                            continue  # a caller that left or spoke garbage
-                        if not going_on:
-                            return
+                self._fork_workers(listener)
+                self._loop(listener, None)
+            except _Ended:
+                pass
             finally:
+                signal.signal(signal.SIGTERM, signal.SIG_IGN)  # the cleanup runs to its end
+                self._end_workers()
                 os.unlink(self.path)
+                signal.signal(signal.SIGTERM, previous)
+
+
+class _Ended(BaseException):
+    """A worker's stop reached the parent while it waited for a request."""
+
+
+# What the read verbs import, loaded once before the workers fork so every process shares it
+# (copy on write) instead of each paying the imports on its first request. No embedder and no
+# numba: the tokenizers' thread pool and numba's must not have run before a fork.
+_PRELOAD = ("numpy", "urna.cli.file_cmds", "urna.cli.search_cmds", "urna.cli.forge_cmds",
+            "urna.runtime.file", "urna.runtime.validation", "urna.runtime.opening",
+            "urna.runtime.search", "urna.forge.query", "urna.index.bm25", "urna.index.hnsw")
+
+
+def _preload() -> None:
+    import importlib
+
+    for name in _PRELOAD:
+        try:
+            importlib.import_module(name)
+        except ImportError:  # a verb that needs it reports it, as it would cold
+            continue
 
 
 def serve_forever(answer: Callable[[list[str]], int]) -> None:
@@ -362,7 +530,10 @@ def serve_forever(answer: Callable[[list[str]], int]) -> None:
         idle = float(os.environ.get("URNA_DAEMON_IDLE", "600"))
     except ValueError:
         idle = 600.0
+    workers = worker_processes()
+    if workers > 1:
+        _preload()
     try:
-        _Server(path, max(idle, 1.0), answer, identity).serve()
+        _Server(path, max(idle, 1.0), answer, identity, workers).serve()
     finally:
         os.unlink(lock.name)
