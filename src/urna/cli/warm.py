@@ -370,9 +370,9 @@ class _Server:
         return [_OK, str(code), out.getvalue(), err.getvalue()], True
 
     def _next(self, listener: socket, parent: int | None, poller: Any) -> socket | None:
-        """The next connection, or None after a quiet tick. A worker lets the parent take a
-        caller first (``_DEFER``): one caller at a time is always answered by the same warm
-        process, and a worker answers only while the parent is busy."""
+        """The next connection, or None after a quiet tick. A worker leaves a caller to the
+        parent for ``_DEFER`` first: one caller at a time goes to the same warm process, and a
+        worker answers when the parent is busy (or kept off the CPU that long)."""
         import time
 
         tick = min(self.idle, _TICK)
