@@ -7,7 +7,8 @@ before), with ``--workers`` processes (the default two), and the reference wheel
 search`` run the same number of times at once (cold: the wheel has no server). Each server
 is warmed first (every process answers a few calls) and stopped at the end.
 
-    .venv/bin/python benchmarks/bench_warm_parallel.py --file F.urna --calls 4 --rounds 9
+    .venv/bin/python benchmarks/bench_warm_parallel.py --calls 4 --rounds 9
+    .venv/bin/python benchmarks/bench_warm_parallel.py --file F.urna --calls 2
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import os
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 
 from scratch import scratch_dir  # this folder
@@ -44,12 +46,19 @@ def _at_once(argvs: list[list[str]], env: dict[str, str] | None) -> float:
 def main() -> None:
     """Time ``--calls`` parallel calls per side for ``--rounds`` rounds; print the medians."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--file", required=True, help="a .urna file with a potion model")
+    ap.add_argument("--file", default=None, help="a .urna file with a potion model (default: "
+                    "bench_cli.py's 20,000-document hybrid file, built once)")
     ap.add_argument("--calls", type=int, default=4)
     ap.add_argument("--rounds", type=int, default=9)
     ap.add_argument("--workers", type=int, default=2)
     args = ap.parse_args()
     os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+    if args.file is None:
+        from bench_cli import build_file  # this folder
+
+        folder = os.path.join(tempfile.gettempdir(), "urna-bench")
+        os.makedirs(folder, exist_ok=True)
+        args.file = build_file(folder, 20_000)
     cache = scratch_dir("urna-par-cache-")
     sides = {"warm, 1 process": _env(1, cache),
              f"warm, {args.workers} processes": _env(args.workers, cache)}
