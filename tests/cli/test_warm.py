@@ -278,3 +278,18 @@ def test_a_shared_socket_folder_is_refused(monkeypatch) -> None:
         assert os.listdir(shared) == []  # no socket, no lock was made there
     finally:
         shutil.rmtree(short)
+
+
+def test_a_server_with_native_threads_before_the_fork_runs_one_process(folder: Path,
+                                                                      monkeypatch) -> None:
+    # two BLAS threads start with numpy's import: such a process must not fork its workers
+    monkeypatch.setenv("OPENBLAS_NUM_THREADS", "2")
+    try:
+        _call(folder, ["inspect", "docs.urna"], True)
+        state = _wait_for_server(folder)
+        assert state["workers"] == []
+        args = ["search", "docs.urna", _vector(), "-k", "3"]
+        assert _call(folder, args, True) == _call(folder, args, False)
+        assert _status(folder)["served"] == state["served"] + 1
+    finally:  # this environment's server (the fixture stops the other one's)
+        _call(folder, ["daemon", "stop"], True)

@@ -510,6 +510,14 @@ def _preload() -> None:
             continue
 
 
+def _single_threaded() -> bool:
+    """Whether this process runs one OS thread (``/proc``, Linux); False where it cannot tell."""
+    try:
+        return len(os.listdir("/proc/self/task")) == 1
+    except OSError:
+        return False
+
+
 def serve_forever(answer: Callable[[list[str]], int]) -> None:
     """Run the caller's warm server in this process, answering with ``answer(argv)`` (the
     console's ``outcome``), unless one already runs."""
@@ -533,6 +541,8 @@ def serve_forever(answer: Callable[[list[str]], int]) -> None:
     workers = worker_processes()
     if workers > 1:
         _preload()
+        if not _single_threaded():  # a native pool (a BLAS thread count set higher, say)
+            workers = 1  # would not survive a fork: one process answers
     try:
         _Server(path, max(idle, 1.0), answer, identity, workers).serve()
     finally:
