@@ -308,13 +308,15 @@ class _Server:
         self.busy = self.ending = False  # answering a request; asked to end after it
         self._mark(0)
 
+    def _served_by(self, slot: int) -> int:
+        import struct
+
+        return struct.unpack_from("<Q", self.board, _SLOT * slot)[0]
+
     @property
     def served(self) -> int:
         """Requests served by every process of this server."""
-        import struct
-
-        return sum(struct.unpack_from("<Q", self.board, _SLOT * i)[0]
-                   for i in range(self.workers))
+        return sum(map(self._served_by, range(self.workers)))
 
     def _mark(self, count: int) -> None:
         import struct
@@ -338,8 +340,6 @@ class _Server:
 
     def _reply(self, request: list[str]) -> tuple[list[str], bool]:
         """The reply to one request, and whether to go on serving after it."""
-        import struct
-
         kind = request[0] if request else ""
         if kind == "stop":
             return [_STOPPING], False
@@ -365,7 +365,7 @@ class _Server:
         finally:
             sys.stdout, sys.stderr = saved[0], saved[1]
             os.chdir(saved[2])
-        self._mark(struct.unpack_from("<Q", self.board, _SLOT * self.slot)[0] + 1)
+        self._mark(self._served_by(self.slot) + 1)
         self.known = _loaded_files()  # the verb may have loaded more modules
         return [_OK, str(code), out.getvalue(), err.getvalue()], True
 
@@ -375,18 +375,15 @@ class _Server:
         worker answers when the parent is busy (or kept off the CPU that long)."""
         import time
 
-        tick = min(self.idle, _TICK)
-        if parent is None:
-            listener.settimeout(tick)
+        if parent is None:  # the listener waits up to a tick (``_loop``)
             try:
                 return listener.accept()[0]
             except TimeoutError:
                 return None
-        if not poller.poll(tick * 1000):
+        if not poller.poll(min(self.idle, _TICK) * 1000):
             return None
         time.sleep(_DEFER)
-        listener.settimeout(0.0)
-        try:
+        try:  # the listener does not wait (``_loop``)
             return listener.accept()[0]
         except BlockingIOError:  # the parent took it
             return None
@@ -397,7 +394,10 @@ class _Server:
         import signal
 
         poller = None
-        if parent is not None:
+        if parent is None:
+            listener.settimeout(min(self.idle, _TICK))
+        else:  # a worker polls, then takes a caller the parent left, without waiting
+            listener.settimeout(0.0)
             poller = select.poll()
             poller.register(listener.fileno(), select.POLLIN)
         while True:

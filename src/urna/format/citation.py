@@ -96,10 +96,10 @@ def resolve_citation(view: UrnaView, citation: str, *,
         text = string_records(view.decoded(SECTION_CHUNKS_CANONICAL), n,
                               SECTION_CHUNKS_CANONICAL, utf8_checked=records_checked).text(ordinal)
     span = None
-    spans_entry = view.entry(SECTION_CHUNKS_ORIGINAL_SPANS)
-    if records_checked and spans_entry is not None:
-        span = (column_span(view.payload(spans_entry), ordinal)
-                if spans_entry.encoding == ENCODING_INTPACK else None)
+    if records_checked:
+        spans_entry = view.entry(SECTION_CHUNKS_ORIGINAL_SPANS)
+        if spans_entry is not None and spans_entry.encoding == ENCODING_INTPACK:
+            span = column_span(view.payload(spans_entry), ordinal)  # one block per column
         if span is None:
             span = proven_span(view.decoded_prefix(SECTION_CHUNKS_ORIGINAL_SPANS), ordinal)
     if span is None:

@@ -46,6 +46,7 @@ from .identity import content_hash as _content_hash
 from .identity import file_hash as _file_hash
 from .layout import (
     CANONICAL_SECTIONS,
+    ENCODING_INTPACK,
     ENCODING_RAW,
     ENCODING_ZSTD,
     LEGACY_MAGIC,
@@ -578,25 +579,35 @@ class UrnaView:
             return DecodedPrefix(self.payload(entry))
         return WholePayload(self.decoded(section_id))
 
+    def _spans_repack_body(self) -> memoryview | None:
+        """The body (after the kind byte) of a 0x03 stored as a spans repack (encoding 4, kind
+        1) and not decoded yet; None for any other 0x03 (its raw form decides)."""
+        from .encodings.repack import KIND_SPANS
+
+        entry = self.entry(SECTION_CHUNKS_ORIGINAL_SPANS)
+        if (entry is None or entry.encoding != ENCODING_INTPACK
+                or SECTION_CHUNKS_ORIGINAL_SPANS in self._decoded):
+            return None
+        payload = self.payload(entry)
+        return payload[1:] if len(payload) and payload[0] == KIND_SPANS else None
+
     def span_records(self, expected: int) -> SpanRecords:
         """0x03's records with ``canonical.span_records``' checks and outcome; a spans repack
         (encoding 4, kind 1) rebuilds its raw payload with every record's start from its
         columns, so the records are not walked again."""
-        from .encodings.repack import KIND_SPANS, spans_raw
+        from .encodings.repack import spans_raw
         from .sections.canonical import SpanRecords, span_records
 
         section = SECTION_CHUNKS_ORIGINAL_SPANS
-        entry = self.entry(section)
-        if entry is not None and entry.encoding == 4 and section not in self._decoded:
-            payload = self.payload(entry)
-            if len(payload) and payload[0] == KIND_SPANS:
-                try:
-                    raw, starts = spans_raw(payload[1:])
-                except MalformedSectionPayload as exc:
-                    raise exc.retag(section) from None
-                self._decoded[section] = raw
-                if len(starts) == expected:  # else the records' own check names the count
-                    return SpanRecords(raw, starts)
+        body = self._spans_repack_body()
+        if body is not None:
+            try:
+                raw, starts = spans_raw(body)
+            except MalformedSectionPayload as exc:
+                raise exc.retag(section) from None
+            self._decoded[section] = raw
+            if len(starts) == expected:  # else the records' own check names the count
+                return SpanRecords(raw, starts)
         return span_records(self.decoded(section), expected)
 
     def spans(self, expected: int) -> list[tuple[str, int, int]] | ColumnSpans:
@@ -610,13 +621,11 @@ class UrnaView:
         from .encodings.repack import ColumnSpans, spans_columns
         from .sections.canonical import decode_spans
 
-        entry = self.entry(SECTION_CHUNKS_ORIGINAL_SPANS)
-        payload = self.payload(entry) if entry is not None else b""
-        if (entry is None or entry.encoding != 4 or SECTION_CHUNKS_ORIGINAL_SPANS in self._decoded
-                or len(payload) == 0 or payload[0] != 1):
+        body = self._spans_repack_body()
+        if body is None:
             return decode_spans(self.decoded(SECTION_CHUNKS_ORIGINAL_SPANS), expected)
         try:
-            count, pool, idx, starts, lens = spans_columns(payload[1:])
+            count, pool, idx, starts, lens = spans_columns(body)
         except MalformedSectionPayload as exc:
             raise exc.retag(SECTION_CHUNKS_ORIGINAL_SPANS) from None
         if count != expected:
