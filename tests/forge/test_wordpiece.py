@@ -157,10 +157,16 @@ def test_the_cached_lines_answer_every_token_as_the_parsed_vocabulary(
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.text(alphabet=st.characters(min_codepoint=32, max_codepoint=126), max_size=12))
-def test_line_lookups_equal_the_dict(token: str) -> None:
-    tokens = ["[UNK]", "ab", "a", "##b", "b", "abc", " ", "x y"]
+@given(st.lists(st.text(alphabet=st.characters(min_codepoint=32, max_codepoint=126),
+                        max_size=12), max_size=6),
+       st.integers(0, 8))
+def test_line_lookups_equal_the_dict(asked: list[str], searches: int) -> None:
+    tokens = ["[UNK]", "ab", "a", "##b", "b", "abc", " ", "x y", "ab", ""]
     vocab = wordpiece.LineVocab("\n".join(tokens), len(tokens))
-    want = {t: i for i, t in enumerate(tokens)}
-    assert vocab.get(token) == want.get(token)
-    assert vocab.get(token + "\n" + token) is None
+    vocab.searches_before_map = searches  # the same ids searched in the lines and from the map
+    want: dict[str, int] = {}
+    for i, t in enumerate(tokens):
+        want.setdefault(t, i)  # a repeated line: the first one's id
+    for token in [*asked, "ab", "", *tokens]:
+        assert vocab.get(token) == want.get(token)
+        assert vocab.get(token + "\n" + token) is None

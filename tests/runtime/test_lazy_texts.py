@@ -71,14 +71,15 @@ def _reference_map(chunk_ids: list[str], stored: list[str]) -> dict[str, str]:
 
 @settings(max_examples=examples(400, 150), deadline=None)
 @given(chunk_ids=st.lists(ids, max_size=25), n_texts=st.integers(0, 30), asked=ids,
-       in_place=st.booleans())
+       in_place=st.booleans(), searches=st.integers(0, 30))
 def test_text_by_id_is_the_reference_map(chunk_ids: list[str], n_texts: int, asked: str,
-                                         in_place: bool) -> None:
+                                         in_place: bool, searches: int) -> None:
     stored = [f"text {i}" for i in range(n_texts)]
     table = lazy_chunk_ids(encode_chunk_ids(chunk_ids), len(chunk_ids)) if in_place \
         else list(chunk_ids)
     assert table is not None  # ASCII ids are searched in place
     by_id = TextsById(table, stored)
+    by_id.searches_before_map = searches  # the answers before and after the map is built
     expected = _reference_map(chunk_ids, stored)
     for cid in [*chunk_ids, asked]:
         assert by_id.get(cid, "") == expected.get(cid, "")

@@ -50,9 +50,9 @@ def mcp_cmd(files: tuple[str, ...], use_http: bool, host: str, port: int, expose
 
     if use_http:
         check_bind(host, expose, token)
-    from urna.runtime.heap import keep_freed_memory
+    from urna.runtime.resident import prepare_resident_server
 
-    keep_freed_memory()  # a resident server: freed buffers stay in the heap for the next call
+    prepare_resident_server()  # kept heap pages, compiled kernels loading meanwhile
     corpora = OpenCorpora(list(files))  # every file opened and verified before serving
     try:
         for f in corpora.by_name.values():

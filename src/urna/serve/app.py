@@ -181,10 +181,10 @@ def run(corpora: Corpora, *, host: str = "127.0.0.1", port: int = 8077,
     """
     import uvicorn
 
-    from ..runtime.heap import keep_freed_memory
+    from ..runtime.resident import prepare_resident_server
     from .security import PUBLIC_PAGE, protect
 
-    keep_freed_memory()  # a request's buffers reuse the pages the ones before faulted in
+    prepare_resident_server()  # kept heap pages, compiled kernels loading meanwhile
 
     app = protect(create_app(corpora, max_body=max_body, threads=threads,
                              batch_window_ms=batch_window_ms, batch_max=batch_max),

@@ -17,7 +17,7 @@ tests/forge/test_wordpiece.py compares both on random text. Parsing ``tokenizer.
 ~7 ms, so :func:`cached_ascii_wordpiece` keeps the vocabulary under the user cache as one
 token a line in id order, keyed like the fingerprints by the file's path, size and
 ``mtime_ns``, with the lines' SHA-256; a read checks the digest and looks each token up in
-the lines themselves (:class:`LineVocab`), never building the ~30,000-entry dict.
+the lines themselves (:class:`LineVocab`), building the ~30,000-entry dict only in a process that looks up many tokens.
 """
 
 from __future__ import annotations
@@ -47,13 +47,29 @@ _NORMALIZER_FLAGS = {"type": "BertNormalizer", "clean_text": True, "handle_chine
 class LineVocab(Mapping[str, int]):
     """A vocabulary kept as one token a line in id order, each token looked up in the text
     itself: a question reads a few dozen of potion's ~30,000 tokens, and building their dict
-    cost more than the rest of its embedding (~5 ms of a one-shot ``urna ask``, #20)."""
+    cost more than the rest of its embedding (~5 ms of a one-shot ``urna ask``, #20). A
+    resident process (a server, the warm CLI) asks for many: after ``searches_before_map``
+    lookups the dict is built once, since each search reads ~half the 230 KB of lines."""
+
+    searches_before_map = 256
+    """Lookups searched in the text before the dict is built (it costs about this many)."""
 
     def __init__(self, lines: str, n: int) -> None:
         self._text, self._n = "\n" + lines + "\n", n
+        self._ids: dict[str, int] | None = None
+        self._searches = 0
 
     def get(self, token: str, default: Any = None) -> Any:  # type: ignore[override]
         """The id of ``token`` (its line number), else ``default``."""
+        ids = self._ids
+        if ids is not None:
+            return ids.get(token, default)
+        self._searches += 1  # a race only miscounts: the map gives the same ids
+        if self._searches > self.searches_before_map:
+            # a repeated line keeps its first number, as the search finds it
+            lines = self._text[1:-1].split("\n")
+            self._ids = ids = {t: i for i, t in reversed(list(enumerate(lines)))}
+            return ids.get(token, default)
         at = self._text.find("\n" + token + "\n") if "\n" not in token else -1
         return default if at < 0 else self._text.count("\n", 0, at)
 
