@@ -125,7 +125,9 @@ def _load_tokenizer(model_dir: str) -> tuple[Any, int]:
 
 @lru_cache(maxsize=4)
 def _load_wordpiece(model_dir: str) -> AsciiWordPiece | None:
-    """The Python tokenizer of short ASCII queries (``wordpiece``), once per directory."""
+    """The Python tokenizer of short ASCII queries (``wordpiece``), once per checked directory
+    (a resident process then reads no file per query, as with `tokenizers`)."""
+    check_potion_dir(model_dir)
     return cached_ascii_wordpiece(_in_folder(model_dir, "tokenizer.json"))
 
 
@@ -222,7 +224,6 @@ class PotionEmbedder:
         md = self._folder
         if len(texts) > PYTHON_TOKENIZER_MAX_TEXTS or _load_tokenizer.cache_info().currsize:
             return [None] * len(texts)
-        check_potion_dir(md)
         wordpiece = _load_wordpiece(md)
         if wordpiece is None:
             return [None] * len(texts)
