@@ -40,7 +40,8 @@ with urna.open(sys.argv[1]) as f:
     after = answers(f)
     print(json.dumps({"before": before, "during": during, "after": after,
                       "before_backend": before_backend, "started": thread is not None,
-                      "loaded": exact._NUMBA_LOADED, "screens": bool(exact._SCAN and exact._SCAN[0])}))
+                      "loaded": exact._NUMBA_LOADED,
+                      "screens": bool(exact._SCAN and exact._SCAN[0])}))
 '''
 
 

@@ -16,8 +16,8 @@ repeated id) for the few ids a result holds, building it only once many ids were
 from __future__ import annotations
 
 import threading
-from itertools import islice
 from collections.abc import Callable, Iterator, Sequence
+from itertools import islice
 from typing import TYPE_CHECKING, Any, overload
 
 from ..errors import UrnaError

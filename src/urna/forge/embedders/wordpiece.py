@@ -17,7 +17,8 @@ tests/forge/test_wordpiece.py compares both on random text. Parsing ``tokenizer.
 ~7 ms, so :func:`cached_ascii_wordpiece` keeps the vocabulary under the user cache as one
 token a line in id order, keyed like the fingerprints by the file's path, size and
 ``mtime_ns``, with the lines' SHA-256; a read checks the digest and looks each token up in
-the lines themselves (:class:`LineVocab`), building the ~30,000-entry dict only in a process that looks up many tokens.
+the lines themselves (:class:`LineVocab`), building the ~30,000-entry dict only in a process
+that looks up many tokens.
 """
 
 from __future__ import annotations
