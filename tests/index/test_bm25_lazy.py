@@ -234,3 +234,28 @@ def test_stem_groups_and_prefixes_of_the_per_term_index_are_the_eager_ones() -> 
         stem = porter_stem(word)
         assert stem_group(lazy, stem).tolist() == stem_group(eager, stem).tolist()
         assert lazy.term_id(word) == eager.term_id(word)
+
+
+def test_a_per_term_index_builds_the_kernels_arrays_only_after_many_queries() -> None:
+    # numba loaded (a server, the warm command line) and an index past
+    # NUMBA_LOADED_MIN_POSTINGS: the first KERNEL_AFTER_QUERIES queries read their terms
+    # alone, as a process that opens the file for each query needs; then the whole arrays
+    # are built once and the kernel answers, with the same ids and score bits throughout
+    import numba  # noqa: F401 - what a resident process has loaded
+
+    from urna.index import bm25
+
+    rng = np.random.default_rng(5)
+    words = np.array([f"w{i}" for i in range(2000)])
+    docs = [" ".join(rng.choice(words, size=40)) for _ in range(2500)]
+    data = Bm25Index.build(docs).to_bytes()
+    eager, lazy = Bm25Index.from_bytes(data), lazy_index(data)
+    assert lazy is not None and bm25._numba_kernel() is not None
+    assert bm25.NUMBA_LOADED_MIN_POSTINGS <= int(eager.offsets[-1]) < bm25.NUMBA_MIN_POSTINGS
+    queries = [" ".join(rng.choice(words, size=3)) for _ in range(bm25.KERNEL_AFTER_QUERIES + 4)]
+    for i, text in enumerate(queries):
+        ids_l, sc_l = lazy.search_arrays(text, 10)
+        ids_e, sc_e = eager.search_arrays(text, 10)
+        assert ids_l.tolist() == ids_e.tolist() and _bits(sc_l) == _bits(sc_e)
+        built = "_contrib" in lazy.__dict__
+        assert built == (i >= bm25.KERNEL_AFTER_QUERIES), i

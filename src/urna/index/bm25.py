@@ -53,6 +53,12 @@ _F32 = np.float32
 # numba (a server, a build, an HNSW search), of NUMBA_LOADED_MIN_POSTINGS or more.
 NUMBA_MIN_POSTINGS = 1 << 22
 NUMBA_LOADED_MIN_POSTINGS = 1 << 16
+# Below NUMBA_MIN_POSTINGS the kernel also waits for the index to have its whole scoring arrays
+# or to have answered this many queries: the kernel reads every posting's contribution, and
+# building those for a per-term (lazy) index costs ~35 ms on 650,000 postings, more than a
+# query saves. A process that opens the file anew for each query (the warm command line) then
+# never pays that build; one that keeps it open (a server) pays it once, on this query.
+KERNEL_AFTER_QUERIES = 16
 _PREPARE_LOCK = threading.Lock()
 
 
@@ -468,6 +474,15 @@ class Bm25Index:
             return j < len(posts) and int(posts[j]) == doc
         return bool(np.any(posts == doc))
 
+    def _kernel_pays(self) -> bool:
+        """Whether the scoring arrays are built, or this index has now answered enough queries
+        (``KERNEL_AFTER_QUERIES``) for building them to pay; counts this query."""
+        seen = self.__dict__  # not getattr: a missing scoring array would be built
+        if "_contrib" in seen:
+            return True
+        queries = seen["_queries"] = seen.get("_queries", 0) + 1  # a race only miscounts
+        return queries > KERNEL_AFTER_QUERIES
+
     def search_arrays(self, text: str, k: int,
                       mask: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
         """Top-``k`` doc ids and f32 scores as arrays (see :meth:`search`).
@@ -479,7 +494,8 @@ class Bm25Index:
             return np.zeros(0, np.intp), np.zeros(0, _F32)
         n_posts = int(self.offsets[-1]) if len(self.offsets) else 0
         use_kernel = mask is None and (n_posts >= NUMBA_MIN_POSTINGS or (
-            n_posts >= NUMBA_LOADED_MIN_POSTINGS and "numba" in sys.modules))
+            n_posts >= NUMBA_LOADED_MIN_POSTINGS and "numba" in sys.modules
+            and self._kernel_pays()))
         kernel = _numba_kernel() if use_kernel else None
         if kernel is not None:
             tids = np.asarray([t for t in map(self.term_id, tokenize(text)) if t is not None],
