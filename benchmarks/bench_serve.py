@@ -1,6 +1,6 @@
 """Load on ``urna serve`` over loopback: requests/s and p99 for ``search`` and ``ask``.
 
-Two corpora are served by one ``urna serve`` process (uvicorn, one worker):
+Two corpora are served by one ``urna serve`` (one process unless ``--workers`` is compared):
 
 * ``quickstart``: the twelve quickstart paragraphs built from ``examples/quickstart/corpus.toml``
   (hybrid preset: HNSW + BM25 + graph);
@@ -28,7 +28,9 @@ The load generator is ``wrk`` (C, ``apt-get install wrk``) when it is on PATH, b
 (``--threads 1 --batch-max 1``: one worker thread, every request scanned alone, the handlers'
 old path) and one with the defaults (a thread per core, concurrent exact queries on the big
 file sharing one scan, ``urna.serve.batching``), so both see the same machine load.
-``--serve-option`` passes other ``urna serve`` options. Figures: README "Performance",
+``--compare-workers ROUNDS`` alternates the defaults (one process) and ``--workers`` with a
+process per core (each with its own socket on the port). ``--serve-option`` passes other
+``urna serve`` options. Figures: README "Performance",
 paragraph "Serving".
 """
 
@@ -108,13 +110,17 @@ def start_server(files: list[Path], options: list[str]) -> tuple[subprocess.Pope
     proc = subprocess.Popen([*URNA, "serve", *map(str, files), "--port", str(port), *options],
                             stderr=subprocess.DEVNULL)
     url = f"http://127.0.0.1:{port}"
+    processes = int(options[options.index("--workers") + 1]) if "--workers" in options else 1
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
         try:
             httpx.get(url + "/api/corpora", timeout=2)
-            return proc, url
+            # every process listening: the load's connections are spread over all of them
+            if processes == 1 or _listening(port) == processes:
+                return proc, url
         except httpx.TransportError:
-            time.sleep(0.2)
+            pass
+        time.sleep(0.2)
     proc.kill()
     raise RuntimeError("urna serve did not start")
 
@@ -185,6 +191,15 @@ def run_python(url: str, body: dict, seconds: float, connections: int, max_reque
 
 VARIANTS = {"before": ["--threads", "1", "--batch-max", "1"], "after": []}
 """``--compare``: the old serving (one thread, no shared scans) against the defaults."""
+CORES = os.cpu_count() or 1
+WORKER_VARIANTS = {"1 process": [], f"{CORES} processes": ["--workers", str(CORES)]}
+"""``--compare-workers``: the defaults against one process per core (``--workers``)."""
+
+
+def _listening(port: int) -> int:
+    """Sockets listening on TCP ``port`` (IPv4, Linux /proc/net/tcp)."""
+    rows = Path("/proc/net/tcp").read_text().splitlines()[1:]
+    return sum(1 for r in rows if r.split()[1].endswith(f":{port:04X}") and r.split()[3] == "0A")
 
 
 def drive(files: list[Path], options: list[str], args: argparse.Namespace, gen: str,
@@ -231,6 +246,9 @@ def main() -> None:
     ap.add_argument("--compare", type=int, default=0, metavar="ROUNDS",
                     help="alternate the old serving (--threads 1 --batch-max 1) and the "
                     "defaults for ROUNDS rounds each, in this one run")
+    ap.add_argument("--compare-workers", type=int, default=0, metavar="ROUNDS",
+                    help="alternate one process (the defaults) and --workers <cores> for "
+                    "ROUNDS rounds each, in this one run")
     ap.add_argument("--warmup", type=int, default=20)
     ap.add_argument("--dir", default=os.path.join(tempfile.gettempdir(), "urna-bench-serve"))
     ap.add_argument("--generator", choices=["auto", "wrk", "python"], default="auto")
@@ -242,13 +260,18 @@ def main() -> None:
     if gen == "auto":
         gen = "wrk" if shutil.which("wrk") else "python"
     qvec = potion_embedder().embed([QUESTIONS[0]])[0].tolist()
-    runs = ([(v, VARIANTS[v]) for _ in range(args.compare) for v in VARIANTS] if args.compare
-            else [("serve", args.serve_option)])
+    if args.compare:
+        runs = [(v, VARIANTS[v]) for _ in range(args.compare) for v in VARIANTS]
+    elif args.compare_workers:
+        runs = [(v, WORKER_VARIANTS[v]) for _ in range(args.compare_workers)
+                for v in WORKER_VARIANTS]
+    else:
+        runs = [("serve", args.serve_option)]
     rows = []
     for label, options in runs:
         rows += [{"variant": label, **r} for r in drive(files, options, args, gen, qvec, work)]
     load = os.getloadavg()[0]
-    print(f"\n1 uvicorn worker, {args.connections} connections, {args.seconds:g} s per row, "
+    print(f"\n{args.connections} connections, {args.seconds:g} s per row, "
           f"generator {gen}, {os.cpu_count()} CPUs, load average {load:.1f} at the end\n")
     print("| variant | corpus | chunks | request | requests/s | p50 ms | p99 ms | non-2xx |")
     print("|---|---|---:|---|---:|---:|---:|---:|")

@@ -41,9 +41,13 @@ from .options import PORT, FiniteFloatRange, IntRange, input_file, size
               help="Seconds a request may take before a 503.")
 @option("--reload-check-ms", type=size(), default=1000, show_default=True,
               help="How often a request checks whether a served file was replaced (0: never).")
+@option("--workers", type=IntRange(1, 64), default=1, show_default=True,
+              help="Processes answering on the one port, each opening the files itself; "
+              "one per core answers more small requests at once.")
 def serve_cmd(files: tuple[str, ...], host: str, port: int, expose: bool, max_body: int,
               threads: int | None, batch_window_ms: float, batch_max: int, token: str | None,
-              cors_origins: tuple[str, ...], time_limit: float, reload_check_ms: int) -> None:
+              cors_origins: tuple[str, ...], time_limit: float, reload_check_ms: int,
+              workers: int) -> None:
     """[engine] Serve FILES over HTTP: JSON API (/openapi.json) and a web page at /.
 
     Each file is opened once and named by its stem (quickstart.urna -> quickstart).
@@ -51,26 +55,45 @@ def serve_cmd(files: tuple[str, ...], host: str, port: int, expose: bool, max_bo
     Example: urna serve examples/quickstart/out/quickstart.urna --port 8077
     """
     try:
-        from urna.serve.app import run
+        from urna.serve.app import run, run_workers
     except ImportError as e:
         raise CommandLineError(
             f"urna serve needs the serve extra: pip install 'urna[serve]' ({e})") from None
     from urna.cli.exposure import check_bind
 
     check_bind(host, expose, token)
+    if workers > 1:
+        import socket
+
+        if not hasattr(socket, "SO_REUSEPORT"):
+            raise CommandLineError("--workers needs SO_REUSEPORT, which this system lacks")
     try:
         from urna.serve.registry import ReloadingCorpora
 
         corpora = ReloadingCorpora(list(files), check_ms=reload_check_ms)  # opened before binding
-        corpora.warm()  # numba kernels and the embedder load here, not in the first request
+        if workers > 1:
+            corpora.close()  # checked here, so a bad file fails now; each process opens its own
+        else:
+            corpora.warm()  # numba kernels and the embedder load here, not in the first request
     except (UrnaError, ValueError, OSError) as e:
         name = type(e).__name__ if isinstance(e, UrnaError) else ""
         raise CommandLineError(f"{name}: {e}" if name else str(e)) from None
     echo(f"urna serve: http://{host if ':' not in host else f'[{host}]'}:{port}/ "
-               f"({len(files)} file(s))", err=True)
-    run(corpora, host=host, port=port, max_body=max_body, threads=threads,
-        batch_window_ms=batch_window_ms, batch_max=batch_max, token=token or None,
-        cors_origins=cors_origins, time_limit=time_limit)
+               f"({len(files)} file(s){f', {workers} processes' if workers > 1 else ''})",
+         err=True)
+    options: dict = {"max_body": max_body, "threads": threads, "batch_window_ms": batch_window_ms,
+                     "batch_max": batch_max, "token": token or None,
+                     "cors_origins": cors_origins, "time_limit": time_limit}
+    if workers > 1:
+        try:
+            status = run_workers(list(files), workers, host=host, port=port,
+                                 reload_check_ms=reload_check_ms, **options)
+        except OSError as e:  # the port: taken, or the host not this machine's
+            raise CommandLineError(f"cannot listen on {host}:{port}: {e}") from None
+        if status:
+            raise SystemExit(status)
+    else:
+        run(corpora, host=host, port=port, **options)
 
 
 COMMANDS: list[Command] = [serve_cmd]

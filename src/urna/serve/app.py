@@ -12,7 +12,7 @@ import contextlib
 import json
 import logging
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from importlib import resources
 from typing import Any
 
@@ -169,6 +169,148 @@ def create_app(corpora: Corpora, *, max_body: int = MAX_BODY, threads: int | Non
 def is_loopback(host: str) -> bool:
     """Whether ``host`` only accepts connections from this machine."""
     return host in LOOPBACK or host.startswith("127.")
+
+
+WORKER_SPEC = "URNA_SERVE_WORKER_SPEC"
+"""The environment variable that hands ``run_workers``' files and options to each process."""
+_WORKER = "from urna.serve.app import serve_worker; serve_worker()"
+_WORKER_FD = "URNA_SERVE_WORKER_FD"  # the bound socket one process inherits
+
+
+def run_workers(files: list[str], workers: int, *, host: str = "127.0.0.1", port: int = 8077,
+                reload_check_ms: int = 1000, max_body: int = MAX_BODY,
+                threads: int | None = None, batch_window_ms: float = WINDOW_S * 1e3,
+                batch_max: int = MAX_BATCH, log_level: str = "warning",
+                token: str | None = None, cors_origins: Sequence[str] = (),
+                time_limit: float | None = None) -> int:
+    """Serve ``files`` from ``workers`` processes on one port until SIGINT / SIGTERM, which
+    ends them all, as does the exit of any one of them; returns the exit status.
+
+    A request is mostly Python holding its process's GIL, so one process answers one request
+    at a time whatever its threads; several processes answer several at once. Each opens and
+    checks the files itself (:func:`serve_worker`) and binds its own socket with
+    ``SO_REUSEPORT`` (bound here, :func:`shared_port_sockets`), so the kernel spreads new
+    connections over the processes: with one shared socket, the process that wakes first
+    accepts every waiting connection, and a client's kept-alive connections all land on it.
+    """
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    spec = json.dumps({
+        "files": list(files), "reload_check_ms": reload_check_ms, "max_body": max_body,
+        "threads": threads, "batch_window_ms": batch_window_ms, "batch_max": batch_max,
+        "log_level": log_level, "token": token, "cors_origins": list(cors_origins),
+        "time_limit": time_limit})
+    sockets = shared_port_sockets(host, port, workers)  # here: a taken port fails this call
+    stopping: list[int] = []
+
+    def stop(signum: int, _frame: object) -> None:
+        stopping.append(signum)
+
+    previous = {sig: signal.signal(sig, stop) for sig in (signal.SIGINT, signal.SIGTERM)}
+    procs: list[subprocess.Popen] = []
+    status = 0
+    try:
+        try:
+            for sock in sockets:
+                procs.append(subprocess.Popen(
+                    [sys.executable, "-c", _WORKER], pass_fds=[sock.fileno()],
+                    env={**os.environ, WORKER_SPEC: spec, _WORKER_FD: str(sock.fileno())}))
+        finally:
+            for sock in sockets:
+                sock.close()  # each process holds its own now
+        while not stopping:
+            ended = [p.returncode for p in procs if p.poll() is not None]
+            if ended:  # one process down: the others are ended too, and its status returned
+                status = ended[0] or 1
+                break
+            time.sleep(0.1)
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.send_signal(signal.SIGTERM)  # uvicorn's graceful shutdown
+        for p in procs:
+            try:
+                p.wait(15)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    return status
+
+
+def shared_port_sockets(host: str, port: int, count: int) -> list[Any]:
+    """``count`` sockets bound to ``host:port``, sharing it (``SO_REUSEPORT``), not listening
+    yet; OSError when the port is taken, even by another such group (which would otherwise
+    be joined). Each process's server listens once its files are open: the kernel spreads
+    connections over listening sockets only, so none waits for a process still starting."""
+    import socket
+
+    family, kind, proto, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
+    with socket.socket(family, kind, proto) as probe:  # without SO_REUSEPORT: any holder fails it
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        probe.bind(address)
+        address = probe.getsockname()  # port 0: the one the system chose, for all of them
+    out = []
+    try:
+        for _ in range(count):
+            sock = socket.socket(family, kind, proto)
+            out.append(sock)
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+            sock.bind(address)
+    except OSError:
+        for sock in out:
+            sock.close()
+        raise
+    return out
+
+
+def _exit_with_parent(parent: int) -> None:
+    """End this process (SIGTERM: uvicorn's shutdown) once ``parent`` is gone."""
+    import signal
+    import threading
+    import time
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(1.0)
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    threading.Thread(target=watch, name="urna-parent-watch", daemon=True).start()
+
+
+def serve_worker() -> None:
+    """One ``run_workers`` process: the files opened and warmed as ``urna serve`` opens them,
+    the options of ``URNA_SERVE_WORKER_SPEC``, the bound socket it inherited (uvicorn's
+    server listens on it once it starts)."""
+    import socket
+
+    import uvicorn
+
+    from ..runtime.resident import prepare_resident_server
+    from .registry import ReloadingCorpora
+    from .security import PUBLIC_PAGE, protect
+
+    _exit_with_parent(os.getppid())
+    spec = json.loads(os.environ[WORKER_SPEC])
+    sock = socket.socket(fileno=int(os.environ[_WORKER_FD]))
+    corpora = ReloadingCorpora(spec["files"], check_ms=spec["reload_check_ms"])
+    try:
+        corpora.warm()
+        prepare_resident_server()  # after warm(): the kernels load while it serves
+        app = protect(create_app(corpora, max_body=spec["max_body"], threads=spec["threads"],
+                                 batch_window_ms=spec["batch_window_ms"],
+                                 batch_max=spec["batch_max"]),
+                      public=PUBLIC_PAGE, token=spec["token"],
+                      cors_origins=spec["cors_origins"], time_limit=spec["time_limit"])
+        server = uvicorn.Server(uvicorn.Config(app, log_level=spec["log_level"]))
+        server.run(sockets=[sock])
+    finally:
+        corpora.close()
 
 
 def run(corpora: Corpora, *, host: str = "127.0.0.1", port: int = 8077,
