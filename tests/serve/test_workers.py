@@ -61,9 +61,14 @@ def _gone(pids: list[int], seconds: float) -> bool:
     return False
 
 
-def _start(port: int, workers: int = 2) -> subprocess.Popen:
+POOLS = ("URNA_THREADS", "OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
+
+
+def _start(port: int, workers: int = 2, **env: str) -> subprocess.Popen:
+    base = {k: v for k, v in os.environ.items() if k not in POOLS}
     proc = subprocess.Popen([*URNA, "serve", str(FILE), "--port", str(port), "--workers",
-                             str(workers)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+                             str(workers)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                            env={**base, **env})
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline and proc.poll() is None:
         try:
@@ -142,3 +147,20 @@ def test_a_taken_port_fails_before_any_process_starts(server) -> None:
     assert second.returncode == 1
     assert f"cannot listen on 127.0.0.1:{port}" in second.stderr
     assert _listening(port) == 2  # the running server's, not joined by a third
+
+
+def test_each_process_gets_its_share_of_the_cores_unless_told() -> None:
+    # two BLAS pools of all the cores, whose idle threads spin, would fight over them
+    port = free_port()
+    proc = _start(port, OPENBLAS_NUM_THREADS="3")
+    try:
+        share = str(max(1, (os.cpu_count() or 1) // 2))
+        for w in _workers(proc.pid):
+            env = dict(line.split("=", 1) for line in
+                       Path(f"/proc/{w}/environ").read_text().split("\0") if "=" in line)
+            assert env["URNA_THREADS"] == env["OMP_NUM_THREADS"] == share
+            assert env["MKL_NUM_THREADS"] == share
+            assert env["OPENBLAS_NUM_THREADS"] == "3"  # the caller's own setting stays
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(20) == 0
