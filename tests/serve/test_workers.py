@@ -164,3 +164,12 @@ def test_each_process_gets_its_share_of_the_cores_unless_told() -> None:
     finally:
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(20) == 0
+
+
+def test_workers_are_refused_where_the_kernel_would_not_spread_connections(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from helpers.cli_runner import invoke
+
+    monkeypatch.setattr(sys, "platform", "darwin")  # SO_REUSEPORT there: no load balancing
+    res = invoke(["serve", str(FILE), "--workers", "2"])
+    assert res.exit_code == 1 and "--workers needs Linux" in res.stderr

@@ -7,6 +7,8 @@ which also needs a bearer token (``--token`` / ``URNA_TOKEN``).
 
 from __future__ import annotations
 
+import sys
+
 from urna.errors import CommandLineError, UrnaError
 
 from ._output import echo
@@ -62,11 +64,10 @@ def serve_cmd(files: tuple[str, ...], host: str, port: int, expose: bool, max_bo
     from urna.cli.exposure import check_bind
 
     check_bind(host, expose, token)
-    if workers > 1:
-        import socket
-
-        if not hasattr(socket, "SO_REUSEPORT"):
-            raise CommandLineError("--workers needs SO_REUSEPORT, which this system lacks")
+    if workers > 1 and not sys.platform.startswith("linux"):
+        # elsewhere SO_REUSEPORT lets the sockets share the port but not the connections
+        raise CommandLineError("--workers needs Linux, whose SO_REUSEPORT spreads connections "
+                               "over the processes")
     try:
         from urna.serve.registry import ReloadingCorpora
 
