@@ -28,6 +28,8 @@ The load generator is ``wrk`` (C, ``apt-get install wrk``) when it is on PATH, b
 (``--threads 1 --batch-max 1``: one worker thread, every request scanned alone, the handlers'
 old path) and one with the defaults (a thread per core, concurrent exact queries on the big
 file sharing one scan, ``urna.serve.batching``), so both see the same machine load.
+``--file F`` serves another potion-embedded file beside them (bench_cli's 20,000-document
+hybrid file, say: its ``ask`` takes the hybrid route, HNSW + BM25 + the fused rank).
 ``--compare-workers ROUNDS`` alternates the defaults (one process) and ``--workers`` with a
 process per core (each with its own socket on the port). ``--serve-option`` passes other
 ``urna serve`` options. Figures: README "Performance",
@@ -249,13 +251,16 @@ def main() -> None:
     ap.add_argument("--compare-workers", type=int, default=0, metavar="ROUNDS",
                     help="alternate one process (the defaults) and --workers <cores> for "
                     "ROUNDS rounds each, in this one run")
+    ap.add_argument("--file", action="append", default=[], metavar="F",
+                    help="also serve F, a potion-embedded .urna (repeat), e.g. bench_cli's "
+                    "hybrid file: its ask takes the hybrid route")
     ap.add_argument("--warmup", type=int, default=20)
     ap.add_argument("--dir", default=os.path.join(tempfile.gettempdir(), "urna-bench-serve"))
     ap.add_argument("--generator", choices=["auto", "wrk", "python"], default="auto")
     args = ap.parse_args()
     work = Path(args.dir)
     work.mkdir(parents=True, exist_ok=True)
-    files = [build_quickstart(work), build_big(work, args.n)]
+    files = [build_quickstart(work), build_big(work, args.n), *map(Path, args.file)]
     gen = args.generator
     if gen == "auto":
         gen = "wrk" if shutil.which("wrk") else "python"
