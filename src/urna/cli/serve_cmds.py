@@ -65,7 +65,7 @@ def serve_cmd(files: tuple[str, ...], host: str, port: int, expose: bool, max_bo
 
     check_bind(host, expose, token)
     if workers > 1 and not sys.platform.startswith("linux"):
-        # elsewhere SO_REUSEPORT lets the sockets share the port but not the connections
+        # on macOS and most BSDs SO_REUSEPORT shares the port but does not spread connections
         raise CommandLineError("--workers needs Linux, whose SO_REUSEPORT spreads connections "
                                "over the processes")
     try:
