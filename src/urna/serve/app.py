@@ -175,6 +175,7 @@ WORKER_SPEC = "URNA_SERVE_WORKER_SPEC"
 """The environment variable that hands ``run_workers``' files and options to each process."""
 _WORKER = "from urna.serve.app import serve_worker; serve_worker()"
 _WORKER_FD = "URNA_SERVE_WORKER_FD"  # the bound socket one process inherits
+_PARENT = "URNA_SERVE_PARENT"  # its pid: a parent gone before the child looked is seen too
 _THREAD_POOLS = ("URNA_THREADS", "OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
 
 
@@ -224,7 +225,7 @@ def run_workers(files: list[str], workers: int, *, host: str = "127.0.0.1", port
                 procs.append(subprocess.Popen(
                     [sys.executable, "-c", _WORKER], pass_fds=[sock.fileno()],
                     env={**os.environ, **pools, WORKER_SPEC: spec,
-                         _WORKER_FD: str(sock.fileno())}))
+                         _WORKER_FD: str(sock.fileno()), _PARENT: str(os.getpid())}))
         finally:
             for sock in sockets:
                 sock.close()  # each process holds its own now
@@ -302,7 +303,7 @@ def serve_worker() -> None:
     from .registry import ReloadingCorpora
     from .security import PUBLIC_PAGE, protect
 
-    _exit_with_parent(os.getppid())
+    _exit_with_parent(int(os.environ[_PARENT]))
     spec = json.loads(os.environ[WORKER_SPEC])
     sock = socket.socket(fileno=int(os.environ[_WORKER_FD]))
     corpora = ReloadingCorpora(spec["files"], check_ms=spec["reload_check_ms"])
