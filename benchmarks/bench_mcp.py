@@ -24,19 +24,12 @@ import asyncio
 import json
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
 
-from bench_cli import QUESTION, REF_BIN, SRC, _vector, build_file
+from bench_cli import QUESTION, REF_BIN, SRC, _vector, _warm_server, build_file, run_once
 from scratch import scratch_dir  # this folder
-
-
-def _cli(argv: list[str], env: dict) -> float:
-    t0 = time.perf_counter()
-    subprocess.run(argv, env=env, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    return time.perf_counter() - t0
 
 
 async def _rounds(path: str, question: str, k: int, rounds: int, warmup: int) -> dict:
@@ -64,16 +57,15 @@ async def _rounds(path: str, question: str, k: int, rounds: int, warmup: int) ->
         for _ in range(warmup):
             await client.call_tool("search", call)
         for argv, e in cli.values():  # the warm server starts; every verdict is kept
-            _cli(argv, e)
+            run_once(argv, e)
         for _ in range(rounds):
             t0 = time.perf_counter()
             got = await client.call_tool("search", call)
             times["mcp search"].append(time.perf_counter() - t0)
             assert not got.is_error, got.content
             for name, (argv, e) in cli.items():
-                times[name].append(_cli(argv, e))
-    subprocess.run(ours + ["daemon", "stop"], env=warm_env, check=False,
-                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                times[name].append(run_once(argv, e)[0])
+    _warm_server((ask, warm_env), "stop")
     return times
 
 

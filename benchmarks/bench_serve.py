@@ -60,7 +60,7 @@ from urna.forge.embed import potion_embedder
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
-from helpers.ports import free_port  # noqa: E402  (the tests' port helper)
+from helpers.ports import free_port, listening_on  # noqa: E402  (the tests' port helpers)
 
 URNA = [sys.executable, "-c", "from urna.cli import main; main()"]
 QUESTIONS = ["can I use this offline", "how do citations work", "what does forge do",
@@ -118,7 +118,7 @@ def start_server(files: list[Path], options: list[str]) -> tuple[subprocess.Pope
         try:
             httpx.get(url + "/api/corpora", timeout=2)
             # every process listening: the load's connections are spread over all of them
-            if processes == 1 or _listening(port) == processes:
+            if processes == 1 or listening_on(port) == processes:
                 return proc, url
         except httpx.TransportError:
             pass
@@ -196,12 +196,6 @@ VARIANTS = {"before": ["--threads", "1", "--batch-max", "1"], "after": []}
 CORES = os.cpu_count() or 1
 WORKER_VARIANTS = {"1 process": [], f"{CORES} processes": ["--workers", str(CORES)]}
 """``--compare-workers``: the defaults against one process per core (``--workers``)."""
-
-
-def _listening(port: int) -> int:
-    """Sockets listening on TCP ``port`` (IPv4, Linux /proc/net/tcp)."""
-    rows = Path("/proc/net/tcp").read_text().splitlines()[1:]
-    return sum(1 for r in rows if r.split()[1].endswith(f":{port:04X}") and r.split()[3] == "0A")
 
 
 def drive(files: list[Path], options: list[str], args: argparse.Namespace, gen: str,

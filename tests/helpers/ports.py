@@ -5,6 +5,7 @@ from __future__ import annotations
 import socket
 import subprocess
 import time
+from pathlib import Path
 
 
 def free_port() -> int:
@@ -12,6 +13,14 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
+
+
+def listening_on(port: int) -> int:
+    """How many sockets listen on loopback TCP ``port`` (IPv4, from Linux's /proc/net/tcp):
+    one per process of a ``urna serve --workers`` server, each with its own socket."""
+    rows = Path("/proc/net/tcp").read_text().splitlines()[1:]
+    return sum(1 for r in rows
+               if r.split()[1].endswith(f":{port:04X}") and r.split()[3] == "0A")
 
 
 def wait_for_port(port: int, proc: subprocess.Popen, seconds: float, what: str) -> None:

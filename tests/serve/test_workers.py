@@ -17,6 +17,7 @@ import pytest
 from serve_support import EXPECTED, REF, free_port
 
 import urna
+from helpers.ports import listening_on
 
 FILE = REF / "quickstart-exact.urna"
 URNA = [sys.executable, "-c", "from urna.cli import main; main()"]
@@ -44,13 +45,6 @@ def _workers(pid: int) -> list[int]:
     return out
 
 
-def _listening(port: int) -> int:
-    """How many sockets listen on TCP ``port`` (IPv4), from /proc/net/tcp."""
-    rows = Path("/proc/net/tcp").read_text().splitlines()[1:]
-    return sum(1 for r in rows
-               if r.split()[1].endswith(f":{port:04X}") and r.split()[3] == "0A")
-
-
 def _gone(pids: list[int], seconds: float) -> bool:
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
@@ -73,7 +67,7 @@ def _start(port: int, workers: int = 2, **env: str) -> subprocess.Popen:
     while time.monotonic() < deadline and proc.poll() is None:
         try:
             httpx.get(f"http://127.0.0.1:{port}/api/corpora", timeout=2)
-            if len(_workers(proc.pid)) == workers and _listening(port) == workers:
+            if len(_workers(proc.pid)) == workers and listening_on(port) == workers:
                 return proc
         except httpx.TransportError:
             pass
@@ -100,7 +94,7 @@ def test_each_process_listens_on_the_port_and_they_answer_as_one(server) -> None
     proc, port = server
     workers = _workers(proc.pid)
     assert len(workers) == 2
-    assert _listening(port) == 2  # a socket each: the kernel spreads new connections
+    assert listening_on(port) == 2  # a socket each: the kernel spreads new connections
     with urna.open(FILE) as f:
         dim = int(f.embedding_dim)
     answers = []
@@ -146,7 +140,7 @@ def test_a_taken_port_fails_before_any_process_starts(server) -> None:
                             capture_output=True, text=True, timeout=60)
     assert second.returncode == 1
     assert f"cannot listen on 127.0.0.1:{port}" in second.stderr
-    assert _listening(port) == 2  # the running server's, not joined by a third
+    assert listening_on(port) == 2  # the running server's, not joined by a third
 
 
 def test_each_process_gets_its_share_of_the_cores_unless_told() -> None:

@@ -10,7 +10,8 @@ fails exactly as before, with the same error. On a verified body whose verdict p
 records (the same bytes parsed whole before), :class:`WalkedTexts` and :class:`WalkedSpans`
 skip the proof and walk the records only as far as the rows read.
 :class:`TextsById` answers the reference's text-by-chunk-id map (the last ordinal wins on a
-repeated id) for the few ids a result holds, building it only once many ids were asked.
+repeated id) for the few ids a result holds, without building it: lazy ids search their bytes,
+and map their rows only once many were asked (:class:`LazyChunkIds`).
 """
 
 from __future__ import annotations
