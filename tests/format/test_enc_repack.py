@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from urna.errors import MalformedSectionPayload
-from urna.format.encodings import decode_section
+from urna.format.encodings import decode_section, repack
 from urna.format.encodings.intpack import pack_u64s
 from urna.format.encodings.repack import (
     ColumnSpans,
@@ -25,7 +25,7 @@ from urna.format.encodings.repack import (
     encode_chunk_ids,
     encode_spans,
     spans_columns,
-    spans_raw,
+    spans_raw_pieces,
 )
 from urna.format.reader import UrnaView
 from urna.format.sections.canonical import decode_spans, span_records
@@ -178,17 +178,19 @@ def damaged_spans(spans, draw) -> bytes:
 
 
 @settings(max_examples=80, deadline=None)
-@given(st.lists(span, max_size=30))
-def test_spans_raw_names_where_each_uri_begins(spans):
-    # the rebuild's record starts come from the columns, not a walk: each must be the offset
-    # of its URI in the raw payload (12-byte prefix, then u32 length, URI, two u64 per record)
-    raw, starts = spans_raw(memoryview(encode_spans(spans))[1:])
-    assert raw == raw_spans(spans)
-    at, want = 12, []
-    for uri, _, _ in spans:
-        want.append(at + 4)
-        at += 4 + len(uri.encode()) + 16
-    assert starts == want
+@given(st.lists(span, max_size=30), st.integers(1, 200))
+def test_streamed_spans_rebuild_is_the_raw_payload_in_bounded_pieces(spans, piece_bytes):
+    # a content hash streams the rebuild: its length and bytes must be the raw payload's, and
+    # no piece may hold more than one record past the piece size
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(repack, "SPANS_PIECE_BYTES", piece_bytes)
+        length, pieces = spans_raw_pieces(memoryview(encode_spans(spans))[1:])
+        pieces = list(pieces)
+    raw = raw_spans(spans)
+    assert (length, b"".join(pieces)) == (len(raw), raw)
+    longest = max((4 + len(u.encode()) + 16 for u, _, _ in spans), default=0)
+    assert pieces[0] == raw[:12]  # the prefix, then the records
+    assert all(len(p) <= piece_bytes + longest for p in pieces[1:])
 
 
 def test_a_repacked_file_reads_its_span_records_from_the_columns():

@@ -591,24 +591,17 @@ class UrnaView:
         payload = self.payload(entry)
         return payload[1:] if len(payload) and payload[0] == KIND_SPANS else None
 
-    def span_records(self, expected: int) -> SpanRecords:
+    def span_records(self, expected: int) -> SpanRecords | ColumnSpans:
         """0x03's records with ``canonical.span_records``' checks and outcome; a spans repack
-        (encoding 4, kind 1) rebuilds its raw payload with every record's start from its
-        columns, so the records are not walked again."""
-        from .encodings.repack import spans_raw
-        from .sections.canonical import SpanRecords, span_records
+        (encoding 4, kind 1) gives its checked columns (``ColumnSpans``), as ``spans`` does:
+        its raw form, which may be far larger than the file, is never built."""
+        from .sections.canonical import span_records
 
-        section = SECTION_CHUNKS_ORIGINAL_SPANS
-        body = self._spans_repack_body()
-        if body is not None:
-            try:
-                raw, starts = spans_raw(body)
-            except MalformedSectionPayload as exc:
-                raise exc.retag(section) from None
-            self._decoded[section] = raw
-            if len(starts) == expected:  # else the records' own check names the count
-                return SpanRecords(raw, starts)
-        return span_records(self.decoded(section), expected)
+        if self._spans_repack_body() is not None:
+            spans = self.spans(expected)
+            assert not isinstance(spans, list)  # a repack body gives its columns
+            return spans
+        return span_records(self.decoded(SECTION_CHUNKS_ORIGINAL_SPANS), expected)
 
     def spans(self, expected: int) -> list[tuple[str, int, int]] | ColumnSpans:
         """0x03's (source_uri, byte_start, byte_end) records, ``expected`` of them: a list, or
@@ -669,9 +662,20 @@ class UrnaView:
         # 0x02 is hashed piece by piece: a dedup expansion may be far larger than the file (a
         # hostile map can point every chunk at one pool text), so it is never held whole here
         # unless asked for (and then only without a dedup map). Sections decode in hash order.
+        # A spans repack is hashed as it is rebuilt, for the same reason: a legal one may name
+        # one long URI in every record.
         if (section_id == SECTION_CHUNKS_CANONICAL and section_id not in self._decoded
                 and not keep_texts):
             return self._canonical_pieces()
+        if section_id == SECTION_CHUNKS_ORIGINAL_SPANS:
+            body = self._spans_repack_body()
+            if body is not None:
+                from .encodings.repack import spans_raw_pieces
+
+                try:
+                    return spans_raw_pieces(body)
+                except MalformedSectionPayload as exc:
+                    raise exc.retag(section_id) from None
         return self.decoded(section_id)
 
     def _canonical_pieces(self) -> tuple[int, Iterable[bytes]]:

@@ -42,6 +42,8 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Generator, Iterable
     from typing import Any
 
+    from .encodings.repack import ColumnSpans
+
 OK, FAIL, SKIP = "ok", "fail", "skip"
 NOT_RUN = "not run: an earlier check failed"
 
@@ -70,7 +72,7 @@ class Checking:
         self.blobs_verified: int | None = None
         # The records of 0x01 and 0x03 as their steps' parses proved them (None until then).
         self.proven_ids: StringRecords | None = None
-        self.proven_spans: SpanRecords | None = None
+        self.proven_spans: SpanRecords | ColumnSpans | None = None
 
     def start(self, name: str, size: int, fn: Callable[..., Any], *args: Any) -> None:
         """Start ``fn(*args)`` for step ``name`` (on a worker when ``size`` bytes warrant it)."""

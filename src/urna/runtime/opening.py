@@ -18,7 +18,7 @@ import numpy as np
 from ..errors import MalformedSectionPayload, SectionNotFound, UnsupportedDType, UrnaError
 from ..format import encodings
 from ..format.ahead import Job, Lane, start_quietly
-from ..format.encodings.repack import digest_ids
+from ..format.encodings.repack import ColumnSpans, digest_ids
 from ..format.layout import (
     ENCODING_INTPACK,
     SECTION_BLOB_DATA,
@@ -299,7 +299,7 @@ def _chunk_ids(view: UrnaView, n: int, proven: StringRecords | None = None,
     return lazy if lazy is not None else decode_chunk_ids(raw, n)
 
 
-def _spans(view: UrnaView, n: int, proven: SpanRecords | None = None) -> Any:
+def _spans(view: UrnaView, n: int, proven: SpanRecords | ColumnSpans | None = None) -> Any:
     """Step 8: 0x03 as a fresh sequence (the blob overlay may replace entries); ``proven`` as
     for ``_chunk_ids``."""
     entry = view.entry(SECTION_CHUNKS_ORIGINAL_SPANS)
@@ -309,7 +309,7 @@ def _spans(view: UrnaView, n: int, proven: SpanRecords | None = None) -> Any:
         return WalkedSpans(lambda: view.decoded_prefix(SECTION_CHUNKS_ORIGINAL_SPANS), n,
                            lambda: view.decoded(SECTION_CHUNKS_ORIGINAL_SPANS),
                            None if digest is None else (digest, SECTION_CHUNKS_ORIGINAL_SPANS))
-    if proven is not None:  # the raw 0x03 (a repack's rebuilt one too) parsed whole here
+    if proven is not None:  # the records validate proved (a repack's: its checked columns)
         return LazySpans(proven)
     if entry is not None and entry.encoding != 4:  # the repack keeps its own column path
         lazy = lazy_spans(view.decoded(SECTION_CHUNKS_ORIGINAL_SPANS), n)
@@ -413,7 +413,7 @@ def open_state(buf: bytes | bytearray | memoryview, verdict: Verdict | None = No
 
 def open_steps(view: UrnaView, deferred: bool = False, *,
                proven_ids: StringRecords | None = None,
-               proven_spans: SpanRecords | None = None) -> OpenedFile:
+               proven_spans: SpanRecords | ColumnSpans | None = None) -> OpenedFile:
     """The open's steps 5-13 after the NaN walk, on a checked view: dtype, slabs, tables and
     the optional indexes (``urna validate`` runs them too, in this order).
 

@@ -19,6 +19,8 @@ from ._canonical import byte_view
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # pragma: no cover
+    from collections.abc import Iterator
+
     import numpy as np
 
 KIND_CHUNK_IDS = 0
@@ -219,30 +221,73 @@ class ColumnSpans:
         return self._uris[int(self._idx[i])], start, (start + int(self._lens[i])) & _MASK64
 
 
-def spans_raw(body: memoryview) -> tuple[bytes, list[int]]:
-    """The raw spans payload a kind-1 body (after the kind byte) rebuilds, and where each
-    record's URI begins in it: the columns give every length, so no walk finds them."""
-    import numpy as np  # the columns are numpy arrays already
+# A streamed rebuild joins records into pieces of about this many bytes: the raw form of a
+# legal file can be far larger than its payload (every record may name one long URI).
+SPANS_PIECE_BYTES = 1 << 22
 
-    count, pool, idx, starts, lens = spans_columns(body)
-    heads = [_U32.pack(len(uri)) + uri for uri in pool]
-    # The (start, end) tails as 16-byte little-endian records built in one numpy pass (uint64
-    # addition wraps mod 2^64, as the end must), then joined with each record's pooled head:
-    # no Python step per record beyond the join's.
-    tails = np.empty((count, 2), dtype="<u8")
-    tails[:, 0] = starts
-    np.add(starts, lens, out=tails[:, 1], casting="unsafe")
-    records = zip(map(heads.__getitem__, idx.tolist()), tails.view("V16").ravel().tolist(),
-                  strict=True)
-    raw = _PREFIX.pack(1, count) + b"".join(chain.from_iterable(records))
-    uri_lens = np.fromiter(map(len, pool), dtype=np.int64, count=len(pool))[idx.astype(np.intp)]
-    ends = np.cumsum(uri_lens + 20)  # where each record ends, less the prefix: u32, URI, 2 x u64
-    uri_starts = ends - uri_lens - 4  # after the 12-byte prefix and the record's length
-    return raw, uri_starts.tolist()
+
+class _SpansRebuild:
+    """What rebuilding a kind-1 body's raw payload needs, from its checked columns."""
+
+    __slots__ = ("count", "heads", "idx", "tails", "uri_lens")
+
+    def __init__(self, body: memoryview) -> None:
+        import numpy as np  # the columns are numpy arrays already
+
+        count, pool, idx, starts, lens = spans_columns(body)
+        self.count = count
+        self.heads = [_U32.pack(len(uri)) + uri for uri in pool]
+        self.idx = idx
+        # The (start, end) tails as 16-byte little-endian records built in one numpy pass
+        # (uint64 addition wraps mod 2^64, as the end must).
+        tails = np.empty((count, 2), dtype="<u8")
+        tails[:, 0] = starts
+        np.add(starts, lens, out=tails[:, 1], casting="unsafe")
+        self.tails = tails.view("V16").ravel()
+        self.uri_lens = np.fromiter(map(len, pool), dtype=np.int64,
+                                    count=len(pool))[idx.astype(np.intp)]
+
+    def record_ends(self) -> np.ndarray:
+        """Where each record ends in the raw payload, less its 12-byte prefix."""
+        import numpy as np
+
+        return np.cumsum(self.uri_lens + 20)  # u32 length, URI, two u64
+
+    def records(self, lo: int, hi: int) -> bytes:
+        """Records ``lo`` to ``hi`` joined: each pooled head with its tail, no Python step per
+        record beyond the join's."""
+        heads = map(self.heads.__getitem__, self.idx[lo:hi].tolist())
+        return b"".join(chain.from_iterable(zip(heads, self.tails[lo:hi].tolist(),
+                                                strict=True)))
+
+
+def spans_raw_pieces(body: memoryview) -> tuple[int, Iterator[bytes]]:
+    """The raw payload a kind-1 body rebuilds as ``(length, pieces)`` of about
+    ``SPANS_PIECE_BYTES`` each (one long record alone), for a hash that never holds it whole.
+    The columns are checked here, so the pieces cannot fail once this returns."""
+    import numpy as np
+
+    rebuild = _SpansRebuild(body)
+    ends = rebuild.record_ends()
+    total = int(ends[-1]) if rebuild.count else 0
+    # Cut after the record that crosses each multiple of the piece size.
+    marks = np.arange(SPANS_PIECE_BYTES, total, SPANS_PIECE_BYTES, dtype=np.int64)
+    cuts = sorted(set(np.searchsorted(ends, marks, side="left").tolist()) - {rebuild.count})
+
+    def pieces() -> Iterator[bytes]:
+        yield _PREFIX.pack(1, rebuild.count)
+        lo = 0
+        for cut in [*cuts, rebuild.count - 1] if rebuild.count else []:
+            if cut >= lo:
+                yield rebuild.records(lo, cut + 1)
+                lo = cut + 1
+
+    return _PREFIX.size + total, pieces()
 
 
 def _decode_spans(body: memoryview) -> bytes:
-    return spans_raw(body)[0]
+    rebuild = _SpansRebuild(body)
+    return _PREFIX.pack(1, rebuild.count) + rebuild.records(0, rebuild.count)
 
 
 def decode_repack(payload: bytes | memoryview) -> bytes:
