@@ -50,6 +50,8 @@ def sha256_pieces(pieces: Iterable[bytes | bytearray | memoryview]) -> str:
     h = hashlib.sha256()
     for piece in pieces:
         h.update(piece)
+        # unbound before the next piece is built: a streamed rebuild holds one piece, not two
+        del piece
     return HASH_PREFIX + h.hexdigest()
 
 
