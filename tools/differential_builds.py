@@ -35,7 +35,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tools"))
-from reference_wheel import REF_PYTHON  # noqa: E402
+from reference_wheel import BUILTIN_NAME_SOURCE, REF_PYTHON  # noqa: E402
 
 OURS_PYTHON = str(ROOT / ".venv" / "bin" / "python")
 DATA = ROOT / "tests" / "data"
@@ -54,12 +54,7 @@ spec = json.load(open(sys.argv[1]))
 out_dir = spec["out"]
 results = {}
 
-def builtin_name(exc):
-    for cls in type(exc).__mro__:
-        if cls.__module__ == "builtins":
-            return cls.__name__
-    return type(exc).__name__
-
+''' + BUILTIN_NAME_SOURCE + r'''
 for case in spec["cases"]:
     key = case["key"]
     blob_dir = os.path.join(out_dir, key + ".blobs")

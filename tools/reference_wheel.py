@@ -15,6 +15,16 @@ from pathlib import Path
 
 REF_PYTHON = "/work/refvenv/bin/python"
 
+# Source of a helper the worker scripts define in both interpreters: the builtin class an
+# exception is (the wheel's classes are its own; what the two sides share are the builtins).
+BUILTIN_NAME_SOURCE = """
+def builtin_name(exc):
+    for cls in type(exc).__mro__:
+        if cls.__module__ == "builtins":
+            return cls.__name__
+    return type(exc).__name__
+"""
+
 
 class ReferenceFailed(RuntimeError):
     """The reference interpreter exited non-zero (its stderr is the message)."""
