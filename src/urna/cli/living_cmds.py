@@ -103,12 +103,9 @@ def log_cmd(catalog: Path, as_json: bool) -> None:
     Example: urna log out/docs.catalog.json
     """
     from ..runtime.catalog import read_catalog
-    from ..runtime.catalog.versions import is_living, log_of, summary, version_record
+    from ..runtime.catalog.versions import records_of, summary
 
-    doc = read_catalog(catalog)
-    records = log_of(doc) if is_living(doc) else [version_record(None, "import", doc["shards"],
-                                                                 [])]
-    rows = [summary(r) for r in records]
+    rows = [summary(r) for r in records_of(read_catalog(catalog))]
     if as_json:
         emit_json(rows)
         return

@@ -61,9 +61,15 @@ def catalog_document(name: str, n_shards: int, shards: Sequence[dict[str, Any]],
 
 
 def write_catalog(path: str | os.PathLike, doc: dict[str, Any]) -> str:
-    """Write a catalog document atomically (temp file, fsync, rename); returns the path."""
+    """Write a catalog document atomically (temp file, fsync, rename); returns the path.
+
+    A document larger than ``read_catalog`` takes is refused (CatalogError, nothing written):
+    written, it would leave a catalog no reader opens."""
     target = Path(path)
     data = (json.dumps(doc, sort_keys=True, indent=1, ensure_ascii=False) + "\n").encode("utf-8")
+    if len(data) > MAX_CATALOG_BYTES:
+        raise CatalogError(f"catalog {target} would be {len(data)} bytes, more than the "
+                           f"{MAX_CATALOG_BYTES} a reader opens; nothing written")
     write_atomic(target, data)
     return str(target)
 

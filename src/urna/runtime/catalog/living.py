@@ -34,10 +34,12 @@ from ..file import UrnaFile, open_file
 from .document import catalog_document, read_catalog, write_catalog
 from .versions import (
     LIVING_KEY,
-    is_living,
-    log_of,
+    Tombstones,
+    records_of,
     sources_at,
     sources_change,
+    tombstone_change,
+    tombstones_at,
     version_record,
 )
 
@@ -188,15 +190,14 @@ class Writer:
         self.path = Path(path)
         self.folder = self.path.parent
         self.doc = read_catalog(self.path)
-        if is_living(self.doc):
-            self.versions = log_of(self.doc)
-        else:  # a sharded build's catalog: its shards become version 1
-            self.versions = [version_record(None, "import", self.doc["shards"], [])]
+        self.versions = records_of(self.doc)  # a sharded build's shards become version 1
         head = self.versions[-1]
         self.segments: list[dict[str, Any]] = [dict(s) for s in head["segments"]]
-        self.tombstones: dict[tuple[str, str], int] = {(h, c): v for h, c, v
-                                                       in head["tombstones"]}
+        self._head_tombstones: Tombstones = tombstones_at(self.versions)
+        self.tombstones: Tombstones = dict(self._head_tombstones)
         self.compacted: list[list[str]] = []
+        self.written: list[Path] = []  # segment files this writer made (gone if it fails)
+        self.committed = False
         self.sources: dict[str, list[str]] = sources_at(self.versions)
         self.version = head["version"] + 1
         with open_file(self.folder / self.segments[0]["file"]) as f:
@@ -234,6 +235,7 @@ class Writer:
         if not chunks:
             return None
         entry = write_segment(self.folder, self.name, self.version, self.format, chunks)
+        self.written.append(self.folder / entry["file"])
         checkpoint("segment-written")
         self._list(entry)
         return entry
@@ -307,6 +309,7 @@ class Writer:
         if not rows:
             return None
         entry = write_segment(self.folder, self.name, self.version, self.format, chunks)
+        self.written.append(self.folder / entry["file"])
         with self.open_segment(entry) as f:
             if f.chunk_ids() != [r.chunk_id for r in rows]:
                 raise CatalogError("compaction changed chunk ids (a segment's spans or chunker "
@@ -322,8 +325,10 @@ class Writer:
 
     def commit(self, op: str, note: str = "") -> dict[str, Any]:
         """Append the staged version and write the catalog atomically; the new record."""
-        rec = version_record(self.versions[-1], op, self.segments,
-                             [[h, c, v] for (h, c), v in self.tombstones.items()],
+        removed, restored = tombstone_change(self._head_tombstones, self.segments,
+                                             self.tombstones, self.version)
+        rec = version_record(self.versions[-1], op, self.segments, removed=removed,
+                             restored=restored, n_tombstones=len(self.tombstones),
                              compacted=self.compacted, note=note,
                              sources=sources_change(sources_at(self.versions), self.sources))
         extra = {k: v for k, v in self.doc.items() if k not in _DERIVED}
@@ -331,8 +336,23 @@ class Writer:
         doc = catalog_document(self.name, len(self.segments), self.segments, extra=extra)
         checkpoint("before-commit")
         write_catalog(self.path, doc)
+        self.committed = True
+        listed = {s["file"] for s in self.segments}
+        for path in self.written:  # content already listed: the revived entry names the older
+            if path.name not in listed:
+                path.unlink(missing_ok=True)
         checkpoint("after-commit")
         return rec
+
+    def discard(self) -> None:
+        """Delete the segment files this writer made for a version it never committed (no
+        version lists them; a reused name was this same uncommitted version's)."""
+        if self.committed:
+            return
+        for path in self.written:
+            with contextlib.suppress(FileNotFoundError):
+                path.unlink()
+        self.written.clear()
 
 
 @contextlib.contextmanager
@@ -340,7 +360,11 @@ def writing(path: str | os.PathLike, options: BuildOptions | None = None) -> Ite
     """A Writer on ``path`` under its writer lock (released however the block ends)."""
     with writer_lock(path):
         checkpoint("locked")
-        yield Writer(path, options)
+        writer = Writer(path, options)
+        try:
+            yield writer
+        finally:
+            writer.discard()  # a version left uncommitted leaves no segment behind
 
 
 def create(path: str | os.PathLike, fmt: SegmentFormat,
@@ -357,11 +381,15 @@ def create(path: str | os.PathLike, fmt: SegmentFormat,
         if target.exists():
             raise CatalogError(f"catalog {target} already exists")
         entry = write_segment(target.parent, name, 1, fmt, chunks)
-        rec = version_record(None, "create", [entry], [], sources=sources or {}, note=note)
-        doc = catalog_document(name, 1, [entry], extra={
-            "embedding_model": fmt.embedding_model,
-            LIVING_KEY: {"head": 1, "versions": [rec]}})
-        write_catalog(target, doc)
+        try:
+            rec = version_record(None, "create", [entry], sources=sources or {}, note=note)
+            doc = catalog_document(name, 1, [entry], extra={
+                "embedding_model": fmt.embedding_model,
+                LIVING_KEY: {"head": 1, "versions": [rec]}})
+            write_catalog(target, doc)
+        except BaseException:
+            (target.parent / entry["file"]).unlink(missing_ok=True)
+            raise
         return rec
 
 

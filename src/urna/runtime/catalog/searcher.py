@@ -38,11 +38,11 @@ from .versions import (
     LivingCitation,
     history,
     is_living,
-    log_of,
     masks_of,
-    record_at,
+    records_of,
     summary,
-    version_record,
+    tombstones_at,
+    versions_to,
 )
 
 Ranked = tuple[SearchResult, list[int]]  # one shard's result and each hit's ordinal there
@@ -151,6 +151,8 @@ class Catalog:
         self._closed = True
         self.document = read_catalog(path)
         self.record: dict[str, Any] | None = None  # the opened version of a living catalog
+        self._versions: list[dict[str, Any]] = []  # its records 1..version
+        self._masks: dict[str, frozenset[str]] = {}  # its tombstoned ids per segment
         self._history: History | None = None
         specs = self._segment_specs(version)
         self._fan: Fanout = open_fanout(engine, specs, max_workers)
@@ -189,8 +191,9 @@ class Catalog:
                                    f"open it without version=")
             entries = self.document["shards"]
             return [(str(folder / e["file"]), i, e) for i, e in enumerate(entries)]
-        self.record = record_at(self.document, version)
-        masks = masks_of(self.record)
+        self._versions = versions_to(self.document, version)
+        self.record = self._versions[-1]
+        self._masks = masks = masks_of(tombstones_at(self._versions))
         return [(str(folder / e["file"]), i,
                  {**e, "tombstones": sorted(masks.get(e["content_hash"], ()))})
                 for i, e in enumerate(self.record["segments"])]
@@ -346,7 +349,7 @@ class Catalog:
         expected, _ = parse_citation(citation)
         if self.record is not None:
             if self._history is None:  # read once: the log is checked and fixed at open
-                self._history = history(self.document, self.version)
+                self._history = history(self._versions)
             return self._cite_living(citation, self._history, None)
         for i, s in enumerate(self.shard_info):
             if s.content_hash == expected:
@@ -356,7 +359,7 @@ class Catalog:
     def _cite_living(self, citation: str, hist: History,
                      moved: tuple[str, int] | None) -> LivingCitation:
         expected, chunk = parse_citation(citation)
-        dead = masks_of(self.record or {}).get(expected, frozenset())
+        dead = self._masks.get(expected, frozenset())
         for i, s in enumerate(self.shard_info):
             if s.content_hash == expected and chunk not in dead:
                 r = self._fanout().on(i, lambda sh: sh.file.cite(citation))
@@ -396,9 +399,7 @@ class Catalog:
 
     def log(self) -> list[dict[str, Any]]:
         """Every version of the catalog, oldest first (one entry, version 1, for a plain one)."""
-        if not is_living(self.document):
-            return [summary(version_record(None, "import", self.document["shards"], []))]
-        return [summary(r) for r in log_of(self.document)]
+        return [summary(r) for r in records_of(self.document)]
 
     def _reopen(self) -> None:
         self.close()

@@ -5,15 +5,26 @@ A living catalog is ``<name>.catalog.json`` with a ``living`` key::
     {"head": N, "versions": [record_1, ..., record_N]}
 
 Each record names its ``parent`` (the previous record's ``version_hash``, None for the first),
-its ``segments`` (catalog entries of the immutable ``.urna`` files live at that version), its
-``tombstones`` (every removed ``[segment content_hash, chunk_id, removed_in]`` still inside a
-live segment), the segments it ``compacted`` (``[old content_hash, new content_hash]``: chunk
-ids are kept, so ``urna://<old>/<id>`` moved to ``urna://<new>/<id>`` unless it was removed
-first) and the change of ``sources`` (the forge's ``key -> [input_hash, chunk_id]``, null for a
-key gone; the map at a version folds the changes up to it). Records grow with what changed,
-not with the corpus. ``version_hash`` is ``sha256:`` of the sorted-key compact UTF-8
-JSON of the record without it, so any version can be reopened and its chain checked. The
-top-level ``shards`` are always the head's segments, so the catalog stays a plain catalog.
+its ``segments`` (catalog entries of the immutable ``.urna`` files live at that version), the
+change of its tombstones (below), the segments it ``compacted`` (``[old content_hash, new
+content_hash]``: chunk ids are kept, so ``urna://<old>/<id>`` moved to ``urna://<new>/<id>``
+unless it was removed first) and the change of ``sources`` (the forge's ``key -> [input_hash,
+chunk_id]``, null for a key gone; the map at a version folds the changes up to it).
+
+Tombstones (the removed ``(segment content_hash, chunk_id)`` still inside a live segment, each
+with the version that removed it) are a change too: ``removed`` lists the ``[content_hash,
+chunk_id]`` this version tombstones, ``restored`` the ones it lifts while their segment stays
+(the segment was added again), and ``n_tombstones`` how many are live after it, which the fold
+checks. The set at version v is the set at v - 1 without the tombstones of segments v no
+longer lists (compacted away), without ``restored``, plus ``removed``. Records written before
+this form carry ``tombstones``, the whole set at that version (``[content_hash, chunk_id,
+removed_in]``); such a record sets the fold to its list. A record's size grows with what
+changed, never with the corpus or the history: a whole set in every record made the log grow
+with versions x removals.
+
+``version_hash`` is ``sha256:`` of the sorted-key compact UTF-8 JSON of the record without it,
+so any version can be reopened and its chain checked. The top-level ``shards`` are always the
+head's segments, so the catalog stays a plain catalog.
 """
 
 from __future__ import annotations
@@ -37,12 +48,17 @@ def version_hash(record: dict[str, Any]) -> str:
     return sorted_json_sha256_utf8({k: v for k, v in record.items() if k != "version_hash"})
 
 
+Tombstones = dict[tuple[str, str], int]  # (segment content_hash, chunk_id) -> removed in
+
+
 def version_record(parent: dict[str, Any] | None, op: str, segments: Sequence[dict[str, Any]],
-                   tombstones: Sequence[Sequence[Any]], *,
+                   *, removed: Sequence[Sequence[str]] = (),
+                   restored: Sequence[Sequence[str]] = (), n_tombstones: int = 0,
                    compacted: Sequence[Sequence[str]] = (),
                    sources: dict[str, Any] | None = None,
                    note: str = "") -> dict[str, Any]:
-    """The next version after ``parent`` (None: the first), hashed; ``sources`` is a change."""
+    """The next version after ``parent`` (None: the first), hashed; ``removed``, ``restored``
+    and ``sources`` are changes (``tombstone_change`` gives the first two)."""
     if op not in OPS:
         raise ValueError(f"op must be one of {', '.join(OPS)}, not {op!r}")
     record: dict[str, Any] = {
@@ -50,13 +66,61 @@ def version_record(parent: dict[str, Any] | None, op: str, segments: Sequence[di
         "parent": None if parent is None else parent["version_hash"],
         "op": op,
         "segments": [{k: s[k] for k in SEGMENT_KEYS} for s in segments],
-        "tombstones": sorted([str(h), str(c), int(v)] for h, c, v in tombstones),
+        "removed": sorted([str(h), str(c)] for h, c in removed),
+        "restored": sorted([str(h), str(c)] for h, c in restored),
+        "n_tombstones": int(n_tombstones),
         "compacted": [[str(a), str(b)] for a, b in compacted],
         "sources": dict(sources or {}),
         "note": note,
     }
     record["version_hash"] = version_hash(record)
     return record
+
+
+def _carried(before: Tombstones, record: dict[str, Any]) -> Tombstones:
+    """The tombstones of ``before`` whose segment ``record`` still lists."""
+    listed = {s["content_hash"] for s in record["segments"]}
+    return {k: v for k, v in before.items() if k[0] in listed}
+
+
+def tombstone_change(before: Tombstones, segments: Sequence[dict[str, Any]], after: Tombstones,
+                     version: int) -> tuple[list[list[str]], list[list[str]]]:
+    """``(removed, restored)`` that turn ``before`` (the set at the parent) into ``after`` at
+    ``version`` listing ``segments``; every tombstone new in ``after`` must be ``version``'s."""
+    carried = _carried(before, {"segments": segments})
+    restored = [[h, c] for (h, c), v in carried.items() if after.get((h, c)) != v]
+    removed = [[h, c] for (h, c), v in after.items() if carried.get((h, c)) != v]
+    if any(after[(h, c)] != version for h, c in removed):
+        raise ValueError("a new tombstone must carry the version that removes it")
+    return removed, restored
+
+
+def fold_tombstones(before: Tombstones, record: dict[str, Any]) -> Tombstones:
+    """The tombstones after ``record``, given those before it (checked against its count)."""
+    v = int(record["version"])
+    if "tombstones" in record:  # a record of the earlier form: the whole set
+        return {(h, c): int(r) for h, c, r in record["tombstones"]}
+    out = _carried(before, record)
+    for h, c in record["restored"]:
+        out.pop((h, c), None)
+    listed = {s["content_hash"] for s in record["segments"]}
+    for h, c in record["removed"]:
+        if h not in listed:
+            raise CatalogError(f"version {v} removes a chunk of segment {h}, which it does "
+                               f"not list")
+        out[(h, c)] = v
+    if len(out) != record["n_tombstones"]:
+        raise CatalogError(f"version {v}: its changes leave {len(out)} tombstones, but it "
+                           f"says n_tombstones = {record['n_tombstones']}")
+    return out
+
+
+def tombstones_at(versions: Sequence[dict[str, Any]]) -> Tombstones:
+    """The tombstones after the last of ``versions`` (records 1..v of one checked log)."""
+    out: Tombstones = {}
+    for rec in versions:
+        out = fold_tombstones(out, rec)
+    return out
 
 
 def is_living(doc: dict[str, Any]) -> bool:
@@ -73,6 +137,7 @@ def log_of(doc: dict[str, Any]) -> list[dict[str, Any]]:
     if not versions:
         raise CatalogError("living: the version log is empty")
     parent: str | None = None
+    tombstones: Tombstones = {}
     for i, rec in enumerate(versions):
         if not isinstance(rec, dict):
             raise CatalogError(f"living.versions[{i}] is not an object")
@@ -87,6 +152,7 @@ def log_of(doc: dict[str, Any]) -> list[dict[str, Any]]:
             raise CatalogError(f"version {i + 1}: version_hash mismatch: the log says "
                                f"{rec.get('version_hash')!r} but the record hashes to {got}")
         _check_record(i + 1, rec)
+        tombstones = fold_tombstones(tombstones, rec)  # its own checks: counts, segments
         parent = got
     if living.get("head") != len(versions):
         raise CatalogError(f"living.head is {living.get('head')!r} but the log holds "
@@ -95,6 +161,14 @@ def log_of(doc: dict[str, Any]) -> list[dict[str, Any]]:
     if [e["file"] for e in doc["shards"]] != [s["file"] for s in head["segments"]]:
         raise CatalogError("the catalog's shards are not its head version's segments")
     return versions
+
+
+def records_of(doc: dict[str, Any]) -> list[dict[str, Any]]:
+    """The checked log of a living catalog; for a plain shard catalog its shards as the one
+    version a first write imports."""
+    if is_living(doc):
+        return log_of(doc)
+    return [version_record(None, "import", doc["shards"])]
 
 
 def _check_record(v: int, rec: dict[str, Any]) -> None:
@@ -106,14 +180,24 @@ def _check_record(v: int, rec: dict[str, Any]) -> None:
             check_entry(i, s)  # the shard checks: types, and a plain file name beside us
         except CatalogError as e:
             raise CatalogError(f"version {v}: segments{str(e).removeprefix('shards')}") from None
-    for key in ("tombstones", "compacted"):
+    whole = "tombstones" in rec  # the earlier form: the whole set, not its change
+    for key in ("tombstones", "compacted") if whole else ("removed", "restored", "compacted"):
         rows = rec.get(key)
         if not isinstance(rows, list) or not all(isinstance(r, list) for r in rows):
             raise CatalogError(f"version {v}: {key} must be a list of lists")
-    for t in rec["tombstones"]:
-        if len(t) != 3 or not isinstance(t[0], str) or not isinstance(t[1], str) \
-                or not isinstance(t[2], int) or isinstance(t[2], bool):
-            raise CatalogError(f"version {v}: a tombstone is not [content_hash, chunk_id, int]")
+    if whole:
+        for t in rec["tombstones"]:
+            if len(t) != 3 or not isinstance(t[0], str) or not isinstance(t[1], str) \
+                    or not isinstance(t[2], int) or isinstance(t[2], bool):
+                raise CatalogError(f"version {v}: a tombstone is not [content_hash, chunk_id, "
+                                   f"int]")
+    else:
+        for key in ("removed", "restored"):
+            if not all(len(t) == 2 and all(isinstance(x, str) for x in t) for t in rec[key]):
+                raise CatalogError(f"version {v}: a {key} entry is not [content_hash, chunk_id]")
+        n = rec.get("n_tombstones")
+        if not isinstance(n, int) or isinstance(n, bool) or n < 0:
+            raise CatalogError(f"version {v}: n_tombstones must be a non-negative integer")
     for pair in rec["compacted"]:
         if len(pair) != 2 or not all(isinstance(x, str) for x in pair):
             raise CatalogError(f"version {v}: a compacted entry is not [old, new]")
@@ -125,22 +209,23 @@ def _check_record(v: int, rec: dict[str, Any]) -> None:
                            f"or null")
 
 
-def record_at(doc: dict[str, Any], version: int | None) -> dict[str, Any]:
-    """The record of ``version`` (None: the head); CatalogError when the log lacks it."""
+def versions_to(doc: dict[str, Any], version: int | None) -> list[dict[str, Any]]:
+    """Records 1..``version`` of the checked log (None: every one); CatalogError when the log
+    lacks that version."""
     versions = log_of(doc)
     if version is None:
-        return versions[-1]
+        return versions
     if isinstance(version, bool) or not isinstance(version, int) or \
             not 1 <= version <= len(versions):
         raise CatalogError(f"version {version!r} is not in this catalog (versions 1.."
                            f"{len(versions)})")
-    return versions[version - 1]
+    return versions[:version]
 
 
-def masks_of(record: dict[str, Any]) -> dict[str, frozenset[str]]:
-    """Tombstoned chunk ids per segment content_hash at ``record``."""
+def masks_of(tombstones: Tombstones) -> dict[str, frozenset[str]]:
+    """Tombstoned chunk ids per segment content_hash."""
     out: dict[str, set[str]] = {}
-    for h, cid, _ in record["tombstones"]:
+    for h, cid in tombstones:
         out.setdefault(h, set()).add(cid)
     return {h: frozenset(ids) for h, ids in out.items()}
 
@@ -154,15 +239,18 @@ class History:
     files: dict[str, str] = field(default_factory=dict)  # segment content_hash -> file name
 
 
-def history(doc: dict[str, Any], version: int | None) -> History:
-    """The removals, compaction moves and segment files of versions 1..``version``."""
-    head = record_at(doc, version)["version"]
+def history(versions: Sequence[dict[str, Any]]) -> History:
+    """The removals, compaction moves and segment files of ``versions`` (1..v of a checked
+    log)."""
     out = History()
-    for rec in log_of(doc)[:head]:
+    for rec in versions:
         for s in rec["segments"]:
             out.files.setdefault(s["content_hash"], s["file"])
-        for h, cid, v in rec["tombstones"]:
-            out.removed_in.setdefault((h, cid), v)
+        if "tombstones" in rec:  # the earlier form: the whole set, each with its version
+            for h, cid, v in rec["tombstones"]:
+                out.removed_in.setdefault((h, cid), v)
+        for h, cid in rec.get("removed", ()):
+            out.removed_in.setdefault((h, cid), rec["version"])
         for old, new in rec["compacted"]:
             out.moved[old] = (new, rec["version"])
     return out
@@ -192,8 +280,13 @@ def summary(rec: dict[str, Any]) -> dict[str, Any]:
     return {"version": rec["version"], "version_hash": rec["version_hash"],
             "parent": rec["parent"], "op": rec["op"], "note": rec["note"],
             "segments": len(rec["segments"]),
-            "chunks": sum(s["n_chunks"] for s in rec["segments"]) - len(rec["tombstones"]),
-            "tombstones": len(rec["tombstones"]), "compacted": len(rec["compacted"])}
+            "chunks": sum(s["n_chunks"] for s in rec["segments"]) - n_tombstones(rec),
+            "tombstones": n_tombstones(rec), "compacted": len(rec["compacted"])}
+
+
+def n_tombstones(rec: dict[str, Any]) -> int:
+    """How many tombstones are live after ``rec`` (either form of record)."""
+    return len(rec["tombstones"]) if "tombstones" in rec else int(rec["n_tombstones"])
 
 
 class LivingCitation(ResolvedCitation):
