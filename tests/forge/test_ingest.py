@@ -181,3 +181,42 @@ def test_any_template_renders_or_raises_a_spec_error(template: str, row: dict) -
         assert str(e).startswith("source.text.template:")
     else:
         assert isinstance(out, str)
+
+
+def _clean_line_by_the_rules(line: str) -> str:
+    """§3.4's line cleaning written plainly: empty () / [] dropped, ", ]" closed, every run
+    of whitespace one space, ends stripped, then dangling dashes at either end."""
+    import re
+
+    line = re.sub(r"\(\s*\)|\[\s*\]", "", line)
+    line = re.sub(r",\s*\]", "]", line)
+    line = re.sub(r"\s+", " ", line).strip()
+    while line and line[0] in "\u2014\u2013":
+        line = line[1:].lstrip()
+    while line and line[-1] in "\u2014\u2013":
+        line = line[:-1].rstrip()
+    return line
+
+
+_LINE_PARTS = st.lists(st.one_of(
+    st.sampled_from(["(", ")", "[", "]", ",", " ", "\t", "\u00a0", "\u2003", "\u3000", "\x1c",
+                     "\x85", "\u2028", "\u200b", "\u2014", "\u2013", "-", "x", "é"]),
+    st.text(max_size=4)), max_size=30).map("".join)
+
+
+@settings(max_examples=400, deadline=None)
+@given(_LINE_PARTS)
+def test_a_line_is_cleaned_as_the_rules_say(line: str) -> None:
+    from urna.forge.sources.rows import _clean_line
+
+    assert _clean_line(line) == _clean_line_by_the_rules(line)
+
+
+def test_split_and_the_regex_agree_on_whitespace_at_every_code_point() -> None:
+    # _clean_line folds whitespace with str.split, the rules with \s: the same set here
+    import re
+    import sys
+
+    space = re.compile(r"\s")
+    assert [cp for cp in range(sys.maxunicode + 1)
+            if bool(space.fullmatch(chr(cp))) != chr(cp).isspace()] == []

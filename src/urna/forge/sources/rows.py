@@ -9,6 +9,7 @@ as the reference forge stores it.
 from __future__ import annotations
 
 import csv
+import functools
 import json
 import re
 import sqlite3
@@ -161,14 +162,18 @@ _FMT = _Formatter()
 
 _EMPTY_PARENS = re.compile(r"\(\s*\)|\[\s*\]")
 _COMMA_BRACKET = re.compile(r",\s*\]")
-_SPACES = re.compile(r"\s+")
 _DASHES = "\u2014\u2013"
 
 
 def _clean_line(line: str) -> str:
-    line = _EMPTY_PARENS.sub("", line)
-    line = _COMMA_BRACKET.sub("]", line)
-    line = _SPACES.sub(" ", line).strip()
+    # each regex only where its characters occur (most rendered lines have no brackets)
+    if "(" in line or "[" in line:
+        line = _EMPTY_PARENS.sub("", line)
+    if "]" in line:
+        line = _COMMA_BRACKET.sub("]", line)
+    # = re.sub(r"\s+", " ", line).strip(): str.split and \s are the same whitespace
+    # (Py_UNICODE_ISSPACE; tests/forge/test_rows_render.py checks every code point)
+    line = " ".join(line.split())
     # a dash left dangling by an empty placeholder ("{a} \u2014 {b}" with b empty); string
     # ops, not a regex, so a long line never backtracks
     while line and line[0] in _DASHES:
@@ -178,15 +183,25 @@ def _clean_line(line: str) -> str:
     return line
 
 
-def render_template(template: str, row: Mapping[str, Any]) -> str:
-    """Render the text template over a row with the §3.4 line-cleaning rules."""
-    kept: list[str] = []
+@functools.lru_cache(maxsize=64)
+def _template_lines(template: str) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """Each line of ``template`` with the row fields its placeholders read (parsed once, not
+    once a row)."""
+    out = []
     for line in template.strip().splitlines():
         try:
             names = [f for _, f, _, _ in _FMT.parse(line) if f]
         except ValueError as e:
             raise SpecError(f"source.text.template: {e}") from e
-        if names and all(_blank(row.get(n.split(".")[0].split("[")[0])) for n in names):
+        out.append((line, tuple(n.split(".")[0].split("[")[0] for n in names)))
+    return tuple(out)
+
+
+def render_template(template: str, row: Mapping[str, Any]) -> str:
+    """Render the text template over a row with the §3.4 line-cleaning rules."""
+    kept: list[str] = []
+    for line, fields in _template_lines(template):
+        if fields and all(_blank(row.get(f)) for f in fields):
             continue
         try:
             rendered = _FMT.vformat(line, (), row)
