@@ -3,9 +3,11 @@
 One catalog of ``--chunks`` toy chunks (``tests/living/corpus.py``: 10 chunks a document,
 dim 8) takes ``--versions`` versions, each removing ``--removals`` live chunks spread over the
 corpus (a 1% churn by default); every ``--every`` versions the catalog's bytes and the median
-of three ``urna.open_catalog`` calls are printed. ``--baseline-src DIR`` runs the same sequence
-with another checkout's ``src`` (e.g. a ``git archive`` of an earlier commit) in its own
-process, beside this tree's, so a change of the log's form shows its own effect.
+of three ``urna.open_catalog`` calls are printed. Then a catalog made by ``urna build --spec
+--update`` over ``--rows`` rows (``bench_update.py``'s rows, floor embedder): its bytes and the
+median of seven opens. ``--baseline-src DIR`` runs the same with another checkout's ``src``
+(e.g. a ``git archive`` of an earlier commit) in its own process, beside this tree's, so a
+change of the log's form shows its own effect.
 
     .venv/bin/python benchmarks/bench_living_log.py
     .venv/bin/python benchmarks/bench_living_log.py --baseline-src /tmp/old/src
@@ -18,6 +20,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -52,12 +55,36 @@ with tempfile.TemporaryDirectory() as tmp:
 print(json.dumps(out))
 """
 
+# The forge-built catalog: argv = rows, scratch folder; prints [bytes, open ms].
+_FORGE = r"""
+import contextlib, io, json, statistics, sys, time
+from pathlib import Path
+import urna
+from bench_update import rows_of, spec_for
+from urna.cli import main
 
-def run(src: Path, args: argparse.Namespace) -> list[list[float]]:
-    """The sequence run with ``src`` first on the path."""
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(src), str(ROOT / "tests")]))
-    done = subprocess.run([sys.executable, "-c", _RUN, str(args.chunks), str(args.versions),
-                           str(args.removals), str(args.every)],
+rows, root = int(sys.argv[1]), Path(sys.argv[2])
+spec = spec_for(root / "live", rows_of(rows), root / "cache")
+try:
+    with contextlib.redirect_stdout(io.StringIO()):  # the build's own JSON
+        main(["build", "--spec", str(spec), "--json", "--update"])
+except SystemExit as e:
+    assert not e.code, e.code
+path = next((root / "live" / "out").glob("*.catalog.json"))
+times = []
+for _ in range(7):
+    t0 = time.perf_counter()
+    urna.open_catalog(path).close()
+    times.append((time.perf_counter() - t0) * 1000)
+print(json.dumps([path.stat().st_size, round(statistics.median(times), 1)]))
+"""
+
+
+def run(src: Path, script: str, *argv: object) -> list:
+    """``script`` run with ``src`` first on the path; its JSON answer."""
+    path = [str(src), str(ROOT / "tests"), str(ROOT / "benchmarks")]
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(path))
+    done = subprocess.run([sys.executable, "-c", script, *map(str, argv)],
                           env=env, check=True, capture_output=True, text=True)
     return json.loads(done.stdout)
 
@@ -69,12 +96,17 @@ def main() -> None:
     ap.add_argument("--versions", type=int, default=60)
     ap.add_argument("--removals", type=int, default=20)
     ap.add_argument("--every", type=int, default=10)
+    ap.add_argument("--rows", type=int, default=20_000)
     ap.add_argument("--baseline-src", type=Path, default=None)
     args = ap.parse_args()
     if args.versions * args.removals >= args.chunks:
         ap.error("--versions x --removals must stay below --chunks (a catalog keeps one chunk)")
-    ours = run(ROOT / "src", args)
-    base = run(args.baseline_src, args) if args.baseline_src else None
+    sides = [ROOT / "src", *([args.baseline_src] if args.baseline_src else [])]
+    logs = [run(src, _RUN, args.chunks, args.versions, args.removals, args.every)
+            for src in sides]
+    with tempfile.TemporaryDirectory() as tmp:
+        forged = [run(src, _FORGE, args.rows, Path(tmp) / str(i)) for i, src in enumerate(sides)]
+    ours, base = logs[0], logs[1] if args.baseline_src else None
     head = "| version | catalog bytes | open ms |"
     if base:
         head += " baseline bytes | baseline open ms |"
@@ -85,6 +117,9 @@ def main() -> None:
         if base:
             row += f" {base[i][1]:,} | {base[i][2]} |"
         print(row)
+    print(f"\nforge-built catalog of {args.rows:,} rows: {forged[0][0]:,} bytes, open "
+          f"{forged[0][1]} ms" + (f"; baseline {forged[1][0]:,} bytes, open {forged[1][1]} ms"
+                                  if base else ""))
 
 
 if __name__ == "__main__":

@@ -79,12 +79,19 @@ def update(spec: CorpusSpec, *, out_dir: str | None = None) -> dict[str, Any]:
         return {"catalog": str(path), **summary(rec), "added": len(rows), "removed": 0}
     with writing(path) as w:
         old: dict[str, list[str]] = w.sources
-        if old:
+        live = w.live_chunk_ids()
+        if old and {cid for _, cid in old.values()} <= live:
             fresh = [r for r in rows if old.get(r.key, [None])[0] != r.input_hash]
             stale = [cid for key, (h, cid) in old.items()
                      if key not in recorded or recorded[key][0] != h]
-        else:  # a catalog the forge never recorded: its live chunk ids are the baseline
-            live = {r.chunk_id for r in w.live_rows()}
+            # an unchanged row keeps the chunk it has, under its old id: a row source's span
+            # is its ordinal, which a row inserted or deleted before it shifts
+            recorded = {k: old[k] if k in old and old[k][0] == v[0] else v
+                        for k, v in recorded.items()}
+        else:
+            # a catalog the forge never recorded, or whose record names chunks that are not
+            # live (before 2026-12-04 an unchanged row was recorded under its new ordinal's id,
+            # so the next change of it tombstoned nothing): the live chunk ids are the baseline
             fresh = [r for r in rows if recorded[r.key][1] not in live]
             wanted = {v[1] for v in recorded.values()}
             stale = sorted(live - wanted)

@@ -74,6 +74,11 @@ def write_catalog(path: str | os.PathLike, doc: dict[str, Any]) -> str:
     return str(target)
 
 
+def is_plain_file_name(name: str) -> bool:
+    """Whether ``name`` names a file beside the catalog (no way out of its folder)."""
+    return bool(name) and name not in (".", "..") and not any(c in name for c in "/\\\x00")
+
+
 def check_entry(i: int, e: Any) -> dict[str, Any]:
     """Check one shard entry (keys, types, a plain file name); the entry."""
     if not isinstance(e, dict):
@@ -88,8 +93,7 @@ def check_entry(i: int, e: Any) -> dict[str, Any]:
         if not isinstance(e[k], int) or isinstance(e[k], bool) or e[k] < 0:
             raise CatalogError(f"shards[{i}].{k} must be a non-negative integer")
     name = e["file"]
-    # shard names are plain file names beside the catalog: no way out of its folder
-    if not name or name in (".", "..") or "/" in name or "\\" in name or "\x00" in name:
+    if not is_plain_file_name(name):
         raise CatalogError(f"shards[{i}].file must be a plain file name, got {name!r}")
     return e
 

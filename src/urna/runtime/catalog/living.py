@@ -32,12 +32,20 @@ from ...errors import CatalogError, CatalogLocked
 from ...format.identity import format_citation
 from ..file import UrnaFile, open_file
 from .document import catalog_document, read_catalog, write_catalog
+from .sources import (
+    INLINE_SOURCES,
+    Sources,
+    SourcesChange,
+    encode_sources,
+    sidecar_fields,
+    sidecar_name,
+    sources_at,
+    sources_change,
+)
 from .versions import (
     LIVING_KEY,
     Tombstones,
     records_of,
-    sources_at,
-    sources_change,
     tombstone_change,
     tombstones_at,
     version_record,
@@ -197,8 +205,10 @@ class Writer:
         self.tombstones: Tombstones = dict(self._head_tombstones)
         self.compacted: list[list[str]] = []
         self.written: list[Path] = []  # segment files this writer made (gone if it fails)
+        self.sidecars: list[Path] = []  # and its sources file
         self.committed = False
-        self.sources: dict[str, list[str]] = sources_at(self.versions)
+        self._head_sources: Sources | None = None  # read on first use: only updates need it
+        self._sources: Sources | None = None
         self.version = head["version"] + 1
         with open_file(self.folder / self.segments[0]["file"]) as f:
             self.format = SegmentFormat.of(f, options)
@@ -207,6 +217,30 @@ class Writer:
     def name(self) -> str:
         """The corpus name."""
         return str(self.doc["name"])
+
+    @property
+    def sources(self) -> Sources:
+        """The forge's ``key -> [input_hash, chunk_id]`` staged for this version (read from
+        the log, sidecars included, on first use); set it to record an update's."""
+        if self._sources is None:
+            self._sources = dict(self._sources_at_head())
+        return self._sources
+
+    @sources.setter
+    def sources(self, value: Sources) -> None:
+        self._sources_at_head()  # the change is taken against the head's map
+        self._sources = value
+
+    def _sources_at_head(self) -> Sources:
+        if self._head_sources is None:
+            self._head_sources = sources_at(self.versions, self.folder)
+        return self._head_sources
+
+    def _sources_record(self) -> dict[str, Any]:
+        """This version's sources change as record fields, a large one written to a sidecar."""
+        change: SourcesChange = ({} if self._sources is None else
+                                 sources_change(self._sources_at_head(), self._sources))
+        return sources_fields(self.folder, self.name, self.version, change, self.sidecars)
 
     def open_segment(self, entry: Mapping[str, Any]) -> UrnaFile:
         """Open one listed segment."""
@@ -219,6 +253,15 @@ class Writer:
             with self.open_segment(s) as f:
                 out += [r for r in segment_rows(f)
                         if (r.segment, r.chunk_id) not in self.tombstones]
+        return out
+
+    def live_chunk_ids(self) -> set[str]:
+        """The chunk ids live in the staged version (ids only: no text is read)."""
+        out: set[str] = set()
+        for s in self.segments:
+            h = s["content_hash"]
+            with self.open_segment(s) as f:
+                out.update(c for c in f.chunk_ids() if (h, c) not in self.tombstones)
         return out
 
     def add_file(self, f: UrnaFile) -> dict[str, Any] | None:
@@ -329,8 +372,7 @@ class Writer:
                                              self.tombstones, self.version)
         rec = version_record(self.versions[-1], op, self.segments, removed=removed,
                              restored=restored, n_tombstones=len(self.tombstones),
-                             compacted=self.compacted, note=note,
-                             sources=sources_change(sources_at(self.versions), self.sources))
+                             compacted=self.compacted, note=note, **self._sources_record())
         extra = {k: v for k, v in self.doc.items() if k not in _DERIVED}
         extra[LIVING_KEY] = {"head": rec["version"], "versions": [*self.versions, rec]}
         doc = catalog_document(self.name, len(self.segments), self.segments, extra=extra)
@@ -345,14 +387,30 @@ class Writer:
         return rec
 
     def discard(self) -> None:
-        """Delete the segment files this writer made for a version it never committed (no
-        version lists them; a reused name was this same uncommitted version's)."""
+        """Delete the segment and sources files this writer made for a version it never
+        committed (no version names them; a reused name was this same uncommitted version's)."""
         if self.committed:
             return
-        for path in self.written:
+        for path in [*self.written, *self.sidecars]:
             with contextlib.suppress(FileNotFoundError):
                 path.unlink()
         self.written.clear()
+        self.sidecars.clear()
+
+
+def sources_fields(folder: Path, name: str, version: int, change: SourcesChange,
+                   written: list[Path]) -> dict[str, Any]:
+    """The record fields of a sources ``change``: inline, or past ``INLINE_SOURCES`` keys a
+    sidecar written in ``folder`` (its path appended to ``written``)."""
+    from ..._atomic import write_atomic
+
+    if len(change) <= INLINE_SOURCES:
+        return {"sources": change}
+    data = encode_sources(change)
+    path = folder / sidecar_name(name, version, data)
+    write_atomic(path, data)
+    written.append(path)
+    return {"sources_sidecar": sidecar_fields(path.name, data, len(change))}
 
 
 @contextlib.contextmanager
@@ -381,14 +439,18 @@ def create(path: str | os.PathLike, fmt: SegmentFormat,
         if target.exists():
             raise CatalogError(f"catalog {target} already exists")
         entry = write_segment(target.parent, name, 1, fmt, chunks)
+        written: list[Path] = [target.parent / entry["file"]]
         try:
-            rec = version_record(None, "create", [entry], sources=sources or {}, note=note)
+            rec = version_record(None, "create", [entry], note=note,
+                                 **sources_fields(target.parent, name, 1, sources or {},
+                                                  written))
             doc = catalog_document(name, 1, [entry], extra={
                 "embedding_model": fmt.embedding_model,
                 LIVING_KEY: {"head": 1, "versions": [rec]}})
             write_catalog(target, doc)
         except BaseException:
-            (target.parent / entry["file"]).unlink(missing_ok=True)
+            for path in written:
+                path.unlink(missing_ok=True)
             raise
         return rec
 

@@ -8,8 +8,9 @@ Each record names its ``parent`` (the previous record's ``version_hash``, None f
 its ``segments`` (catalog entries of the immutable ``.urna`` files live at that version), the
 change of its tombstones (below), the segments it ``compacted`` (``[old content_hash, new
 content_hash]``: chunk ids are kept, so ``urna://<old>/<id>`` moved to ``urna://<new>/<id>``
-unless it was removed first) and the change of ``sources`` (the forge's ``key -> [input_hash,
-chunk_id]``, null for a key gone; the map at a version folds the changes up to it).
+unless it was removed first) and the change of the forge's ``sources`` (``key ->
+[input_hash, chunk_id]``, null for a key gone; the map at a version folds the changes up to
+it), inline or in a sidecar file (``catalog.sources``).
 
 Tombstones (the removed ``(segment content_hash, chunk_id)`` still inside a live segment, each
 with the version that removed it) are a change too: ``removed`` lists the ``[content_hash,
@@ -37,6 +38,7 @@ from ...errors import CatalogError
 from ...format.citation import ResolvedCitation
 from ...format.hashing import sorted_json_sha256_utf8
 from .document import SHARD_KEYS, check_entry
+from .sources import check_sources_fields
 
 LIVING_KEY = "living"
 SEGMENT_KEYS = SHARD_KEYS
@@ -56,9 +58,11 @@ def version_record(parent: dict[str, Any] | None, op: str, segments: Sequence[di
                    restored: Sequence[Sequence[str]] = (), n_tombstones: int = 0,
                    compacted: Sequence[Sequence[str]] = (),
                    sources: dict[str, Any] | None = None,
+                   sources_sidecar: dict[str, Any] | None = None,
                    note: str = "") -> dict[str, Any]:
     """The next version after ``parent`` (None: the first), hashed; ``removed``, ``restored``
-    and ``sources`` are changes (``tombstone_change`` gives the first two)."""
+    and ``sources`` are changes (``tombstone_change`` gives the first two); a change written
+    to a sidecar is named by ``sources_sidecar`` (``sources.sidecar_fields``) instead."""
     if op not in OPS:
         raise ValueError(f"op must be one of {', '.join(OPS)}, not {op!r}")
     record: dict[str, Any] = {
@@ -70,7 +74,7 @@ def version_record(parent: dict[str, Any] | None, op: str, segments: Sequence[di
         "restored": sorted([str(h), str(c)] for h, c in restored),
         "n_tombstones": int(n_tombstones),
         "compacted": [[str(a), str(b)] for a, b in compacted],
-        "sources": dict(sources or {}),
+        **({"sources": dict(sources or {})} if sources_sidecar is None else sources_sidecar),
         "note": note,
     }
     record["version_hash"] = version_hash(record)
@@ -201,12 +205,7 @@ def _check_record(v: int, rec: dict[str, Any]) -> None:
     for pair in rec["compacted"]:
         if len(pair) != 2 or not all(isinstance(x, str) for x in pair):
             raise CatalogError(f"version {v}: a compacted entry is not [old, new]")
-    if not isinstance(rec.get("sources"), dict) or not all(
-            x is None or (isinstance(x, list) and len(x) == 2 and
-                          all(isinstance(y, str) for y in x))
-            for x in rec["sources"].values()):
-        raise CatalogError(f"version {v}: sources must map keys to [input_hash, chunk_id] "
-                           f"or null")
+    check_sources_fields(v, rec)
 
 
 def versions_to(doc: dict[str, Any], version: int | None) -> list[dict[str, Any]]:
@@ -253,25 +252,6 @@ def history(versions: Sequence[dict[str, Any]]) -> History:
             out.removed_in.setdefault((h, cid), rec["version"])
         for old, new in rec["compacted"]:
             out.moved[old] = (new, rec["version"])
-    return out
-
-
-def sources_at(versions: Sequence[dict[str, Any]]) -> dict[str, list[str]]:
-    """The forge's ``key -> [input_hash, chunk_id]`` after ``versions`` (their changes folded)."""
-    out: dict[str, list[str]] = {}
-    for rec in versions:
-        for key, value in rec["sources"].items():
-            if value is None:
-                out.pop(key, None)
-            else:
-                out[key] = list(value)
-    return out
-
-
-def sources_change(old: dict[str, list[str]], new: dict[str, list[str]]) -> dict[str, Any]:
-    """The ``sources`` change that turns ``old`` into ``new``."""
-    out: dict[str, Any] = {k: v for k, v in new.items() if old.get(k) != v}
-    out.update({k: None for k in old if k not in new})
     return out
 
 
