@@ -1,0 +1,61 @@
+"""Random edits of a row source through ``urna build --update``: the live texts always are the
+source's, and every citation handed out stays answerable.
+
+Rows are inserted before, between and after the others (a row source's span is its ordinal, so
+insertions and deletions shift every row after them), edited, deleted and put back; each step
+is one update of the living catalog. After each, the catalog's live chunks hold exactly the
+source's texts, each once, and every citation any earlier version handed out resolves: live,
+or removed in a named version.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import urna
+from helpers.budget import examples
+from urna.forge.spec import load_spec
+from urna.forge.update import update
+
+from .test_living_forge import _live_spec
+
+KEYS = [f"k{i:02d}" for i in range(0, 16, 2)]  # room for a key between any two
+STEP = st.lists(st.tuples(st.sampled_from(["edit", "delete", "insert"]),
+                          st.integers(0, 15), st.integers(0, 3)), min_size=1, max_size=4)
+
+
+def _apply(rows: dict[str, str], step: list[tuple[str, int, int]]) -> None:
+    for kind, at, word in step:
+        key = f"k{at:02d}"
+        if kind == "delete" and len(rows) > 1:
+            rows.pop(key, None)
+        elif kind == "edit" and key in rows:
+            rows[key] = f"{rows[key]} edited {word}"
+        elif kind == "insert":
+            rows.setdefault(key, f"row {key} about topic {word}")
+
+
+@settings(max_examples=examples(300, 60), deadline=None,
+          suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(STEP, min_size=1, max_size=4))
+def test_the_live_texts_are_the_source_after_every_update(steps: list) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        rows = {k: f"row {k} about topic {i % 3}" for i, k in enumerate(KEYS)}
+        handed_out: list[str] = []
+        for step in [[], *steps]:
+            _apply(rows, step)
+            spec = _live_spec(root, [{"id": k, "text": t} for k, t in sorted(rows.items())])
+            catalog = Path(update(load_spec(spec))["catalog"])
+            with urna.open_catalog(catalog) as cat:
+                assert cat.n_embeddings == len(rows)
+                hits = cat.retrieve(cat.shards[0].vectors([0])[0], len(rows))
+                assert sorted(h.text for h in hits) == sorted(rows.values())
+                handed_out += [h.citation_id for h in hits]
+                for c in handed_out:
+                    ans = cat.cite(c)
+                    assert ans.status == "live" or (ans.status == "removed" and ans.removed_in)
