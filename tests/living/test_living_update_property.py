@@ -59,3 +59,49 @@ def test_the_live_texts_are_the_source_after_every_update(steps: list) -> None:
                 for c in handed_out:
                     ans = cat.cite(c)
                     assert ans.status == "live" or (ans.status == "removed" and ans.removed_in)
+
+
+PARAGRAPHS = [f"Paragraph {w} about {t} and the files that hold it."
+              for w in ("one", "two", "three", "four", "five", "six")
+              for t in ("search", "citations")]
+DOC_STEP = st.lists(st.tuples(st.sampled_from(["edit", "delete", "insert"]),
+                              st.sampled_from(["a.md", "b.md"]), st.integers(0, 5),
+                              st.sampled_from(PARAGRAPHS)), min_size=1, max_size=3)
+
+
+@settings(max_examples=examples(100, 20), deadline=None,
+          suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(DOC_STEP, min_size=1, max_size=3))
+def test_documents_updated_equal_a_fresh_build_and_cite_their_bytes(steps: list) -> None:
+    from helpers.specs import write_documents_spec
+    from urna.forge import pipeline
+
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        docs = root / "docs"
+        docs.mkdir()
+        files = {"a.md": PARAGRAPHS[:3], "b.md": PARAGRAPHS[3:5]}
+        for n, step in enumerate([[], *steps]):
+            for kind, name, at, text in step:
+                paras = files[name]
+                if kind == "insert":
+                    paras.insert(at % (len(paras) + 1), text)
+                elif kind == "edit" and paras:
+                    paras[at % len(paras)] = text + " Edited."
+                elif kind == "delete" and len(paras) > 1:
+                    paras.pop(at % len(paras))
+            for name, paras in files.items():
+                (docs / name).write_text("\n\n".join(paras) + "\n", encoding="utf-8")
+            spec = write_documents_spec(root / "live.toml", docs, root / "live", model="floor",
+                                        source="max_chars = 80")
+            catalog = Path(update(load_spec(spec))["catalog"])
+            fresh_spec = write_documents_spec(root / f"fresh{n}.toml", docs, root / f"fresh{n}",
+                                              model="floor", source="max_chars = 80")
+            built = pipeline.build(load_spec(fresh_spec))
+            with urna.open(next(iter(built["outputs"].values()))["file"]) as fresh, \
+                    urna.open_catalog(catalog) as cat:
+                assert sorted(cat.chunk_ids()) == sorted(fresh.chunk_ids())
+                for h in cat.retrieve(fresh.vectors([0])[0], cat.n_embeddings):
+                    cited = cat.cite(h.citation_id)
+                    raw = (docs / Path(cited.source_uri).name).read_bytes()
+                    assert raw[cited.byte_start:cited.byte_end].decode("utf-8") == cited.text

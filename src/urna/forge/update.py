@@ -8,7 +8,8 @@ else is untouched and keeps its citation. With no catalog yet, the first update 
 1 with every row. A sharded build's catalog (no ``sources`` recorded) is diffed by chunk id
 once, then recorded. Row sources (csv, jsonl, parquet, sqlite) span a row's ordinal, so a row
 kept across an insertion keeps its old chunk id while a fresh build would renumber it;
-document sources span bytes of their file and match a fresh build exactly.
+document sources span bytes of their file, so a chunk whose bytes moved is replaced, and they
+match a fresh build exactly.
 """
 
 from __future__ import annotations
@@ -81,13 +82,16 @@ def update(spec: CorpusSpec, *, out_dir: str | None = None) -> dict[str, Any]:
         old: dict[str, list[str]] = w.sources
         live = w.live_chunk_ids()
         if old and {cid for _, cid in old.values()} <= live:
-            fresh = [r for r in rows if old.get(r.key, [None])[0] != r.input_hash]
+            # A document's span is bytes of its file: a chunk whose text moved (an edit before
+            # it) has a new span, so a new id, and is replaced, or its citation would point at
+            # other bytes. A row source's span is its ordinal, which a row inserted or deleted
+            # before it shifts: an unchanged row keeps its chunk and old id.
+            same = (lambda k, v: old.get(k) == v) if spec.source.kind == "documents" else \
+                (lambda k, v: k in old and old[k][0] == v[0])
+            fresh = [r for r in rows if not same(r.key, recorded[r.key])]
             stale = [cid for key, (h, cid) in old.items()
-                     if key not in recorded or recorded[key][0] != h]
-            # an unchanged row keeps the chunk it has, under its old id: a row source's span
-            # is its ordinal, which a row inserted or deleted before it shifts
-            recorded = {k: old[k] if k in old and old[k][0] == v[0] else v
-                        for k, v in recorded.items()}
+                     if key not in recorded or not same(key, recorded[key])]
+            recorded = {k: old[k] if same(k, v) else v for k, v in recorded.items()}
         else:
             # a catalog the forge never recorded, or whose record names chunks that are not
             # live (before 2026-12-04 an unchanged row was recorded under its new ordinal's id,
