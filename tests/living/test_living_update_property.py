@@ -10,6 +10,7 @@ or removed in a named version.
 
 from __future__ import annotations
 
+import json
 import tempfile
 from pathlib import Path
 
@@ -21,22 +22,39 @@ from helpers.budget import examples
 from urna.forge.spec import load_spec
 from urna.forge.update import update
 
-from .test_living_forge import _live_spec
-
 KEYS = [f"k{i:02d}" for i in range(0, 16, 2)]  # room for a key between any two
-STEP = st.lists(st.tuples(st.sampled_from(["edit", "delete", "insert"]),
+TAGS = ["red", "green", "blue"]
+STEP = st.lists(st.tuples(st.sampled_from(["edit", "delete", "insert", "retag"]),
                           st.integers(0, 15), st.integers(0, 3)), min_size=1, max_size=4)
 
 
-def _apply(rows: dict[str, str], step: list[tuple[str, int, int]]) -> None:
+def _apply(rows: dict[str, dict], step: list[tuple[str, int, int]]) -> None:
     for kind, at, word in step:
         key = f"k{at:02d}"
         if kind == "delete" and len(rows) > 1:
             rows.pop(key, None)
         elif kind == "edit" and key in rows:
-            rows[key] = f"{rows[key]} edited {word}"
+            rows[key]["text"] += f" edited {word}"
+        elif kind == "retag" and key in rows:  # a metadata column alone changes
+            rows[key]["tag"] = TAGS[word % 3]
         elif kind == "insert":
-            rows.setdefault(key, f"row {key} about topic {word}")
+            rows.setdefault(key, {"text": f"row {key} about topic {word}", "tag": TAGS[word % 3]})
+
+
+def _tagged_spec(root: Path, rows: dict[str, dict]) -> Path:
+    """A jsonl spec over ``rows`` storing the ``tag`` column as metadata (floor model)."""
+    data = root / "rows.jsonl"
+    data.write_text("".join(json.dumps({"id": k, **v}) + "\n" for k, v in sorted(rows.items())),
+                    encoding="utf-8")
+    spec = root / "corpus.toml"
+    spec.write_text("\n".join([
+        "[corpus]", 'name = "tags"', 'chunker_version = "tags/1"',
+        "[source]", 'kind = "jsonl"', f'path = "{data.as_posix()}"', 'order_by = ["id"]',
+        'metadata = ["tag"]', "[source.text]", 'template = "{text}"',
+        "[[models]]", 'preset = "floor"', 'text = "default"',
+        "[output]", f'dir = "{(root / "out").as_posix()}"', 'mode = "single"', ""]),
+        encoding="utf-8")
+    return spec
 
 
 @settings(max_examples=examples(300, 60), deadline=None,
@@ -45,16 +63,21 @@ def _apply(rows: dict[str, str], step: list[tuple[str, int, int]]) -> None:
 def test_the_live_texts_are_the_source_after_every_update(steps: list) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
-        rows = {k: f"row {k} about topic {i % 3}" for i, k in enumerate(KEYS)}
+        rows = {k: {"text": f"row {k} about topic {i % 3}", "tag": TAGS[i % 3]}
+                for i, k in enumerate(KEYS)}
         handed_out: list[str] = []
         for step in [[], *steps]:
             _apply(rows, step)
-            spec = _live_spec(root, [{"id": k, "text": t} for k, t in sorted(rows.items())])
-            catalog = Path(update(load_spec(spec))["catalog"])
+            catalog = Path(update(load_spec(_tagged_spec(root, rows)))["catalog"])
             with urna.open_catalog(catalog) as cat:
                 assert cat.n_embeddings == len(rows)
-                hits = cat.retrieve(cat.shards[0].vectors([0])[0], len(rows))
-                assert sorted(h.text for h in hits) == sorted(rows.values())
+                q = cat.shards[0].vectors([0])[0]
+                hits = cat.retrieve(q, len(rows))
+                assert sorted(h.text for h in hits) == sorted(r["text"] for r in rows.values())
+                for tag in TAGS:  # the metadata is the source's too
+                    got = cat.search(q, len(rows), where={"tag": tag})
+                    assert sorted(cat.cite(h.citation_id).text for h in got) == \
+                        sorted(r["text"] for r in rows.values() if r["tag"] == tag)
                 handed_out += [h.citation_id for h in hits]
                 for c in handed_out:
                     ans = cat.cite(c)

@@ -20,10 +20,12 @@ from typing import Any
 from urna.build_options import BuildOptions
 from urna.errors import ForgeError, SpecError
 from urna.forge.embedders.models import embed_all, load_models
+from urna.forge.emit import metadata_of
 from urna.forge.sources import Row, load_rows
 from urna.forge.spec import CorpusSpec, copy_with, validate
+from urna.format.hashing import sorted_json_sha256_utf8
 from urna.format.identity import chunk_id
-from urna.runtime.catalog.living import SegmentFormat, create, writing
+from urna.runtime.catalog.living import SegmentFormat, create, with_options, writing
 from urna.runtime.catalog.versions import summary
 
 
@@ -32,9 +34,11 @@ def catalog_path(spec: CorpusSpec) -> Path:
     return Path(spec.output.dir) / f"{spec.name}.catalog.json"
 
 
-def _format(spec: CorpusSpec, meta: dict[str, dict[str, Any]], dim: int) -> SegmentFormat:
+def _format(spec: CorpusSpec, meta: dict[str, dict[str, Any]], dim: int,
+            rows: list[Row]) -> SegmentFormat:
     dm = spec.default_model()
     m = meta[dm.preset]
+    _, metadata_types = metadata_of(spec, rows)  # a fresh build's declared types
     return SegmentFormat(m["embedding_model"], dim, spec.chunker_version, m["model_hash"],
                          BuildOptions(title=spec.title or spec.name, version=spec.version,
                                       reproducible=True, preset=spec.build.preset,
@@ -42,17 +46,37 @@ def _format(spec: CorpusSpec, meta: dict[str, dict[str, Any]], dim: int) -> Segm
                                       mrl_dim=spec.build.mrl_dim or None,
                                       with_graph=spec.build.with_graph,
                                       graph_top_m=spec.build.graph_top_m,
-                                      provenance={"dataset": spec.name}))
+                                      provenance={"dataset": spec.name},
+                                      metadata_types=metadata_types))
 
 
 def _row_id(row: Row, chunker: str) -> str:
     return chunk_id(row.canonical_text, row.source_uri, row.byte_start, row.byte_end, chunker)
 
 
+# A document's file time changes with every checkout or copy: it is stored, but a file whose
+# text did not change keeps its chunks (and citations) instead of being written again.
+_UNTRACKED_DOCUMENT_FIELDS = ("modified",)
+
+
+def _recorded_hash(spec: CorpusSpec, row: Row) -> str:
+    """What the log records of a row: its input hash, and its metadata when it stores any, so a
+    change of a metadata column alone is a change of the row."""
+    meta = row.metadata
+    if meta and spec.source.kind == "documents":
+        meta = {k: v for k, v in meta.items() if k not in _UNTRACKED_DOCUMENT_FIELDS}
+    if not meta:
+        return row.input_hash
+    return sorted_json_sha256_utf8({"input": row.input_hash, "metadata": meta})
+
+
 def _embedded(spec: CorpusSpec, rows: list[Row]) -> tuple[list[dict[str, Any]], dict, int]:
     meta, embedders = load_models(spec)
     vectors = embed_all(embedders, [r.canonical_text for r in rows])[spec.default_model().preset]
-    chunks = [dict(r.as_chunk(), embedding=vectors[i]) for i, r in enumerate(rows)]
+    metadata, _ = metadata_of(spec, rows)
+    chunks = [dict(r.as_chunk(), embedding=vectors[i],
+                   metadata=None if metadata is None else metadata[i])
+              for i, r in enumerate(rows)]
     return chunks, meta, int(vectors.shape[1]) if len(rows) else 0
 
 
@@ -72,13 +96,14 @@ def update(spec: CorpusSpec, *, out_dir: str | None = None) -> dict[str, Any]:
     if not rows:
         raise ForgeError("source produced no rows")
     chunker = spec.chunker_version
-    recorded = {r.key: [r.input_hash, _row_id(r, chunker)] for r in rows}
+    recorded = {r.key: [_recorded_hash(spec, r), _row_id(r, chunker)] for r in rows}
     if not path.exists():
         chunks, meta, dim = _embedded(spec, rows)
-        rec = create(path, _format(spec, meta, dim), chunks, note="update: first version",
+        rec = create(path, _format(spec, meta, dim, rows), chunks, note="update: first version",
                      sources=recorded)
         return {"catalog": str(path), **summary(rec), "added": len(rows), "removed": 0}
     with writing(path) as w:
+        w.format = with_options(w.format, metadata_types=metadata_of(spec, rows)[1])
         old: dict[str, list[str]] = w.sources
         live = w.live_chunk_ids()
         if old and {cid for _, cid in old.values()} <= live:

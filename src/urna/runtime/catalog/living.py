@@ -151,8 +151,10 @@ def write_segment(folder: Path, name: str, version: int, fmt: SegmentFormat,
 
     plain = [{k: v for k, v in c.items() if k != "metadata"} for c in chunks]
     meta = [c.get("metadata") or None for c in chunks]
-    options = (dataclasses.replace(fmt.options, metadata=meta) if any(meta) else
-               dataclasses.replace(fmt.options, metadata=None))
+    # declared types keep their columns even when every row is null, as a forge build does
+    options = (dataclasses.replace(fmt.options, metadata=meta)
+               if any(meta) or fmt.options.metadata_types else
+               dataclasses.replace(fmt.options, metadata=None, metadata_types=None))
     data = build_bytes(fmt.embedding_model, fmt.embedding_dim, fmt.chunker_version,
                        fmt.model_hash, plain, options)
     path = folder / f"{name}-v{version:06d}-{sha256_bytes(data)[7:19]}.urna"
@@ -342,6 +344,7 @@ class Writer:
             return None
         rows: list[Row] = []
         chunks: list[dict[str, Any]] = []
+        schemas: list[dict[str, str]] = []
         for i in pick:
             with self.open_segment(self.segments[i]) as f:
                 all_rows = segment_rows(f)
@@ -349,9 +352,11 @@ class Writer:
                         if (r.segment, r.chunk_id) not in self.tombstones]
                 rows += [all_rows[j] for j in keep]
                 chunks += segment_chunks(f, keep)
+                schemas.append(f.metadata_schema)
         if not rows:
             return None
-        entry = write_segment(self.folder, self.name, self.version, self.format, chunks)
+        entry = write_segment(self.folder, self.name, self.version,
+                              with_options(self.format, metadata_types=_agreed(schemas)), chunks)
         self.written.append(self.folder / entry["file"])
         with self.open_segment(entry) as f:
             if f.chunk_ids() != [r.chunk_id for r in rows]:
@@ -453,6 +458,17 @@ def create(path: str | os.PathLike, fmt: SegmentFormat,
                 path.unlink(missing_ok=True)
             raise
         return rec
+
+
+def _agreed(schemas: Sequence[dict[str, str]]) -> dict[str, str] | None:
+    """The metadata types the merged segments agree on (a timestamp stays a timestamp; a key
+    typed two ways is left to inference); None when they have none."""
+    out: dict[str, str] = {}
+    for schema in schemas:
+        for key, type_ in schema.items():
+            out.setdefault(key, type_)
+    clash = {k for schema in schemas for k, t in schema.items() if out[k] != t}
+    return {k: t for k, t in out.items() if k not in clash} or None
 
 
 def with_options(fmt: SegmentFormat, **changes: Any) -> SegmentFormat:
