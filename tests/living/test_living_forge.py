@@ -188,3 +188,45 @@ def test_a_record_naming_chunks_not_live_is_rebuilt_from_the_live_ids(tmp_path: 
     fresh = _fresh(tmp_path / "fresh", rows)
     with urna.open_catalog(catalog) as cat:
         assert sorted(cat.chunk_ids()) == sorted(fresh.chunk_ids())
+
+
+def test_an_update_with_another_model_or_chunker_is_refused(tmp_path: Path) -> None:
+    from urna.errors import SpecError
+    from urna.forge.update import update
+
+    rows = _rows(6)
+    spec = write_jsonl_spec(tmp_path / "live", rows, name="docs", model="floor", mode="single")
+    catalog = Path(update(load_spec(spec))["catalog"])
+    before = {p.name: p.read_bytes() for p in catalog.parent.iterdir()}
+    rows.append({"id": "9999", "text": "a new row"})
+    potion = write_jsonl_spec(tmp_path / "live", rows, name="docs", model="potion", mode="single")
+    with pytest.raises(SpecError, match="one corpus holds one model"):
+        update(load_spec(potion))  # its vectors would sit under the floor model's hash
+    rechunked = write_jsonl_spec(tmp_path / "live", rows, name="docs", model="floor",
+                                 mode="single")
+    rechunked.write_text(rechunked.read_text().replace('chunker_version = "docs/1"',
+                                                       'chunker_version = "docs/2"'))
+    with pytest.raises(SpecError, match="chunker 'docs/2'"):
+        update(load_spec(rechunked))
+    assert {p.name: p.read_bytes() for p in catalog.parent.iterdir()} == before
+
+
+def test_an_mrl_corpus_takes_updates_like_a_fresh_build(tmp_path: Path) -> None:
+    from urna.forge.update import update
+
+    def spec_of(root: Path, rows: list[dict]) -> Path:
+        spec = write_jsonl_spec(root, rows, name="docs", model="floor", mode="single")
+        spec.write_text(spec.read_text().replace("[build]", "[build]\nmrl_dim = 64"))
+        return spec
+
+    rows = _rows(8)
+    catalog = Path(update(load_spec(spec_of(tmp_path / "live", rows)))["catalog"])
+    rows = _rows(10, {2: "row 2 rewritten"})
+    assert update(load_spec(spec_of(tmp_path / "live", rows)))["added"] == 3
+    built = pipeline.build(load_spec(spec_of(tmp_path / "fresh", rows)))
+    with urna.open(next(iter(built["outputs"].values()))["file"]) as fresh, \
+            urna.open_catalog(catalog) as cat:
+        assert cat.embedding_dim == fresh.embedding_dim == 64
+        assert sorted(cat.chunk_ids()) == sorted(fresh.chunk_ids())
+        for q in fresh.vectors([0, 2, 9]):
+            assert ranked(cat.search(q, 4)) == ranked(fresh.search(q, 4))

@@ -25,7 +25,7 @@ from urna.forge.sources import Row, load_rows
 from urna.forge.spec import CorpusSpec, copy_with, validate
 from urna.format.hashing import sorted_json_sha256_utf8
 from urna.format.identity import chunk_id
-from urna.runtime.catalog.living import SegmentFormat, create, with_options, writing
+from urna.runtime.catalog.living import SegmentFormat, create, writing
 from urna.runtime.catalog.versions import summary
 
 
@@ -70,8 +70,29 @@ def _recorded_hash(spec: CorpusSpec, row: Row) -> str:
     return sorted_json_sha256_utf8({"input": row.input_hash, "metadata": meta})
 
 
-def _embedded(spec: CorpusSpec, rows: list[Row]) -> tuple[list[dict[str, Any]], dict, int]:
-    meta, embedders = load_models(spec)
+Models = tuple[dict[str, dict[str, Any]], dict[str, Any]]  # load_models: meta, embedders
+
+
+def _check_same_model(spec_format: SegmentFormat, stored: SegmentFormat) -> None:
+    """SpecError unless the spec embeds and chunks as the catalog's segments were: new rows
+    embedded by another model would be stored under the catalog's model hash and searched
+    beside vectors they cannot be compared with."""
+    f = spec_format
+    ours = (f.embedding_model, f.model_hash, f.options.mrl_dim or f.embedding_dim,
+            f.chunker_version)
+    theirs = (stored.embedding_model, stored.model_hash, stored.embedding_dim,
+              stored.chunker_version)
+    if ours != theirs:
+        raise SpecError(f"--update: the spec embeds with {ours[0]} ({ours[1]}, dim {ours[2]}) "
+                        f"and chunker {ours[3]!r}, but the living corpus holds {theirs[0]} "
+                        f"({theirs[1]}, dim {theirs[2]}) and chunker {theirs[3]!r}; one corpus "
+                        f"holds one model: build it anew without --update (or into another "
+                        f"output dir)")
+
+
+def _embedded(spec: CorpusSpec, rows: list[Row],
+              models: Models | None = None) -> tuple[list[dict[str, Any]], dict, int]:
+    meta, embedders = models or load_models(spec)
     vectors = embed_all(embedders, [r.canonical_text for r in rows])[spec.default_model().preset]
     metadata, _ = metadata_of(spec, rows)
     chunks = [dict(r.as_chunk(), embedding=vectors[i],
@@ -103,7 +124,11 @@ def update(spec: CorpusSpec, *, out_dir: str | None = None) -> dict[str, Any]:
                      sources=recorded)
         return {"catalog": str(path), **summary(rec), "added": len(rows), "removed": 0}
     with writing(path) as w:
-        w.format = with_options(w.format, metadata_types=metadata_of(spec, rows)[1])
+        models = load_models(spec)
+        dim = int(models[0][spec.default_model().preset]["embedding_dim"])
+        spec_format = _format(spec, models[0], dim, rows)
+        _check_same_model(spec_format, w.format)
+        w.format = spec_format  # new rows are built as a fresh build of the spec builds them
         old: dict[str, list[str]] = w.sources
         live = w.live_chunk_ids()
         if old and {cid for _, cid in old.values()} <= live:
@@ -128,7 +153,7 @@ def update(spec: CorpusSpec, *, out_dir: str | None = None) -> dict[str, Any]:
             return {"catalog": str(path), **summary(w.versions[-1]), "added": 0, "removed": 0}
         removed = w.remove(chunk_ids=stale) if stale else []
         if fresh:
-            chunks, _, _ = _embedded(spec, fresh)
+            chunks, _, _ = _embedded(spec, fresh, models)
             w.add(chunks)
         w.sources = recorded
         rec = w.commit("update", f"update: +{len(fresh)} -{len(stale)} rows")
