@@ -145,6 +145,15 @@ _RSS_SCRIPT = textwrap.dedent("""
 """)
 
 
+def measured(script: str, good: Path, *paths: object) -> object:
+    """Run an RSS ``script`` in a fresh interpreter (warmed on ``good``) over ``paths``; its
+    JSON answer."""
+    proc = subprocess.run([sys.executable, "-c", script, str(good), *map(str, paths)],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    return json.loads(proc.stdout)
+
+
 def test_refused_bombs_do_not_grow_memory(tmp_path: Path) -> None:
     good = tmp_path / "good.urna"
     good.write_bytes(M.source_bytes(HYBRID))
@@ -153,10 +162,7 @@ def test_refused_bombs_do_not_grow_memory(tmp_path: Path) -> None:
         p = tmp_path / f"{name}.urna"
         p.write_bytes(bomb_bytes(name))
         paths.append(str(p))
-    proc = subprocess.run([sys.executable, "-c", _RSS_SCRIPT, str(good), *paths],
-                          capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    res = json.loads(proc.stdout)
+    res = measured(_RSS_SCRIPT, good, *paths)
     assert all(v[0] == "MalformedSectionPayload" for v in res.values()), res
     grown = max(v[1] for v in res.values())
     assert grown < 16 << 20, f"peak RSS grew {grown >> 20} MiB: {res}"
@@ -170,10 +176,7 @@ def test_expansion_under_the_cap_stays_proportional(tmp_path: Path) -> None:
                                              frame_streaming(384, b"\x00"))))
     good = tmp_path / "good.urna"
     good.write_bytes(M.source_bytes(HYBRID))
-    proc = subprocess.run([sys.executable, "-c", _RSS_SCRIPT, str(good), str(path)],
-                          capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    status, grown = json.loads(proc.stdout)[str(path)]
+    status, grown = measured(_RSS_SCRIPT, good, path)[str(path)]
     assert status == "ok"  # as the reference: open hashes 0x02 but does not parse it
     assert grown < 3 * (48 << 20), f"{grown >> 20} MiB for 48 MiB of text"
 
@@ -193,10 +196,7 @@ def test_dedup_map_amplification_is_bounded(tmp_path: Path) -> None:
     good.write_bytes(M.source_bytes("dedup-zstd_f32.urna"))
     amp = tmp_path / "amp.urna"  # 8 KB map -> 262,144 chunks of pool text
     amp.write_bytes(bytes(M.replace_payload(good.read_bytes(), 0x0B, dedup_amplifier(2048))))
-    proc = subprocess.run([sys.executable, "-c", _RSS_SCRIPT, str(good), str(amp)],
-                          capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    status, grown = json.loads(proc.stdout)[str(amp)]
+    status, grown = measured(_RSS_SCRIPT, good, amp)[str(amp)]
     assert status == "ok"  # as the reference: open hashes the expanded 0x02, never parses it
     assert grown < 32 << 20, f"an 8 KB dedup map grew RSS by {grown >> 20} MiB"
 
@@ -220,10 +220,7 @@ def test_spans_repack_amplification_is_bounded(tmp_path: Path) -> None:
     payload += (struct.pack("<I", len(col)) + col) * 3
     amp = tmp_path / "amp.urna"
     amp.write_bytes(bytes(M.replace_payload(good.read_bytes(), 3, payload, encoding=4)))
-    proc = subprocess.run([sys.executable, "-c", _RSS_SCRIPT, str(good), str(amp)],
-                          capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    status, grown = json.loads(proc.stdout)[str(amp)]
+    status, grown = measured(_RSS_SCRIPT, good, amp)[str(amp)]
     assert status == "SectionCountMismatch"  # the reference's outcome
     assert grown < 32 << 20, f"a 7 KB spans payload grew RSS by {grown >> 20} MiB"
 
@@ -264,19 +261,13 @@ def test_a_legal_spans_repack_far_larger_than_its_file_opens_in_bounded_memory(
     big = tmp_path / "big.urna"
     big.write_bytes(bytes(M.replace_payload(good.read_bytes(), 3, payload, encoding=4)))
 
-    proc = subprocess.run([sys.executable, "-c", _RSS_SCRIPT, str(good), str(big)],
-                          capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    status, grown = json.loads(proc.stdout)[str(big)]
+    status, grown = measured(_RSS_SCRIPT, good, big)[str(big)]
     assert status == "ok"
     # a few copies of the one URI (the mapped page, its pooled head, one piece, its text),
     # never the n-fold raw form (a whole rebuild grew 28 x the URI here)
     assert grown < 8 * len(uri), f"{grown >> 20} MiB to open a 0x03 of {n} x 4 MiB"
 
-    proc = subprocess.run([sys.executable, "-c", _VALIDATE_RSS_SCRIPT, str(good), str(big)],
-                          capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    content_hash, grown = json.loads(proc.stdout)
+    content_hash, grown = measured(_VALIDATE_RSS_SCRIPT, good, big)
     assert grown < 8 * len(uri), f"validate grew {grown >> 20} MiB"
     # the hash is the one of the whole raw payload, built the plain way
     whole = UrnaView.from_bytes(big.read_bytes())
