@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 
 import urna
 from urna.errors import CatalogError
+from urna.format.hashing import sha256_bytes
 from urna.runtime.catalog import document as catalog_document_module
 from urna.runtime.catalog.sources import (
     INLINE_SOURCES,
@@ -96,7 +97,7 @@ def test_a_sidecar_reads_back_its_change(tmp_path_factory: pytest.TempPathFactor
     folder = tmp_path_factory.mktemp("sidecar")
     data = encode_sources(change)
     (folder / "s.sources.jsonl").write_bytes(data)
-    rec = {"version": 3, **sidecar_fields("s.sources.jsonl", data, len(change))}
+    rec = {"version": 3, **sidecar_fields("s.sources.jsonl", sha256_bytes(data), len(change))}
     assert read_sidecar(folder, rec) == change
 
 
@@ -115,7 +116,7 @@ def test_a_malformed_sidecar_is_refused_by_line(tmp_path: Path, lines: list[byte
                                                 message: str) -> None:
     data = b"".join(line + b"\n" for line in lines)
     (tmp_path / "s.sources.jsonl").write_bytes(data)
-    rec = {"version": 2, **sidecar_fields("s.sources.jsonl", data, len(lines))}
+    rec = {"version": 2, **sidecar_fields("s.sources.jsonl", sha256_bytes(data), len(lines))}
     with pytest.raises(CatalogError, match=f"version 2: {message}"):
         read_sidecar(tmp_path, rec)
 

@@ -408,14 +408,16 @@ def sources_fields(folder: Path, name: str, version: int, change: SourcesChange,
     """The record fields of a sources ``change``: inline, or past ``INLINE_SOURCES`` keys a
     sidecar written in ``folder`` (its path appended to ``written``)."""
     from ..._atomic import write_atomic
+    from ...format.hashing import sha256_bytes
 
     if len(change) <= INLINE_SOURCES:
         return {"sources": change}
     data = encode_sources(change)
-    path = folder / sidecar_name(name, version, data)
+    digest = sha256_bytes(data)
+    path = folder / sidecar_name(name, version, digest)
     write_atomic(path, data)
     written.append(path)
-    return {"sources_sidecar": sidecar_fields(path.name, data, len(change))}
+    return {"sources_sidecar": sidecar_fields(path.name, digest, len(change))}
 
 
 @contextlib.contextmanager

@@ -19,13 +19,13 @@ of a JSON document every open parses and hashes whole).
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 from ...errors import CatalogError
+from ...format.hashing import HASH_PREFIX, sha256_state
 from .document import is_plain_file_name
 
 INLINE_SOURCES = 256  # a change of more keys than this goes to a sidecar file
@@ -74,16 +74,16 @@ def encode_sources(change: SourcesChange) -> bytes:
     return "".join(line + "\n" for line in lines).encode("utf-8")
 
 
-def sidecar_name(catalog_name: str, version: int, data: bytes) -> str:
-    """``<name>-v<version>-<hash>.sources.jsonl``: a version's sidecar of these bytes."""
-    return f"{catalog_name}-v{version:06d}-{hashlib.sha256(data).hexdigest()[:12]}" \
-           f"{SOURCES_SUFFIX}"
+def sidecar_name(catalog_name: str, version: int, digest: str) -> str:
+    """``<name>-v<version>-<hash>.sources.jsonl``: a version's sidecar whose bytes hash to
+    ``digest`` (``sha256:`` + hex)."""
+    return f"{catalog_name}-v{version:06d}-{digest[7:19]}{SOURCES_SUFFIX}"
 
 
-def sidecar_fields(name: str, data: bytes, n: int) -> dict[str, Any]:
-    """The record fields that name a sidecar of ``data`` holding ``n`` keys."""
-    return {"sources_file": name, "sources_hash": "sha256:" + hashlib.sha256(data).hexdigest(),
-            "n_sources": n}
+def sidecar_fields(name: str, digest: str, n: int) -> dict[str, Any]:
+    """The record fields that name a sidecar whose bytes hash to ``digest``, holding ``n``
+    keys."""
+    return {"sources_file": name, "sources_hash": digest, "n_sources": n}
 
 
 def _sidecar_lines(path: Path, v: int) -> Iterator[bytes]:
@@ -99,7 +99,7 @@ def read_sidecar(folder: Path, rec: dict[str, Any]) -> SourcesChange:
     """The change a record's sidecar holds, streamed, checked against the record's hash and
     count (CatalogError naming the version when it is missing, altered or malformed)."""
     v, name = rec["version"], rec["sources_file"]
-    h = hashlib.sha256()
+    h = sha256_state(b"")
     out: SourcesChange = {}
     last = None
     for no, raw in enumerate(_sidecar_lines(folder / name, v), start=1):
@@ -115,7 +115,7 @@ def read_sidecar(folder: Path, rec: dict[str, Any]) -> SourcesChange:
                                f"chunk_id] or [key, null] in key order")
         last = item[0]
         out[item[0]] = None if len(item) == 2 else item[1:]
-    if "sha256:" + h.hexdigest() != rec["sources_hash"] or len(out) != rec["n_sources"]:
+    if HASH_PREFIX + h.hexdigest() != rec["sources_hash"] or len(out) != rec["n_sources"]:
         raise CatalogError(f"version {v}: {name} is not the sources file the log hashed "
                            f"({rec['n_sources']} keys, {rec['sources_hash']})")
     return out
