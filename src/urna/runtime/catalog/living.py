@@ -287,11 +287,17 @@ class Writer:
 
     def _list(self, entry: dict[str, Any], at: int | None = None) -> None:
         # same chunks, same content_hash: a segment already listed is revived, not doubled
-        # (a citation names one segment), so its tombstones go instead
+        # (a citation names one segment), so its tombstones go instead. The content hash does
+        # not cover metadata (0x18): other bytes under the same content hash carry new
+        # metadata, and the new file takes the listed one's place
         h = entry["content_hash"]
-        if any(s["content_hash"] == h for s in self.segments):
-            self.tombstones = {k: v for k, v in self.tombstones.items() if k[0] != h}
-        elif at is None:
+        for i, listed in enumerate(self.segments):
+            if listed["content_hash"] == h:
+                self.tombstones = {k: v for k, v in self.tombstones.items() if k[0] != h}
+                if listed["file_hash"] != entry["file_hash"]:
+                    self.segments[i] = entry
+                return
+        if at is None:
             self.segments.append(entry)
         else:
             self.segments.insert(at, entry)
