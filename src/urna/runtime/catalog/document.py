@@ -9,7 +9,6 @@ it opens no shard (``fanout.open_checked`` does).
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 from collections.abc import Sequence
@@ -18,21 +17,16 @@ from typing import Any
 
 from ..._atomic import write_atomic
 from ...errors import CatalogError
+from ...format.hashing import sorted_json_sha256_utf8
 
 CATALOG_SCHEMA_VERSION = 1
 SHARD_KEYS = ("file", "file_hash", "content_hash", "n_chunks", "model_hash", "embedding_dim")
 MAX_CATALOG_BYTES = 64 << 20  # a catalog is a small index; refuse anything far larger
 
 
-def _sha256_hex(data: bytes) -> str:
-    return "sha256:" + hashlib.sha256(data).hexdigest()
-
-
 def catalog_hash(doc: dict[str, Any]) -> str:
     """``sha256:`` of the sorted-key compact JSON of ``doc`` without ``catalog_hash``."""
-    body = {k: v for k, v in doc.items() if k != "catalog_hash"}
-    raw = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    return _sha256_hex(raw.encode("utf-8"))
+    return sorted_json_sha256_utf8({k: v for k, v in doc.items() if k != "catalog_hash"})
 
 
 def catalog_document(name: str, n_shards: int, shards: Sequence[dict[str, Any]],
