@@ -7,6 +7,7 @@ text always has the same vector and a fresh single-file build sees exactly what 
 from __future__ import annotations
 
 import hashlib
+import json
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +15,9 @@ import numpy as np
 
 import urna
 from urna.build_options import BuildOptions
+from urna.runtime.catalog.document import catalog_hash
 from urna.runtime.catalog.living import SegmentFormat, create
+from urna.runtime.catalog.versions import version_hash
 
 DIM = 8
 MODEL, CHUNKER, MODEL_HASH = "toy", "toy-chunker/1", "sha256:" + "ab" * 32
@@ -62,3 +65,16 @@ def queries(n: int, seed: int = 7) -> np.ndarray:
 def ranked(result: Any) -> list[tuple[str, float]]:
     """(chunk_id, score) of each hit."""
     return [(h.chunk_id, h.score) for h in result]
+
+
+def tamper(path: Path, version: int, change: dict[str, Any]) -> None:
+    """Change one record and re-hash the chain and the catalog, as a careful forger would."""
+    doc = json.loads(path.read_text(encoding="utf-8"))
+    versions = doc["living"]["versions"]
+    versions[version - 1].update(change)
+    parent = versions[version - 2]["version_hash"] if version > 1 else None
+    for rec in versions[version - 1:]:
+        rec["parent"] = parent
+        rec["version_hash"] = parent = version_hash(rec)
+    doc["catalog_hash"] = catalog_hash(doc)
+    path.write_text(json.dumps(doc), encoding="utf-8")

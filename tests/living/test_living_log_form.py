@@ -21,10 +21,8 @@ import pytest
 import urna
 from urna.errors import CatalogError
 from urna.runtime.catalog import document as catalog_document_module
-from urna.runtime.catalog.document import catalog_hash
-from urna.runtime.catalog.versions import version_hash
 
-from .corpus import CHUNKER, document, fresh_file, new_catalog, queries, ranked
+from .corpus import CHUNKER, document, fresh_file, new_catalog, queries, ranked, tamper
 
 WHOLE = Path(__file__).resolve().parents[1] / "data" / "living-whole-tombstones"
 URIS = ("a.txt", "b.txt", "c.txt")
@@ -133,19 +131,6 @@ def test_adding_a_segment_again_restores_it_and_leaves_no_file(tmp_path: Path) -
     assert_versions_equal_fresh_builds(path, [a, a + b, a, a + b], tmp_path)
 
 
-def _tamper(path: Path, version: int, change: dict[str, Any]) -> None:
-    """Change one record and re-hash the chain and the catalog, as a careful forger would."""
-    doc = json.loads(path.read_text(encoding="utf-8"))
-    versions = doc["living"]["versions"]
-    versions[version - 1].update(change)
-    parent = versions[version - 2]["version_hash"] if version > 1 else None
-    for rec in versions[version - 1:]:
-        rec["parent"] = parent
-        rec["version_hash"] = parent = version_hash(rec)
-    doc["catalog_hash"] = catalog_hash(doc)
-    path.write_text(json.dumps(doc), encoding="utf-8")
-
-
 @pytest.mark.parametrize("change, message", [
     ({"n_tombstones": 3}, "leave 2 tombstones, but it says n_tombstones = 3"),
     ({"n_tombstones": -1}, "n_tombstones must be a non-negative integer"),
@@ -161,7 +146,7 @@ def test_a_change_that_does_not_add_up_is_refused(tmp_path: Path, change: dict[s
     path = new_catalog(tmp_path, a)
     with urna.open_catalog(path) as cat:
         cat.remove(chunk_ids=[cid(a[0]), cid(a[1])])
-    _tamper(path, 2, change)
+    tamper(path, 2, change)
     with pytest.raises(CatalogError, match=message):
         urna.open_catalog(path)
 
