@@ -248,15 +248,6 @@ class Writer:
         """Open one listed segment."""
         return open_file(self.folder / entry["file"])
 
-    def live_rows(self) -> list[Row]:
-        """Every row live in the staged version, segment by segment."""
-        out: list[Row] = []
-        for s in self.segments:
-            with self.open_segment(s) as f:
-                out += [r for r in segment_rows(f)
-                        if (r.segment, r.chunk_id) not in self.tombstones]
-        return out
-
     def live_chunk_ids(self) -> set[str]:
         """The chunk ids live in the staged version (ids only: no text is read)."""
         out: set[str] = set()
