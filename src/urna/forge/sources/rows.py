@@ -172,7 +172,7 @@ def _clean_line(line: str) -> str:
     if "]" in line:
         line = _COMMA_BRACKET.sub("]", line)
     # = re.sub(r"\s+", " ", line).strip(): str.split and \s are the same whitespace
-    # (Py_UNICODE_ISSPACE; tests/forge/test_rows_render.py checks every code point)
+    # (Py_UNICODE_ISSPACE; tests/forge/test_ingest.py checks every code point)
     line = " ".join(line.split())
     # a dash left dangling by an empty placeholder ("{a} \u2014 {b}" with b empty); string
     # ops, not a regex, so a long line never backtracks
