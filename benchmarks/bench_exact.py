@@ -209,12 +209,12 @@ def screen_fns(slab) -> dict:
     out = np.empty(slab.n, np.float32)
 
     def stream(q):
-        screen(*head, *exact._probe(slab, q, kern["bits"], kern["quantise"]).args,
+        screen(*head, *exact._probe(slab, q, kern).args,
                0, slab.n, out)
 
     def in_l2(q):
         _REPEATED[0](screen, rows, reps, out, head,
-                     exact._probe(slab, q, kern["bits"], kern["quantise"]).args)
+                     exact._probe(slab, q, kern).args)
 
     return {"screen alone, streaming": stream,
             f"screen alone, {L2_BLOCK_BYTES >> 10} KB in L2": in_l2}

@@ -4,10 +4,11 @@ Claims: for every dtype, on random data with duplicated rows (ties), any k (1, n
 the screened search returns the same ids and score bits as scoring every row with the exact
 kernel and fully sorting, whichever screen runs (numba kernels or numpy / BLAS) and on any
 number of threads; each screen stays within its stated bound of the exact kernel on adversarial
-rows (cancellation, mixed magnitudes, subnormals, int4 nibble extremes), for the VNNI
-(int8 query) and portable (int16 query) integer screens alike; ``search_batch`` with
-threads equals ``search`` per query; the heap selection equals numpy's partition; ``threads``
-comes from ``URNA_THREADS`` by default and a bad value is a typed error.
+rows (cancellation, mixed magnitudes, subnormals, int4 nibble extremes), for every integer
+screen this machine can run (VNNI and AVX2: int8 query; portable: int16 query);
+``search_batch`` with threads equals ``search`` per query; the heap selection equals numpy's
+partition; ``threads`` comes from ``URNA_THREADS`` by default and a bad value is a typed
+error.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from hypothesis import strategies as st
 
 from helpers.slabs import DTYPES, corpora, make_slab
 from urna.errors import InvalidInput, UrnaError
-from urna.index import exact
+from urna.index import _scan_kernels, exact
 from urna.index.exact import Slab, score_rows, search, search_batch, top_k
 from urna.index.row_scores import unpack_int4
 
@@ -128,7 +129,7 @@ def test_int4_screen_of_every_width_stays_within_its_bound(screen_backend, seed,
     assert (ids.tolist(), scores.tobytes()) == full_scan(slab, q, k)
 
 
-@pytest.mark.parametrize("screens", ["this machine", "portable"])
+@pytest.mark.parametrize("screens", list(_scan_kernels.RUNNABLE))
 @settings(max_examples=30, deadline=None)
 @given(seed=st.integers(0, 2 ** 32 - 1), dim=st.sampled_from([128, 256, 384, 512, 640, 768,
                                                               1024, 1536, 2048]),
@@ -138,16 +139,14 @@ def test_int4_screen_scales_each_row_and_group_by_its_own_scale(screens, seed, d
     # dot of group g), up to f32 roundings; every (row, group) scale a different power of
     # two, so lanes of one row or group summed under another's scale would miss by far more
     assert exact.load_kernels()
-    from urna.index import _scan_kernels
-
-    kern = _scan_kernels.SCREENS if screens == "this machine" else _scan_kernels.PORTABLE
+    kern = _scan_kernels.RUNNABLE[screens]
     rng = np.random.default_rng(seed)
     groups = dim // 64
     packed = rng.integers(0, 256, (n, dim // 2), dtype=np.uint8)
     exps = (np.arange(n)[:, None] * 5 + np.arange(groups)[None, :] * 3 + seed) % 13 - 6
     slab = Slab.int4(np.ldexp(1.0, exps).astype(np.float16), packed, dim)
     q = rng.standard_normal(dim).astype(np.float32)
-    probe = exact._probe(slab, q, kern["bits"], _scan_kernels.quantise_query)
+    probe = exact._probe(slab, q, kern)
     qe, qo, _, qscale = probe.args
     qi = np.empty(dim, np.int64)
     qi[0::2], qi[1::2] = qe, qo
@@ -194,8 +193,6 @@ def test_threads_do_not_change_a_single_bit(screen_backend) -> None:
                 max_size=60), st.integers(1, 60))
 def test_heap_selection_equals_partition(values: list[float], k: int) -> None:
     assert exact.load_kernels()
-    from urna.index import _scan_kernels
-
     s = np.array(values, dtype=np.float32)
     k = min(k, len(s))
     assert _scan_kernels.kth_largest(s, k) == np.partition(s, len(s) - k)[len(s) - k]
@@ -207,8 +204,6 @@ def test_heap_selection_equals_partition(values: list[float], k: int) -> None:
        st.sampled_from([0.0, 1e-46, 1e-8, 0.25, 1.0, 1e300]))
 def test_compiled_cut_keeps_exactly_the_rows_at_or_above_it(values, k, delta) -> None:
     assert exact.load_kernels()
-    from urna.index import _scan_kernels
-
     s = np.array(values, dtype=np.float32)
     k = min(k, len(s))
     found = np.empty(len(s), dtype=np.int64)
@@ -225,8 +220,6 @@ def test_compiled_cut_keeps_exactly_the_rows_at_or_above_it(values, k, delta) ->
 @pytest.mark.parametrize("bad", [np.inf, -np.inf, np.nan])
 def test_compiled_cut_refuses_non_finite_screens(bad) -> None:
     assert exact.load_kernels()
-    from urna.index import _scan_kernels
-
     s = np.linspace(-1, 1, 1000).astype(np.float32)
     for at in (0, 500, 999):
         t = s.copy()
@@ -264,14 +257,12 @@ def test_compiled_query_quantiser_equals_numpy(dtype, bits, seed, dim, spread) -
     if dtype == "int4" and dim % 64:
         dim = 128
     assert exact.load_kernels()
-    from urna.index import _scan_kernels
-
     rng = np.random.default_rng(seed)
     q = (rng.standard_normal(dim) * spread).astype(np.float32)
     q[rng.integers(0, dim, 3)] = 0.0
     slab = make_slab(dtype, rng.standard_normal((2, dim)).astype(np.float32))
-    want = exact._probe(slab, q, bits)
-    got = exact._probe(slab, q, bits, _scan_kernels.quantise_query)
+    want = exact._probe(slab, q, {"bits": {dtype: bits}})  # numpy's quantiser
+    got = exact._probe(slab, q, {"bits": {dtype: bits}, "quantise": _scan_kernels.quantise_query})
     # the same rigorous norms (f64 sums in another order, both rounded up by 1e-9)
     assert np.allclose([got.err, got.norm], [want.err, want.norm], rtol=1e-12, atol=0)
     # |q| for the bound, rounded up: never below the f64 norm the numpy path uses

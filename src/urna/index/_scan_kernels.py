@@ -24,7 +24,8 @@ a screened score can be from the exact one.
   whole range is one unrolled loop (:func:`_unrolled_i4_vnni`): the query's vectors stay in
   registers, a step's four rows are summed in an exact integer tree to two lanes per row and
   group before one conversion and one product per 16 lanes, and every line of the rows and
-  their scales ahead is prefetched.
+  their scales ahead is prefetched. On AVX2 without VNNI (:func:`_scan_i4_avx2`): the same
+  int32 lanes from ``vpmaddubsw`` + ``vpmaddwd``, one 32-byte group at a time for four rows.
 
 Each dtype has one row function and two loops over it: a row range (``screen_*``) and a
 list of rows (``screen_*_rows``, the filtered scan); both prefetch ahead in software
@@ -34,8 +35,8 @@ an int8 scan), as its branches get in the way of the streaming loads.
 
 The portable integer screens are generic LLVM vector IR (no target intrinsics), so they lower
 to whatever the CPU has (VNNI ``vpdpwssd``, AVX2 ``vpmaddwd`` or narrower); the ``*_vnni``
-screens call ``vpdpbusd`` itself and are chosen only when numba targets this CPU and it has
-AVX-512 VNNI (:data:`SCREENS`).
+screens call ``vpdpbusd`` itself and the ``*_avx2`` ones ``vpmaddubsw``, each chosen only when
+numba targets this CPU and it has the instructions (:data:`RUNNABLE`, :data:`SCREENS`).
 """
 
 from __future__ import annotations
@@ -234,15 +235,30 @@ def _dot_i4_vnni(typingctx, row, qe, qo, corr, sc, groups):
 BLOCK_ROWS = 4  # int4 VNNI rows a step (8 measured slower on a slab out of cache here)
 
 
+def _pick(builder: ir.IRBuilder, a: ir.Value, b: ir.Value, idx: list) -> ir.Value:
+    """The lanes ``idx`` of ``a`` then ``b`` (a shuffle)."""
+    return builder.shuffle_vector(a, b, ir.Constant(_vec(_I32, len(idx)), idx))
+
+
+def _fadd(builder: ir.IRBuilder, a: ir.Value, b: ir.Value) -> ir.Value:
+    return builder.fadd(a, b, flags=("reassoc", "contract"))
+
+
 def _sum4(builder: ir.IRBuilder, accs: list) -> ir.Value:
     """The horizontal sums of four 16-lane f32 vectors as one 4-lane vector (a shuffle tree)."""
+    return _sum4_lanes(builder, [_fadd(builder, _pick(builder, a, a, list(range(8))),
+                                       _pick(builder, a, a, list(range(8, 16))))
+                                 for a in accs])
+
+
+def _sum4_lanes(builder: ir.IRBuilder, x: list) -> ir.Value:
+    """The horizontal sums of four 8-lane f32 vectors as one 4-lane vector (a shuffle tree)."""
     def pick(a: ir.Value, b: ir.Value, idx: list) -> ir.Value:
-        return builder.shuffle_vector(a, b, ir.Constant(_vec(_I32, len(idx)), idx))
+        return _pick(builder, a, b, idx)
 
     def add(a: ir.Value, b: ir.Value) -> ir.Value:
-        return builder.fadd(a, b, flags=("reassoc", "contract"))
+        return _fadd(builder, a, b)
 
-    x = [add(pick(a, a, list(range(8))), pick(a, a, list(range(8, 16)))) for a in accs]
     # y: 4 partial sums of row 0 then row 1 (of rows 2, 3); z: 2 of each row; then 1
     y01 = add(pick(x[0], x[1], [0, 1, 2, 3, 8, 9, 10, 11]),
               pick(x[0], x[1], [4, 5, 6, 7, 12, 13, 14, 15]))
@@ -281,11 +297,17 @@ def _block_i4_vnni(typingctx, row, stride, qe, qo, corr, sc, sc_stride, pairs, q
 
 def _scale_store(builder: ir.IRBuilder, accs: list, qscale: ir.Value, out: ir.Value) -> None:
     """The four rows' sums of ``accs`` (16 f32 lanes each) times ``qscale`` into ``out``."""
+    _scale_store4(builder, _sum4(builder, accs), qscale, out)
+
+
+def _scale_store4(builder: ir.IRBuilder, sums: ir.Value, qscale: ir.Value,
+                  out: ir.Value) -> None:
+    """Four f32 ``sums`` times ``qscale`` into ``out`` (qscale in the vector: no scalar pass)."""
     one = builder.insert_element(ir.Constant(_vec(_F32, 4), ir.Undefined), qscale,
                                  ir.Constant(_I32, 0))
     splat = builder.shuffle_vector(one, one, ir.Constant(_vec(_I32, 4), [0] * 4))
-    sums = builder.fmul(_sum4(builder, accs), splat)  # qscale in the vector: no scalar pass
-    builder.store(sums, builder.inttoptr(out, _vec(_F32, 4).as_pointer()), align=1)
+    builder.store(builder.fmul(sums, splat), builder.inttoptr(out, _vec(_F32, 4).as_pointer()),
+                  align=1)
 
 
 def _prefetch_line(builder: ir.IRBuilder, addr: ir.Value, locality: int = 3) -> None:
@@ -297,6 +319,21 @@ def _prefetch_line(builder: ir.IRBuilder, addr: ir.Value, locality: int = 3) -> 
         "llvm.prefetch.p0i8")
     builder.call(fn, [builder.inttoptr(addr, ptr), ir.Constant(_I32, 0),
                       ir.Constant(_I32, locality), ir.Constant(_I32, 1)])
+
+
+def _fetch_lines(builder: ir.IRBuilder, base: ir.Value, offset: ir.Value, end: ir.Value,
+                 lines, locality: int) -> None:
+    """Prefetch ``lines`` (a count, or an IR value) 64-byte lines from ``base + offset``,
+    started no further than ``end``."""
+    at = builder.add(base, offset)
+    at = builder.select(builder.icmp_unsigned(">", at, end), end, at)
+    if isinstance(lines, int):
+        for line in range(lines):
+            _prefetch_line(builder, builder.add(at, ir.Constant(at.type, 64 * line)), locality)
+        return
+    with cgutils.for_range(builder, lines) as loop:
+        offset = builder.mul(loop.index, ir.Constant(at.type, 64))
+        _prefetch_line(builder, builder.add(at, offset), locality)
 
 
 # How far ahead the unrolled int4 scan prefetches every line of a block of rows (and its
@@ -385,20 +422,12 @@ def _unrolled_i4_vnni(pairs: int):
             sc_ahead = builder.mul(builder.sdiv(ahead, stride), sc_stride)
             near = builder.mul(block, ir.Constant(block.type, INT4_NEAR_BLOCKS))
 
-            def fetch(base: ir.Value, offset: ir.Value, end: ir.Value, lines: int,
-                      locality: int) -> None:
-                at = builder.add(base, offset)
-                at = builder.select(builder.icmp_unsigned(">", at, end), end, at)
-                for line in range(lines):
-                    _prefetch_line(builder, builder.add(at, ir.Constant(at.type, 64 * line)),
-                                   locality)
-
             with cgutils.for_range(builder, blocks) as loop:
                 first = builder.add(row, builder.mul(loop.index, block))
                 scs = builder.add(sc, builder.mul(loop.index, sc_block))
-                fetch(first, ahead, last, BLOCK_ROWS * pairs, INT4_LOCALITY)
-                fetch(scs, sc_ahead, sc_last, sc_lines, INT4_LOCALITY)
-                fetch(first, near, last, BLOCK_ROWS * pairs, 3)
+                _fetch_lines(builder, first, ahead, last, BLOCK_ROWS * pairs, INT4_LOCALITY)
+                _fetch_lines(builder, scs, sc_ahead, sc_last, sc_lines, INT4_LOCALITY)
+                _fetch_lines(builder, first, near, last, BLOCK_ROWS * pairs, 3)
                 rows = [builder.add(first, builder.mul(ir.Constant(row.type, r), stride))
                         for r in range(BLOCK_ROWS)]
                 ptr = builder.inttoptr(scs, _vec(_F32, BLOCK_ROWS * groups).as_pointer())
@@ -419,19 +448,11 @@ def _unrolled_i4_vnni(pairs: int):
 
 def _store4(builder: ir.IRBuilder, acc: ir.Value, qscale: ir.Value, out: ir.Value) -> None:
     """The four rows' sums of ``acc`` (16 f32 lanes, the row fastest) times ``qscale``."""
-    def pick(a: ir.Value, idx: list) -> ir.Value:
-        return builder.shuffle_vector(a, a, ir.Constant(_vec(_I32, len(idx)), idx))
-
-    def add(a: ir.Value, b: ir.Value) -> ir.Value:
-        return builder.fadd(a, b, flags=("reassoc", "contract"))
-
-    half = add(pick(acc, list(range(8))), pick(acc, list(range(8, 16))))
-    sums = add(pick(half, [0, 1, 2, 3]), pick(half, [4, 5, 6, 7]))
-    one = builder.insert_element(ir.Constant(_vec(_F32, 4), ir.Undefined), qscale,
-                                 ir.Constant(_I32, 0))
-    splat = builder.shuffle_vector(one, one, ir.Constant(_vec(_I32, 4), [0] * 4))
-    builder.store(builder.fmul(sums, splat), builder.inttoptr(out, _vec(_F32, 4).as_pointer()),
-                  align=1)
+    half = _fadd(builder, _pick(builder, acc, acc, list(range(8))),
+                 _pick(builder, acc, acc, list(range(8, 16))))
+    sums = _fadd(builder, _pick(builder, half, half, [0, 1, 2, 3]),
+                 _pick(builder, half, half, [4, 5, 6, 7]))
+    _scale_store4(builder, sums, qscale, out)
 
 
 # Step counts (dims 128 ... 2048) with an unrolled int4 VNNI scan; other widths take the
@@ -440,6 +461,128 @@ def _store4(builder: ir.IRBuilder, acc: ir.Value, qscale: ir.Value, out: ir.Valu
 UNROLLED_PAIRS = (1, 2, 3, 4, 6, 8, 12, 16)
 _SCAN_1, _SCAN_2, _SCAN_3, _SCAN_4, _SCAN_6, _SCAN_8, _SCAN_12, _SCAN_16 = (
     _unrolled_i4_vnni(p) for p in UNROLLED_PAIRS)
+
+
+# --- int4 on AVX2 (no VNNI) ------------------------------------------------------------------
+#
+# The same exact int32 lanes as the VNNI screen (lane i: bytes 4i..4i+3 of a 32-byte group,
+# the -8 x offsets added), from ``vpmaddubsw`` + ``vpmaddwd``, one 32-byte group at a time;
+# each group's 8 lanes converted and fused into 8 f32 lanes times its scale. Four rows a step
+# share the group's query vectors (16 ymm registers hold them, the four accumulators and the
+# masks; the VNNI loop's query for a whole row would spill) and one horizontal-sum tree.
+
+def _nibble_dot_avx2(builder: ir.IRBuilder, low: ir.Value, q_even: ir.Value, high: ir.Value,
+                     q_odd: ir.Value) -> ir.Value:
+    """The 8 int32 lanes of ``vpdpbusd(vpdpbusd(0, low, q_even), high, q_odd)`` for 32 nibble
+    bytes (each <= 15): two ``vpmaddubsw`` (a pair's |sum| <= 2 x 15 x 128, the two sums'
+    <= 7,680: int16, never saturated), their sum, one ``vpmaddwd`` by ones."""
+    b32, w16, d8 = _vec(_I8, 32), _vec(_I16, 16), _vec(_I32, 8)
+    ubsw = cgutils.get_or_insert_function(builder.module, ir.FunctionType(w16, [b32, b32]),
+                                          "llvm.x86.avx2.pmadd.ub.sw")
+    wd = cgutils.get_or_insert_function(builder.module, ir.FunctionType(d8, [w16, w16]),
+                                        "llvm.x86.avx2.pmadd.wd")
+    pairs = builder.add(builder.call(ubsw, [low, q_even]), builder.call(ubsw, [high, q_odd]))
+    return builder.call(wd, [pairs, ir.Constant(w16, [1] * 16)])
+
+
+def _i4_avx2_group(builder: ir.IRBuilder, row: ir.Value, g: ir.Value, query: tuple) -> ir.Value:
+    """Group ``g`` of one packed int4 row as its 8 exact int32 lanes (offsets taken off)."""
+    flip = ir.Constant(_vec(_I8, 32), [0x88] * 32)  # each nibble reads as value + 8
+    nib = ir.Constant(_vec(_I8, 32), [15] * 32)
+    four = ir.Constant(_vec(_I8, 32), [4] * 32)
+    y = builder.xor(_load(builder, row, g, 32, _vec(_I8, 32)), flip)
+    low, high = builder.and_(y, nib), builder.and_(builder.lshr(y, four), nib)
+    q_even, q_odd, corr = query
+    return builder.add(_nibble_dot_avx2(builder, low, q_even, high, q_odd), corr)
+
+
+def _i4_avx2_query(builder: ir.IRBuilder, qe: ir.Value, qo: ir.Value, corr: ir.Value,
+                   g: ir.Value) -> tuple:
+    """Group ``g``'s query vectors: the int8 halves and the 8 lanes' ``-8 x`` sums."""
+    return (_load(builder, qe, g, 32, _vec(_I8, 32)), _load(builder, qo, g, 32, _vec(_I8, 32)),
+            _load(builder, corr, g, 32, _vec(_I32, 8)))
+
+
+def _scaled8(builder: ir.IRBuilder, ints: ir.Value, sc: ir.Value, g: ir.Value) -> ir.Value:
+    """8 int32 lanes as f32 times the f32 scale at ``sc + 4 g`` (address)."""
+    at = builder.add(sc, builder.mul(g, ir.Constant(sc.type, 4)))
+    scale = builder.load(builder.inttoptr(at, _F32.as_pointer()), align=4)
+    one = builder.insert_element(ir.Constant(_vec(_F32, 8), ir.Undefined), scale,
+                                 ir.Constant(_I32, 0))
+    splat = builder.shuffle_vector(one, one, ir.Constant(_vec(_I32, 8), [0] * 8))
+    return builder.fmul(builder.sitofp(ints, _vec(_F32, 8)), splat, flags=("contract",))
+
+
+@intrinsic
+def _dot_i4_avx2(typingctx, row, qe, qo, corr, sc, groups):
+    """``sum_g s_g * (nibbles_g . q_g)`` for one packed int4 row, int8 query halves (AVX2)."""
+    sig = types.float32(types.uintp, types.uintp, types.uintp, types.uintp, types.uintp,
+                        types.intp)
+
+    def codegen(context, builder, signature, args):
+        row, qe, qo, corr, sc, groups = args
+        acc = cgutils.alloca_once_value(builder, ir.Constant(_vec(_F32, 8), None))
+        with cgutils.for_range(builder, groups) as loop:
+            g = loop.index
+            ints = _i4_avx2_group(builder, row, g, _i4_avx2_query(builder, qe, qo, corr, g))
+            prod = _scaled8(builder, ints, sc, g)
+            builder.store(builder.fadd(builder.load(acc), prod, flags=("contract",)), acc)
+        return _reduce(builder, "llvm.vector.reduce.fadd.v8f32", _F32,
+                       [ir.Constant(_F32, 0.0), builder.load(acc)])
+
+    return sig, codegen
+
+
+@intrinsic
+def _scan_i4_avx2(typingctx, row, stride, qe, qo, corr, sc, sc_stride, groups, qscale, out,
+                  blocks, ahead, last, sc_last):
+    """``blocks`` blocks of ``BLOCK_ROWS`` packed int4 rows from ``row`` times ``qscale`` into
+    ``out`` (addresses): per group, its query vectors loaded once for the block's four rows;
+    every line of the block ``ahead`` bytes on (and of its scales) prefetched into L2, of the
+    block ``INT4_NEAR_BLOCKS`` on into L1 (no further than ``last`` / ``sc_last``)."""
+    sig = types.void(types.uintp, types.intp, types.uintp, types.uintp, types.uintp,
+                     types.uintp, types.intp, types.intp, types.float32, types.uintp,
+                     types.intp, types.intp, types.uintp, types.uintp)
+
+    def codegen(context, builder, signature, args):
+        (row, stride, qe, qo, corr, sc, sc_stride, groups, qscale, out, blocks, ahead, last,
+         sc_last) = args
+        count = range(BLOCK_ROWS)
+        block = builder.mul(stride, ir.Constant(stride.type, BLOCK_ROWS))
+        sc_block = builder.mul(sc_stride, ir.Constant(sc_stride.type, BLOCK_ROWS))
+        sc_ahead = builder.mul(builder.sdiv(ahead, stride), sc_stride)
+        near = builder.mul(block, ir.Constant(block.type, INT4_NEAR_BLOCKS))
+        line = ir.Constant(block.type, 64)
+        lines = builder.sdiv(builder.add(block, ir.Constant(block.type, 63)), line)
+        sc_lines = builder.sdiv(builder.add(sc_block, ir.Constant(block.type, 63)), line)
+        accs = [cgutils.alloca_once_value(builder, ir.Constant(_vec(_F32, 8), None))
+                for _ in count]
+        with cgutils.for_range(builder, blocks) as loop:
+            first = builder.add(row, builder.mul(loop.index, block))
+            scs = builder.add(sc, builder.mul(loop.index, sc_block))
+            _fetch_lines(builder, first, ahead, last, lines, INT4_LOCALITY)
+            _fetch_lines(builder, scs, sc_ahead, sc_last, sc_lines, INT4_LOCALITY)
+            _fetch_lines(builder, first, near, last, lines, 3)
+            rows = [builder.add(first, builder.mul(ir.Constant(row.type, r), stride))
+                    for r in count]
+            row_scs = [builder.add(scs, builder.mul(ir.Constant(sc.type, r), sc_stride))
+                       for r in count]
+            for acc in accs:
+                builder.store(ir.Constant(_vec(_F32, 8), None), acc)
+            with cgutils.for_range(builder, groups) as group:
+                g = group.index
+                query = _i4_avx2_query(builder, qe, qo, corr, g)
+                for r in count:
+                    prod = _scaled8(builder, _i4_avx2_group(builder, rows[r], g, query),
+                                    row_scs[r], g)
+                    builder.store(builder.fadd(builder.load(accs[r]), prod,
+                                               flags=("contract",)), accs[r])
+            at = builder.add(out, builder.mul(loop.index, ir.Constant(out.type, 4 * BLOCK_ROWS)))
+            _scale_store4(builder, _sum4_lanes(builder, [builder.load(a) for a in accs]),
+                          qscale, at)
+        return context.get_dummy_value()
+
+    return sig, codegen
 
 
 @intrinsic
@@ -480,6 +623,15 @@ def _ahead(A, i, hi):
     """Prefetch the start of the row ``PREFETCH_BYTES`` past row ``i`` (clamped below ``hi``)."""
     step = max(1, PREFETCH_BYTES // max(1, A.strides[0]))
     _prefetch(A.ctypes.data + min(i + step, hi - 1) * A.strides[0])
+
+
+@_row
+def _ahead_lines(A, i, hi):
+    """Prefetch every line of the row ``PREFETCH_BYTES`` past row ``i`` (clamped below ``hi``)."""
+    step = max(1, PREFETCH_BYTES // max(1, A.strides[0]))
+    base = A.ctypes.data + min(i + step, hi - 1) * A.strides[0]
+    for offset in range(0, A.strides[0], 64):
+        _prefetch(base + offset)
 
 
 @_row
@@ -537,6 +689,14 @@ def _row_i8_vnni(C, scales, q8, qfix, qscale, i):
 @_row
 def _row_i4_vnni(P, scales, qe, qo, corr, qscale, i):
     got = _dot_i4_vnni(P.ctypes.data + i * P.strides[0], qe.ctypes.data, qo.ctypes.data,
+                       corr.ctypes.data, scales.ctypes.data + i * scales.strides[0],
+                       scales.shape[1])
+    return got * qscale
+
+
+@_row
+def _row_i4_avx2(P, scales, qe, qo, corr, qscale, i):
+    got = _dot_i4_avx2(P.ctypes.data + i * P.strides[0], qe.ctypes.data, qo.ctypes.data,
                        corr.ctypes.data, scales.ctypes.data + i * scales.strides[0],
                        scales.shape[1])
     return got * qscale
@@ -609,6 +769,22 @@ def screen_i4_rows(P, scales, qe, qo, corr, qscale, rows, lo, hi, out):
     for t in range(lo, hi):
         _ahead_rows(P, rows, t, hi)
         out[t] = _row_i4(P, scales, qe, qo, corr, qscale, rows[t])
+
+
+@_screen
+def screen_f16_lines(H, q, lo, hi, out):
+    """As :func:`screen_f16`, every line of a row prefetched (:func:`_ahead_lines`)."""
+    for i in range(lo, hi):
+        _ahead_lines(H, i, hi)
+        out[i] = _row_f16(H, q, i)
+
+
+@_screen
+def screen_i8_lines(C, scales, qi, qscale, lo, hi, out):
+    """As :func:`screen_i8`, every line of a row prefetched (:func:`_ahead_lines`)."""
+    for i in range(lo, hi):
+        _ahead_lines(C, i, hi)
+        out[i] = _row_i8(C, scales, qi, qscale, i)
 
 
 @_screen
@@ -688,6 +864,31 @@ def screen_i4_vnni_rows(P, scales, qe, qo, corr, qscale, rows, lo, hi, out):
     for t in range(lo, hi):
         _ahead_rows(P, rows, t, hi)
         out[t] = _row_i4_vnni(P, scales, qe, qo, corr, qscale, rows[t])
+
+
+@_screen
+def screen_i4_avx2(P, scales, qe, qo, corr, qscale, lo, hi, out):
+    """As :func:`screen_i4_vnni` on AVX2: the same int32 lanes from ``vpmaddubsw`` +
+    ``vpmaddwd``, blocks of ``BLOCK_ROWS`` rows group by group (:func:`_scan_i4_avx2`)."""
+    blocks = (hi - lo) // BLOCK_ROWS
+    if blocks > 0:
+        stride, sc_stride = P.strides[0], scales.strides[0]
+        ahead = max(BLOCK_ROWS, INT4_AHEAD_BYTES // max(1, stride)) * stride
+        _scan_i4_avx2(P.ctypes.data + lo * stride, stride, qe.ctypes.data, qo.ctypes.data,
+                      corr.ctypes.data, scales.ctypes.data + lo * sc_stride, sc_stride,
+                      scales.shape[1], qscale, out.ctypes.data + lo * 4, blocks, ahead,
+                      P.ctypes.data + (hi - BLOCK_ROWS) * stride,
+                      scales.ctypes.data + (hi - BLOCK_ROWS) * sc_stride)
+    for i in range(lo + blocks * BLOCK_ROWS, hi):
+        out[i] = _row_i4_avx2(P, scales, qe, qo, corr, qscale, i)
+
+
+@_screen
+def screen_i4_avx2_rows(P, scales, qe, qo, corr, qscale, rows, lo, hi, out):
+    """``out[t]`` for row ``rows[t]``, ``t`` in ``lo..hi`` (as :func:`screen_i4_avx2`)."""
+    for t in range(lo, hi):
+        _ahead_rows(P, rows, t, hi)
+        out[t] = _row_i4_avx2(P, scales, qe, qo, corr, qscale, rows[t])
 
 
 @_plain
@@ -947,6 +1148,20 @@ def top_i8(C, scales, qi, qscale, q, k, delta2, out, found, exact, ids, best):
 
 
 @_plain
+def top_f16_lines(H, qs, q, k, delta2, out, found, exact, ids, best):
+    """As :func:`top_f16`, screened by :func:`screen_f16_lines`."""
+    screen_f16_lines(H, qs, 0, H.shape[0], out)
+    return finish_f16(H, q, out, k, delta2, found, False, found, exact, ids, best)
+
+
+@_plain
+def top_i8_lines(C, scales, qi, qscale, q, k, delta2, out, found, exact, ids, best):
+    """As :func:`top_i8`, screened by :func:`screen_i8_lines`."""
+    screen_i8_lines(C, scales, qi, qscale, 0, C.shape[0], out)
+    return finish_i8(C, scales, q, out, k, delta2, found, False, found, exact, ids, best)
+
+
+@_plain
 def top_i8_vnni(C, scales, q8, qfix, qscale, q, k, delta2, out, found, exact, ids, best):
     """As :func:`top_f32` for int8 rows, screened by :func:`screen_i8_vnni`."""
     screen_i8_vnni(C, scales, q8, qfix, qscale, 0, C.shape[0], out)
@@ -967,20 +1182,27 @@ def top_i4_vnni(P, scales, qe, qo, corr, qscale, q, k, delta2, out, found, exact
     return finish_i4(P, scales, q, out, k, delta2, found, False, found, exact, ids, best)
 
 
-def _has_vnni() -> bool:
-    """Whether the compiled code targets this CPU and it has AVX-512 VNNI (``vpdpbusd``)."""
+@_plain
+def top_i4_avx2(P, scales, qe, qo, corr, qscale, q, k, delta2, out, found, exact, ids, best):
+    """As :func:`top_f32` for int4 rows, screened by :func:`screen_i4_avx2`."""
+    screen_i4_avx2(P, scales, qe, qo, corr, qscale, 0, P.shape[0], out)
+    return finish_i4(P, scales, q, out, k, delta2, found, False, found, exact, ids, best)
+
+
+def _host_features() -> dict:
+    """The CPU features the compiled code may use: this CPU's when numba targets it, none when
+    it targets another (``NUMBA_CPU_NAME`` / ``NUMBA_CPU_FEATURES``: a cache built for other
+    machines takes no target intrinsics)."""
     import os
 
     from llvmlite import binding
 
     if os.environ.get("NUMBA_CPU_NAME") or os.environ.get("NUMBA_CPU_FEATURES"):
-        return False  # a portable (cached for other machines) target: no target intrinsics
+        return {}
     try:
-        features = binding.get_host_cpu_features()
+        return dict(binding.get_host_cpu_features())
     except RuntimeError:
-        return False
-    return all(features.get(f, False) for f in ("avx512f", "avx512bw", "avx512vl",
-                                                  "avx512vnni"))
+        return {}
 
 
 _RANGE = {"float32": screen_f32, "float16": screen_f16, "int8": screen_i8, "int4": screen_i4}
@@ -990,15 +1212,41 @@ _AFTER = {"kth": kth_largest, "quantise": quantise_query, "select": screened_row
           "finish": {"float32": finish_f32, "float16": finish_f16, "int8": finish_i8,
                      "int4": finish_i4}}
 _TOP = {"float32": top_f32, "float16": top_f16, "int8": top_i8, "int4": top_i4}
-PORTABLE: dict = {"bits": 16, "range": _RANGE, "rows": _ROWS, "top": _TOP} | _AFTER
+PORTABLE: dict = {"bits": {"int8": 16, "int4": 16}, "range": _RANGE, "rows": _ROWS,
+                  "top": _TOP} | _AFTER
 """Generic vector IR on any CPU: the integer screens take the query as int16 levels."""
-WITH_VNNI: dict = {"bits": 8,
+WITH_AVX2: dict = {"bits": {"int8": 16, "int4": 8},
+                   "range": _RANGE | {"float16": screen_f16_lines, "int8": screen_i8_lines,
+                                      "int4": screen_i4_avx2},
+                   "rows": _ROWS | {"int4": screen_i4_avx2_rows},
+                   "top": _TOP | {"float16": top_f16_lines, "int8": top_i8_lines,
+                                  "int4": top_i4_avx2}} | _AFTER
+"""AVX2: int4 as int8 query halves (``vpmaddubsw``); int8 as the portable screen (int8 codes
+against an int8 query would saturate ``vpmaddubsw``'s int16 pairs). float16 and int8 rows
+prefetch every line: on a Zen 3 (AVX2, 2 cores) that took int8 from 1.6-1.7x to 1.1-1.2x its
+read floor and float16 from 1.28x to 1.17x, where float32 got slower (1.08x -> 1.33x: its
+24 prefetches a row) and so keeps one line a row (``bench_exact.py``, one run each way)."""
+WITH_VNNI: dict = {"bits": {"int8": 8, "int4": 8},
                    "range": _RANGE | {"int8": screen_i8_vnni, "int4": screen_i4_vnni},
                    "rows": _ROWS | {"int8": screen_i8_vnni_rows, "int4": screen_i4_vnni_rows},
                    "top": _TOP | {"int8": top_i8_vnni, "int4": top_i4_vnni}} | _AFTER
 """AVX-512 VNNI: the integer screens take the query as int8 levels (``vpdpbusd``)."""
-VNNI = _has_vnni()
-SCREENS = WITH_VNNI if VNNI else PORTABLE
-"""This machine's screens: ``bits`` (the integer query width), ``range`` and ``rows`` loops,
-the compiled steps around them (``kth``, ``quantise``, ``select``, ``finish``) and whole
-single-thread queries (``top``)."""
+
+
+def _runnable(features: dict) -> dict:
+    """The screen tiers a CPU with ``features`` can run, by name, fastest first."""
+    tiers = {}
+    if all(features.get(f, False) for f in ("avx512f", "avx512bw", "avx512vl", "avx512vnni")):
+        tiers["vnni"] = WITH_VNNI
+    if features.get("avx2", False):
+        tiers["avx2"] = WITH_AVX2
+    tiers["portable"] = PORTABLE
+    return tiers
+
+
+RUNNABLE = _runnable(_host_features())
+"""Every tier this machine can run (the tests run each), fastest first."""
+SCREENS = next(iter(RUNNABLE.values()))
+"""This machine's screens: ``bits`` (the integer query width per dtype), ``range`` and
+``rows`` loops, the compiled steps around them (``kth``, ``quantise``, ``select``,
+``finish``) and whole single-thread queries (``top``)."""

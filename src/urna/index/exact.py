@@ -313,7 +313,7 @@ def rerank(slab: Slab, q: np.ndarray, candidates: Iterable[int] | np.ndarray,
 # gamma_d * sum|r_j q_j| <= gamma_d * R * |q| of t (Higham, Thm 3.1 for every summation tree);
 # the kernels' lanes, tails, scale products and int4 groups add at most G + 2 roundings
 # (G = groups), so |K - t| <= gamma_m R |q| with m = dim + G + 4. The quantised screens use an
-# integer query q' = qscale * qi (int16 levels, or int8 for the VNNI screens; error
+# integer query q' = qscale * qi (int16 levels, or int8 for the VNNI / AVX2 ones; error
 # e = q - q'); their integer dot products are exact (the +128 / +8 offsets come back off in
 # integers). int8 then adds an f32 conversion and two products (3 roundings); int4 sums its
 # exact integer lanes (2, 8 or 16 per group, each |lane| <= the sum of its |c_j q'_j|) times the
@@ -412,12 +412,14 @@ class _Probe(Record):
         self.args, self.err, self.norm, self.qnorm = args, err, norm, qnorm
 
 
-def _probe(slab: Slab, q: np.ndarray, bits: int = 16, quantise=None,
+def _probe(slab: Slab, q: np.ndarray, kern: dict | None = None,
            scratch: bool = False) -> _Probe:
-    """The query for ``slab``'s screen; integer screens take it as ``bits``-bit levels
-    (computed by the compiled ``quantise`` when given: one call instead of ~20 numpy ops,
-    into this thread's scratch buffers when ``scratch``: the caller is done with the probe
-    before its next one)."""
+    """The query for ``slab``'s screen in ``kern`` (None: numpy's); integer screens take it as
+    the tier's ``bits``-bit levels (computed by its compiled ``quantise``: one call instead of
+    ~20 numpy ops, into this thread's scratch buffers when ``scratch``: the caller is done
+    with the probe before its next one)."""
+    bits = 16 if kern is None else kern["bits"].get(slab.dtype, 16)
+    quantise = None if kern is None else kern.get("quantise")
     if slab.dtype in ("float32", "float16"):
         norm = _norm(q)
         return _Probe((q,), 0.0, norm, norm)
@@ -535,7 +537,7 @@ def _norm(q: np.ndarray) -> float:
 def _screens_for(slab: Slab) -> dict | None:
     """The compiled screens when they can take this slab, else None (numpy / BLAS)."""
     kern = _scan_kernels()
-    if kern is not None and (slab.dtype == "int8" and kern["bits"] == 8
+    if kern is not None and (slab.dtype == "int8" and kern["bits"]["int8"] == 8
                              and 255 * 127 * slab.dim > _INT_DOT):  # too wide for int32 sums
         return None
     return kern
@@ -566,7 +568,7 @@ def _screen(slab: Slab, q: np.ndarray, nthreads: int, cand: np.ndarray | None,
         _run_tasks(blas, _ranges(count, nthreads), nthreads)
         _RENT.charge(t0)
         return _Screened(out, screen_bound(slab, qnorm))
-    probe = _probe(slab, q, kern["bits"], kern.get("quantise"))
+    probe = _probe(slab, q, kern)
     head = _slab_args(slab)
     if cand is None:
         fn = kern["range"][slab.dtype]
@@ -664,7 +666,7 @@ def _compiled_top(slab: Slab, q: np.ndarray, k: int,
                   kern: dict) -> tuple[np.ndarray, np.ndarray] | None:
     """One thread's whole screened search in one compiled call; None when a score is not
     finite (the caller scores every row)."""
-    probe = _probe(slab, q, kern["bits"], kern["quantise"], scratch=True)
+    probe = _probe(slab, q, kern, scratch=True)
     qnorm = _norm(q) if probe.qnorm is None else probe.qnorm
     delta = screen_bound(slab, qnorm, probe.err, probe.norm)
     if not math.isfinite(delta):
