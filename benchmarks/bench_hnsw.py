@@ -29,7 +29,6 @@ which is why it lives here and not in the test suite.
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import hashlib
 import math
 import os
@@ -42,7 +41,7 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")  # before faiss / BLAS load
 
 import numpy as np  # noqa: E402
 
-from urna.format.sections.hnsw import encode_hnsw  # noqa: E402
+from urna.format.sections.hnsw import HnswPayload, encode_hnsw  # noqa: E402
 from urna.index.exact import Slab  # noqa: E402
 from urna.index.hnsw import Lcg, beam_rows, build_hnsw, hnsw_search  # noqa: E402
 
@@ -99,9 +98,13 @@ def run_alternating(fns, queries: np.ndarray, rounds: int) -> tuple[list[list], 
     return found, best.mean(axis=1) * 1e6
 
 
+def without_floor(graph: HnswPayload) -> HnswPayload:
+    """The graph with ``ef_construction`` 0: its beam is then exactly ef."""
+    return HnswPayload(**(graph.as_dict() | {"ef_construction": 0}))
+
+
 def urna_query(graph, vecs, ef, floor=True, rerank=True):
-    unfloored = dataclasses.replace(graph, ef_construction=0)  # the beam is exactly ef
-    g = graph if floor else unfloored
+    g = graph if floor else without_floor(graph)
     if not rerank:
         return lambda q: hnsw_search(g, vecs, q, ef)
 
@@ -163,7 +166,7 @@ def quantised_slabs(x: np.ndarray) -> dict[str, Slab]:
 
 def compare_packed(graph, corpus: np.ndarray, queries: np.ndarray, rounds: int) -> None:
     """Latency at ef 64 (no floor) over packed rows vs the same rows dequantised up front."""
-    unfloored = dataclasses.replace(graph, ef_construction=0)
+    unfloored = without_floor(graph)
     print("quantised rows, ef 64, beam only: packed in place vs dequantised float32 copy")
     for name, slab in quantised_slabs(corpus).items():
         f32 = slab.dequantize(0, slab.n)
