@@ -85,6 +85,23 @@ def _reduce(builder: ir.IRBuilder, name: str, ret: ir.Type, args: list) -> ir.Va
     return builder.call(fn, args, fastmath=("reassoc",) if ret == _F32 else ())
 
 
+def _splat(builder: ir.IRBuilder, scalar: ir.Value, lanes: int) -> ir.Value:
+    """``lanes`` copies of the f32 ``scalar`` (a broadcast)."""
+    one = builder.insert_element(ir.Constant(_vec(_F32, lanes), ir.Undefined), scalar,
+                                 ir.Constant(_I32, 0))
+    return builder.shuffle_vector(one, one, ir.Constant(_vec(_I32, lanes), [0] * lanes))
+
+
+def _nibbles(builder: ir.IRBuilder, packed: ir.Value) -> tuple[ir.Value, ir.Value]:
+    """The low and high nibbles of packed int4 bytes as bytes, each reading as its value + 8
+    (the bytes flipped by ``0x88``: no sign extension, one mask, one shift)."""
+    width = packed.type.count
+    nib = ir.Constant(_vec(_I8, width), [15] * width)
+    y = builder.xor(packed, ir.Constant(_vec(_I8, width), [0x88] * width))
+    low = builder.and_(y, nib)
+    return low, builder.and_(builder.lshr(y, ir.Constant(_vec(_I8, width), [4] * width)), nib)
+
+
 @intrinsic
 def _dot_i8_i16(typingctx, row, q, steps):
     """The exact int32 dot of ``steps * 32`` int8 codes at ``row`` with int16 ``q`` (addresses)."""
@@ -132,10 +149,8 @@ def _dot_i4_i16(typingctx, row, qe, qo, corr, sc, groups):
                                _madd(builder, high, _load(builder, qo, g, 64, _vec(_I16, 32))))
             scale = builder.load(builder.inttoptr(
                 builder.add(sc, builder.mul(g, ir.Constant(sc.type, 4))), _F32.as_pointer()))
-            lanes = builder.insert_element(ir.Constant(_vec(_F32, 16), ir.Undefined), scale,
-                                           ir.Constant(_I32, 0))
-            splat = builder.shuffle_vector(lanes, lanes, ir.Constant(_vec(_I32, 16), [0] * 16))
-            prod = builder.fmul(builder.sitofp(part, _vec(_F32, 16)), splat, flags=("contract",))
+            prod = builder.fmul(builder.sitofp(part, _vec(_F32, 16)), _splat(builder, scale, 16),
+                                flags=("contract",))
             builder.store(builder.fadd(builder.load(acc), prod, flags=("contract",)), acc)
         return _reduce(builder, "llvm.vector.reduce.fadd.v16f32", _F32,
                        [ir.Constant(_F32, 0.0), builder.load(acc)])
@@ -189,11 +204,7 @@ def _i4_vnni_lanes(builder: ir.IRBuilder, row: ir.Value, query: tuple, sc: ir.Va
                    t: ir.Value, width: int) -> ir.Value:
     """:func:`_i4_vnni_step` with the step's query vectors given (:func:`_i4_vnni_query`)."""
     lanes, groups = width // 4, width // 32
-    flip = ir.Constant(_vec(_I8, width), [0x88] * width)  # each nibble reads as value + 8
-    nib = ir.Constant(_vec(_I8, width), [15] * width)
-    four = ir.Constant(_vec(_I8, width), [4] * width)
-    y = builder.xor(_load(builder, row, t, width, _vec(_I8, width)), flip)
-    low, high = builder.and_(y, nib), builder.and_(builder.lshr(y, four), nib)
+    low, high = _nibbles(builder, _load(builder, row, t, width, _vec(_I8, width)))
     q_even, q_odd, acc = query  # acc: -8 x the lanes' query sums
     acc = _vpdpbusd(builder, acc, low, q_even)
     acc = _vpdpbusd(builder, acc, high, q_odd)
@@ -303,11 +314,8 @@ def _scale_store(builder: ir.IRBuilder, accs: list, qscale: ir.Value, out: ir.Va
 def _scale_store4(builder: ir.IRBuilder, sums: ir.Value, qscale: ir.Value,
                   out: ir.Value) -> None:
     """Four f32 ``sums`` times ``qscale`` into ``out`` (qscale in the vector: no scalar pass)."""
-    one = builder.insert_element(ir.Constant(_vec(_F32, 4), ir.Undefined), qscale,
-                                 ir.Constant(_I32, 0))
-    splat = builder.shuffle_vector(one, one, ir.Constant(_vec(_I32, 4), [0] * 4))
-    builder.store(builder.fmul(sums, splat), builder.inttoptr(out, _vec(_F32, 4).as_pointer()),
-                  align=1)
+    builder.store(builder.fmul(sums, _splat(builder, qscale, 4)),
+                  builder.inttoptr(out, _vec(_F32, 4).as_pointer()), align=1)
 
 
 def _prefetch_line(builder: ir.IRBuilder, addr: ir.Value, locality: int = 3) -> None:
@@ -349,11 +357,7 @@ INT4_NEAR_BLOCKS = 3
 def _i4_vnni_ints(builder: ir.IRBuilder, row: ir.Value, query: tuple, t: ir.Value) -> ir.Value:
     """Step ``t``'s exact int32 lanes of one row (64 bytes: lanes 0-7 the step's first group,
     8-15 its second), the ``-8 x`` offsets already in (:func:`_i4_vnni_query`)."""
-    flip = ir.Constant(_vec(_I8, 64), [0x88] * 64)  # each nibble reads as value + 8
-    nib = ir.Constant(_vec(_I8, 64), [15] * 64)
-    four = ir.Constant(_vec(_I8, 64), [4] * 64)
-    y = builder.xor(_load(builder, row, t, 64, _vec(_I8, 64)), flip)
-    low, high = builder.and_(y, nib), builder.and_(builder.lshr(y, four), nib)
+    low, high = _nibbles(builder, _load(builder, row, t, 64, _vec(_I8, 64)))
     q_even, q_odd, acc = query
     return _vpdpbusd(builder, _vpdpbusd(builder, acc, low, q_even), high, q_odd)
 
@@ -487,11 +491,7 @@ def _nibble_dot_avx2(builder: ir.IRBuilder, low: ir.Value, q_even: ir.Value, hig
 
 def _i4_avx2_group(builder: ir.IRBuilder, row: ir.Value, g: ir.Value, query: tuple) -> ir.Value:
     """Group ``g`` of one packed int4 row as its 8 exact int32 lanes (offsets taken off)."""
-    flip = ir.Constant(_vec(_I8, 32), [0x88] * 32)  # each nibble reads as value + 8
-    nib = ir.Constant(_vec(_I8, 32), [15] * 32)
-    four = ir.Constant(_vec(_I8, 32), [4] * 32)
-    y = builder.xor(_load(builder, row, g, 32, _vec(_I8, 32)), flip)
-    low, high = builder.and_(y, nib), builder.and_(builder.lshr(y, four), nib)
+    low, high = _nibbles(builder, _load(builder, row, g, 32, _vec(_I8, 32)))
     q_even, q_odd, corr = query
     return builder.add(_nibble_dot_avx2(builder, low, q_even, high, q_odd), corr)
 
@@ -507,10 +507,8 @@ def _scaled8(builder: ir.IRBuilder, ints: ir.Value, sc: ir.Value, g: ir.Value) -
     """8 int32 lanes as f32 times the f32 scale at ``sc + 4 g`` (address)."""
     at = builder.add(sc, builder.mul(g, ir.Constant(sc.type, 4)))
     scale = builder.load(builder.inttoptr(at, _F32.as_pointer()), align=4)
-    one = builder.insert_element(ir.Constant(_vec(_F32, 8), ir.Undefined), scale,
-                                 ir.Constant(_I32, 0))
-    splat = builder.shuffle_vector(one, one, ir.Constant(_vec(_I32, 8), [0] * 8))
-    return builder.fmul(builder.sitofp(ints, _vec(_F32, 8)), splat, flags=("contract",))
+    return builder.fmul(builder.sitofp(ints, _vec(_F32, 8)), _splat(builder, scale, 8),
+                        flags=("contract",))
 
 
 @intrinsic
