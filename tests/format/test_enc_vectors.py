@@ -185,12 +185,13 @@ def scalar_int8(row: list[float]) -> bytes:
     if m == 0:
         return struct.pack("<f", 1.0), bytes(len(row))
     scale = F32(m / F32(127))
-    inv = F32(F32(1) / scale)
     codes = []
-    for v in row:
-        q = F32(F32(v) * inv)
-        c = 0 if math.isnan(q) else int(max(-127, min(127, _round_away(float(q)))))
-        codes.append(c & 0xFF)
+    with np.errstate(over="ignore", invalid="ignore"):  # a subnormal scale: inv = inf, 0 * inf
+        inv = F32(F32(1) / scale)
+        for v in row:
+            q = F32(F32(v) * inv)
+            c = 0 if math.isnan(q) else int(max(-127, min(127, _round_away(float(q)))))
+            codes.append(c & 0xFF)
     return struct.pack("<f", scale), bytes(codes)
 
 

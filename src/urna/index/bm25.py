@@ -401,15 +401,17 @@ class Bm25Index:
         """Every doc's f32 score for the query terms ``tids`` (0 where untouched)."""
         acc = np.zeros(self.n_docs, dtype=_F32)
         fresh = True  # acc is still all zeros
-        for t in tids:  # query order, repeats included: f32 sums in the reference's order
-            docs, contrib, simple, _ = self._term(t)
-            if not simple:
-                np.add.at(acc, docs, contrib)
-            elif fresh:
-                acc[docs] = contrib + _F32(0.0)  # 0.0 + x, as the reference
-            else:
-                acc[docs] += contrib
-            fresh = False
+        # a hostile payload's huge weights sum to inf, as the reference's f32 sums do: no warning
+        with np.errstate(over="ignore", invalid="ignore"):
+            for t in tids:  # query order, repeats included: f32 sums in the reference's order
+                docs, contrib, simple, _ = self._term(t)
+                if not simple:
+                    np.add.at(acc, docs, contrib)
+                elif fresh:
+                    acc[docs] = contrib + _F32(0.0)  # 0.0 + x, as the reference
+                else:
+                    acc[docs] += contrib
+                fresh = False
         return acc
 
     def scores(self, text: str) -> tuple[np.ndarray, np.ndarray]:
