@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -67,6 +68,40 @@ def test_killed_writer_leaves_the_last_complete_version(tmp_path: Path, op: str,
         cat.add(document("d.txt"))
         assert cat.version == (4 if point == "after-commit" else 3)
         assert {"d.txt"} <= {c.split(" ")[0] for c in cat.texts()}
+    # the next write deleted what the killed one left: the folder holds what versions name
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted({path.name, *_named(path)})
+
+
+def _named(path: Path) -> set[str]:
+    """Every segment and sources file some version of the catalog names."""
+    log = json.loads(path.read_text(encoding="utf-8"))["living"]["versions"]
+    return ({s["file"] for rec in log for s in rec["segments"]}
+            | {rec["sources_file"] for rec in log if "sources_file" in rec})
+
+
+def test_a_write_deletes_only_this_catalogs_unnamed_files(tmp_path: Path) -> None:
+    path = _seeded(tmp_path)
+    named = _named(path)
+    left = [tmp_path / "live-v000003-0123456789ab.urna",  # a killed writer's segment
+            tmp_path / "live-v000009-abcdef012345.sources.jsonl",  # and its sources file
+            tmp_path / "live-v000002-fedcba987654.urna"]  # a revived copy never unlinked
+    kept = [tmp_path / "other-v000003-0123456789ab.urna",  # another catalog's
+            tmp_path / "live-v3-0123456789ab.urna",  # not the writer's own form
+            tmp_path / "live-v000003-0123456789ab.urna.bak",
+            tmp_path / "live-00000-of-00002.urna",  # a sharded build's
+            tmp_path / "notes.txt"]
+    for f in left + kept:
+        f.write_bytes(b"x")
+    (tmp_path / "live-v000004-00000000000a.urna").mkdir()  # a folder is never touched
+    with urna.open_catalog(path) as cat:
+        cat.add(document("c.txt"))
+    assert not any(f.exists() for f in left)
+    assert all(f.exists() for f in kept)
+    assert (tmp_path / "live-v000004-00000000000a.urna").is_dir()
+    assert named <= {p.name for p in tmp_path.iterdir()}  # every older version still opens
+    for version in (1, 2, 3):
+        with urna.open_catalog(path, version=version) as old:
+            assert old.validate()
 
 
 def test_two_writers_one_wins_the_other_is_refused(tmp_path: Path) -> None:

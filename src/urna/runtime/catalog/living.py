@@ -3,10 +3,12 @@
 A writer takes ``<catalog>.lock`` (``O_CREAT | O_EXCL``, holding its pid; removed on exit), reads
 the catalog, writes any new segment (an immutable ``.urna`` beside it, written atomically), then
 the whole catalog with the new version appended (``write_catalog``: temp file, fsync, rename).
-A writer killed at any point leaves the previous version intact; a segment it wrote but never
-committed is an unlisted file. A second writer gets :class:`CatalogLocked`; a lock whose pid is
-dead is reported with the command that clears it. Segment files are never deleted, so every
-old version reopens and every removed chunk's text stays citable.
+A writer killed at any point leaves the previous version intact; a segment or sources file it
+wrote but never committed is a file no version names, and the next writer deletes it when it
+starts (:func:`unnamed_files`: only names of this catalog's own form, under the lock). A second
+writer gets :class:`CatalogLocked`; a lock whose pid is dead is reported with the command that
+clears it. Segment files some version names are never deleted, so every old version reopens
+and every removed chunk's text stays citable.
 
 ``URNA_LIVING_CRASH=<point>`` SIGKILLs the writer at a named point and
 ``URNA_LIVING_PAUSE=<point>:<path>`` makes it create ``<path>.reached`` and wait for ``<path>``
@@ -19,6 +21,7 @@ from __future__ import annotations
 import contextlib
 import fnmatch
 import os
+import re
 import signal
 import time
 from collections.abc import Iterator, Mapping, Sequence
@@ -34,6 +37,7 @@ from ..file import UrnaFile, open_file
 from .document import catalog_document, read_catalog, write_catalog
 from .sources import (
     INLINE_SOURCES,
+    SOURCES_SUFFIX,
     Sources,
     SourcesChange,
     encode_sources,
@@ -157,9 +161,28 @@ def write_segment(folder: Path, name: str, version: int, fmt: SegmentFormat,
                dataclasses.replace(fmt.options, metadata=None, metadata_types=None))
     data = build_bytes(fmt.embedding_model, fmt.embedding_dim, fmt.chunker_version,
                        fmt.model_hash, plain, options)
-    path = folder / f"{name}-v{version:06d}-{sha256_bytes(data)[7:19]}.urna"
+    path = folder / segment_name(name, version, sha256_bytes(data))
     write_atomic(path, data)
     return _entry(path)
+
+
+def segment_name(name: str, version: int, digest: str) -> str:
+    """``<name>-v<version>-<hash>.urna``: a version's segment whose bytes hash to ``digest``
+    (``sha256:`` + hex); its sources sidecar is named the same way (``sources.sidecar_name``)."""
+    return f"{name}-v{version:06d}-{digest[7:19]}.urna"
+
+
+def unnamed_files(folder: Path, name: str, versions: Sequence[dict[str, Any]]) -> list[Path]:
+    """This catalog's segment and sources files in ``folder`` that none of ``versions`` names:
+    what a writer killed before its commit (or between its commit and its cleanup) left.
+    Only names of the form :func:`segment_name` and ``sidecar_name`` give for ``name``."""
+    named = {s["file"] for rec in versions for s in rec["segments"]}
+    named.update(rec["sources_file"] for rec in versions if "sources_file" in rec)
+    own = re.compile(re.escape(name) + r"-v[0-9]{6}-[0-9a-f]{12}(?:\.urna|"
+                     + re.escape(SOURCES_SUFFIX) + ")")
+    with os.scandir(folder) as entries:
+        return sorted(Path(e.path) for e in entries if own.fullmatch(e.name)
+                      and e.name not in named and e.is_file(follow_symlinks=False))
 
 
 @dataclass
@@ -214,6 +237,10 @@ class Writer:
         self.version = head["version"] + 1
         with open_file(self.folder / self.segments[0]["file"]) as f:
             self.format = SegmentFormat.of(f, options)
+        # what a killed writer left (this lock is ours: no writer is between write and commit)
+        self.swept = unnamed_files(self.folder, self.name, self.versions)
+        for path in self.swept:
+            path.unlink(missing_ok=True)
 
     @property
     def name(self) -> str:
