@@ -7,10 +7,12 @@ of three ``urna.open_catalog`` calls are printed. Then a catalog made by ``urna 
 --update`` over ``--rows`` rows (``bench_update.py``'s rows, floor embedder): its bytes and the
 median of seven opens. ``--baseline-src DIR`` runs the same with another checkout's ``src``
 (e.g. a ``git archive`` of an earlier commit) in its own process, beside this tree's, so a
-change of the log's form shows its own effect.
+change of the log's form shows its own effect. ``--squash KEEP`` then compacts the catalog and
+squashes every version but the newest KEEP, a row after each.
 
     .venv/bin/python benchmarks/bench_living_log.py
     .venv/bin/python benchmarks/bench_living_log.py --baseline-src /tmp/old/src
+    .venv/bin/python benchmarks/bench_living_log.py --squash 5
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ from pathlib import Path
 import urna
 from living.corpus import CHUNKER, document, new_catalog
 
-n_chunks, versions, removals, every = map(int, sys.argv[1:5])
+n_chunks, versions, removals, every, keep = map(int, sys.argv[1:6])
 docs = [document(f"d{i}.txt", n_chunks=10) for i in range(max(1, n_chunks // 10))]
 chunks = [c for d in docs for c in d]
 ids = [urna.chunk_id(c["canonical_text"], c["source_uri"], c["byte_start"], c["byte_end"],
@@ -52,6 +54,15 @@ with tempfile.TemporaryDirectory() as tmp:
                     urna.open_catalog(path).close()
                     times.append((time.perf_counter() - t0) * 1000)
                 out.append([v + 2, path.stat().st_size, round(statistics.median(times), 1)])
+        if keep:  # then compact away the removed rows and fold all but the newest versions
+            for step in ("compact", "squash"):
+                cat.compact() if step == "compact" else cat.squash(keep)
+                times = []
+                for _ in range(3):
+                    t0 = time.perf_counter()
+                    urna.open_catalog(path).close()
+                    times.append((time.perf_counter() - t0) * 1000)
+                out.append([step, path.stat().st_size, round(statistics.median(times), 1)])
 print(json.dumps(out))
 """
 
@@ -97,13 +108,16 @@ def main() -> None:
     ap.add_argument("--removals", type=int, default=20)
     ap.add_argument("--every", type=int, default=10)
     ap.add_argument("--rows", type=int, default=20_000)
+    ap.add_argument("--squash", type=int, default=0, metavar="KEEP",
+                    help="after the versions, compact, then squash all but the newest KEEP "
+                         "versions (this tree only), a row after each")
     ap.add_argument("--baseline-src", type=Path, default=None)
     args = ap.parse_args()
     if args.versions * args.removals >= args.chunks:
         ap.error("--versions x --removals must stay below --chunks (a catalog keeps one chunk)")
     sides = [ROOT / "src", *([args.baseline_src] if args.baseline_src else [])]
-    logs = [run(src, _RUN, args.chunks, args.versions, args.removals, args.every)
-            for src in sides]
+    logs = [run(src, _RUN, args.chunks, args.versions, args.removals, args.every,
+                args.squash if i == 0 else 0) for i, src in enumerate(sides)]
     with tempfile.TemporaryDirectory() as tmp:
         forged = [run(src, _FORGE, args.rows, Path(tmp) / str(i)) for i, src in enumerate(sides)]
     ours, base = logs[0], logs[1] if args.baseline_src else None
@@ -114,7 +128,7 @@ def main() -> None:
     print("|" + "---|" * (head.count("|") - 1))
     for i, (version, size, ms) in enumerate(ours):
         row = f"| {version} | {size:,} | {ms} |"
-        if base:
+        if base and i < len(base):
             row += f" {base[i][1]:,} | {base[i][2]} |"
         print(row)
     print(f"\nforge-built catalog of {args.rows:,} rows: {forged[0][0]:,} bytes, open "

@@ -423,9 +423,10 @@ class CatalogLocked(CatalogError):
 
 
 class CitationRemoved(CitationError):
-    """A citation names a chunk removed from the living catalog whose segment file is gone."""
+    """A citation names a chunk removed from the living catalog whose segment file is gone
+    (``removed_in`` None: removed in a version a squash folded away)."""
 
-    def __init__(self, detail: str, removed_in: int) -> None:
+    def __init__(self, detail: str, removed_in: int | None) -> None:
         self.removed_in = removed_in
         CitationError.__init__(self, detail)
 

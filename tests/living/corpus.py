@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from hypothesis import strategies as st
 
 import urna
 from urna.build_options import BuildOptions
@@ -71,10 +72,49 @@ def tamper(path: Path, version: int, change: dict[str, Any]) -> None:
     """Change one record and re-hash the chain and the catalog, as a careful forger would."""
     doc = json.loads(path.read_text(encoding="utf-8"))
     versions = doc["living"]["versions"]
-    versions[version - 1].update(change)
-    parent = versions[version - 2]["version_hash"] if version > 1 else None
-    for rec in versions[version - 1:]:
+    at = [r["version"] for r in versions].index(version)  # a squashed log starts past 1
+    versions[at].update(change)
+    parent = versions[at - 1]["version_hash"] if at else None
+    for rec in versions[at:]:
         rec["parent"] = parent
         rec["version_hash"] = parent = version_hash(rec)
     doc["catalog_hash"] = catalog_hash(doc)
     path.write_text(json.dumps(doc), encoding="utf-8")
+
+
+# random op sequences of the property tests: adds, removals, replacements, compactions
+URIS = [f"doc{i}.txt" for i in range(6)]
+OPS = st.lists(st.one_of(
+    st.tuples(st.just("add"), st.sampled_from(URIS), st.integers(0, 3)),
+    st.tuples(st.just("remove"), st.sampled_from(URIS), st.integers(0, 0)),
+    st.tuples(st.just("remove_chunk"), st.sampled_from(URIS), st.integers(0, 2)),
+    st.tuples(st.just("replace"), st.sampled_from(URIS), st.integers(0, 3)),
+    st.tuples(st.just("compact"), st.just(""), st.integers(0, 0))), min_size=1, max_size=7)
+
+
+def apply_op(cat: Any, live: dict[str, list[dict]], op: tuple[str, str, int]) -> bool:
+    """Apply one generated op to the catalog and to ``live`` (uri -> chunks); whether it wrote
+    a version."""
+    kind, uri, arg = op
+    if kind == "add":
+        if uri in live:
+            return False  # one document per uri: adding it again is a replace
+        live[uri] = document(uri, arg)
+        cat.add(live[uri])
+    elif kind == "remove":
+        if uri not in live or len(live) == 1:
+            return False
+        cat.remove(sources=[uri])
+        del live[uri]
+    elif kind == "remove_chunk":
+        if uri not in live or len(live[uri]) <= 1:
+            return False
+        gone = live[uri].pop(arg % len(live[uri]))
+        cat.remove(chunk_ids=[urna.chunk_id(gone["canonical_text"], uri, gone["byte_start"],
+                                            gone["byte_end"], "toy-chunker/1")])
+    elif kind == "replace":
+        live[uri] = document(uri, arg + 10)
+        cat.replace(uri, live[uri])
+    else:
+        return cat.compact() is not None
+    return True

@@ -9,50 +9,14 @@ from __future__ import annotations
 
 import tempfile
 from pathlib import Path
-from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 
 import urna
 from urna.errors import CitationError
 
-from .corpus import document, fresh_file, new_catalog, queries, ranked
-
-URIS = [f"doc{i}.txt" for i in range(6)]
-OPS = st.lists(st.one_of(
-    st.tuples(st.just("add"), st.sampled_from(URIS), st.integers(0, 3)),
-    st.tuples(st.just("remove"), st.sampled_from(URIS), st.integers(0, 0)),
-    st.tuples(st.just("remove_chunk"), st.sampled_from(URIS), st.integers(0, 2)),
-    st.tuples(st.just("replace"), st.sampled_from(URIS), st.integers(0, 3)),
-    st.tuples(st.just("compact"), st.just(""), st.integers(0, 0))), min_size=1, max_size=7)
-
-
-def _apply(cat: Any, live: dict[str, list[dict]], op: tuple[str, str, int]) -> bool:
-    kind, uri, arg = op
-    if kind == "add":
-        if uri in live:
-            return False  # one document per uri: adding it again is a replace
-        live[uri] = document(uri, arg)
-        cat.add(live[uri])
-    elif kind == "remove":
-        if uri not in live or len(live) == 1:
-            return False
-        cat.remove(sources=[uri])
-        del live[uri]
-    elif kind == "remove_chunk":
-        if uri not in live or len(live[uri]) <= 1:
-            return False
-        gone = live[uri].pop(arg % len(live[uri]))
-        cat.remove(chunk_ids=[urna.chunk_id(gone["canonical_text"], uri, gone["byte_start"],
-                                            gone["byte_end"], "toy-chunker/1")])
-    elif kind == "replace":
-        live[uri] = document(uri, arg + 10)
-        cat.replace(uri, live[uri])
-    else:
-        return cat.compact() is not None
-    return True
+from .corpus import OPS, URIS, apply_op, document, fresh_file, new_catalog, queries, ranked
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -65,7 +29,7 @@ def test_every_version_equals_a_fresh_build(ops: list[tuple[str, str, int]]) -> 
         states = [{u: list(cs) for u, cs in live.items()}]
         with urna.open_catalog(path) as cat:
             for op in ops:
-                if _apply(cat, live, op):
+                if apply_op(cat, live, op):
                     states.append({u: list(cs) for u, cs in live.items()})
         qs = queries(4)
         handed_out: list[str] = []

@@ -31,7 +31,7 @@ VERB_MODULES: dict[str, tuple[str, ...]] = {
     "serve_cmds": ("serve",),
     "mcp_cmds": ("mcp",),
     "tui_cmds": ("tui",),
-    "living_cmds": ("add", "remove", "log", "compact"),
+    "living_cmds": ("add", "remove", "log", "compact", "squash"),
     "daemon_cmds": ("daemon",),
 }
 

@@ -1,4 +1,5 @@
-"""Living-corpus verbs: ``add``, ``remove``, ``log``, ``compact`` on ``<name>.catalog.json``.
+"""Living-corpus verbs: ``add``, ``remove``, ``log``, ``compact``, ``squash`` on
+``<name>.catalog.json``.
 
 Each write takes the catalog's writer lock and commits one new version atomically
 (``urna.runtime.catalog.living``); ``log`` reads the version log. A catalog written by
@@ -132,6 +133,26 @@ def compact_cmd(catalog: Path, min_rows: int | None, as_json: bool) -> None:
     _echo(result, as_json, "nothing to compact")
 
 
+@command("squash")
+@argument("catalog", type=CATALOG)
+@option("--keep", type=COUNT, required=True,
+              help="How many of the newest versions stay openable.")
+@option("--json", "as_json", is_flag=True, help="The new first version as JSON.")
+def squash_cmd(catalog: Path, keep: int, as_json: bool) -> None:
+    """Fold every version before the newest KEEP into one; the log stops growing with them.
+
+    Versions before them no longer open; every citation still resolves (a chunk removed and
+    compacted away before them answers removed, without its version).
+
+    Example: urna squash out/docs.catalog.json --keep 10
+    """
+    from ..runtime.catalog import open_catalog
+
+    with open_catalog(catalog) as cat:
+        result = cat.squash(keep)
+    _echo(result, as_json, f"nothing to squash: the log holds at most {keep} versions")
+
+
 def cite_living(catalog: Path | str, citation: str, as_json: bool) -> bool:
     """``urna cite`` on a living catalog (live, compacted or removed); False for a plain one."""
     from ..runtime.catalog import open_catalog, read_catalog
@@ -154,4 +175,4 @@ def cite_living(catalog: Path | str, citation: str, as_json: bool) -> bool:
     return True
 
 
-COMMANDS = [add_cmd, remove_cmd, log_cmd, compact_cmd]
+COMMANDS = [add_cmd, remove_cmd, log_cmd, compact_cmd, squash_cmd]

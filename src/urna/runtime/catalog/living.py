@@ -1,4 +1,5 @@
-"""Writing a living catalog: add, remove, replace and compact, one atomic version at a time.
+"""Writing a living catalog: add, remove, replace and compact, one atomic version at a time;
+``squash`` folds the oldest versions into one record.
 
 A writer takes ``<catalog>.lock`` (``O_CREAT | O_EXCL``, holding its pid; removed on exit), reads
 the catalog, writes any new segment (an immutable ``.urna`` beside it, written atomically), then
@@ -49,7 +50,11 @@ from .sources import (
 from .versions import (
     LIVING_KEY,
     Tombstones,
+    is_living,
+    log_of,
+    rechained,
     records_of,
+    squash_record,
     tombstone_change,
     tombstones_at,
     version_record,
@@ -178,6 +183,8 @@ def unnamed_files(folder: Path, name: str, versions: Sequence[dict[str, Any]]) -
     Only names of the form :func:`segment_name` and ``sidecar_name`` give for ``name``."""
     named = {s["file"] for rec in versions for s in rec["segments"]}
     named.update(rec["sources_file"] for rec in versions if "sources_file" in rec)
+    named.update(f for rec in versions for f in rec.get("squashed", {"files": {}})["files"]
+                 .values())
     own = re.compile(re.escape(name) + r"-v[0-9]{6}-[0-9a-f]{12}(?:\.urna|"
                      + re.escape(SOURCES_SUFFIX) + ")")
     with os.scandir(folder) as entries:
@@ -484,6 +491,50 @@ def create(path: str | os.PathLike, fmt: SegmentFormat,
                 path.unlink(missing_ok=True)
             raise
         return rec
+
+
+def squash(path: str | os.PathLike, keep: int, note: str = "") -> dict[str, Any] | None:
+    """Fold every version of a living catalog before its last ``keep`` into one record (the
+    oldest kept version, holding its state whole); None when there is nothing before them.
+
+    The catalog then holds what it needs for its kept versions and its citations, and no
+    longer grows with every removal ever made (``versions`` says what is given up). Segment
+    files stay; sources sidecars of the folded versions are deleted.
+    """
+    if isinstance(keep, bool) or not isinstance(keep, int) or keep < 1:
+        raise CatalogError(f"keep must be a whole number >= 1, not {keep!r}")
+    target = Path(path)
+    with writer_lock(target):
+        doc = read_catalog(target)
+        if not is_living(doc):
+            raise CatalogError(f"{target} has no version log (not a living catalog)")
+        versions = log_of(doc)
+        cut = len(versions) - keep  # versions[cut] becomes the first record
+        if cut <= 0:
+            return None
+        folded = versions[:cut + 1]
+        k = int(folded[-1]["version"])
+        written: list[Path] = []
+        try:
+            sources = sources_fields(target.parent, str(doc["name"]), k,
+                                     dict(sources_at(folded, target.parent)), written)
+            first = squash_record(folded, sources,
+                                  note or f"versions {folded[0]['version']}..{k} squashed")
+            kept = rechained(first, versions[cut + 1:])
+            extra = {key: v for key, v in doc.items() if key not in _DERIVED}
+            extra[LIVING_KEY] = {"head": kept[-1]["version"], "versions": kept}
+            head = kept[-1]["segments"]
+            write_catalog(target, catalog_document(str(doc["name"]), len(head), head,
+                                                   extra=extra))
+        except BaseException:
+            named = {rec.get("sources_file") for rec in versions}
+            for p in written:  # (the same bytes as a version's own sidecar are its file)
+                if p.name not in named:
+                    p.unlink(missing_ok=True)
+            raise
+        for p in unnamed_files(target.parent, str(doc["name"]), kept):
+            p.unlink(missing_ok=True)  # the folded versions' sources sidecars
+        return first
 
 
 def _agreed(schemas: Sequence[dict[str, str]]) -> dict[str, str] | None:

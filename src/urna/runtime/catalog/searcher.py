@@ -362,7 +362,14 @@ class Catalog:
         dead = self._masks.get(expected, frozenset())
         for i, s in enumerate(self.shard_info):
             if s.content_hash == expected and chunk not in dead:
-                r = self._fanout().on(i, lambda sh: sh.file.cite(citation))
+                try:
+                    r = self._fanout().on(i, lambda sh: sh.file.cite(citation))
+                except CitationError:
+                    if moved is None or not self._squashed():
+                        raise
+                    # a compaction keeps every live row: one its segment lacks was removed
+                    # before it, in a version the squash folded away
+                    return self._removed(moved[0], hist, None, None)
                 if moved is None:
                     return LivingCitation(**r.as_dict())
                 return LivingCitation(**r.as_dict(), status="compacted", compacted_from=moved[0],
@@ -372,18 +379,32 @@ class Catalog:
             new, v = hist.moved[expected]
             return self._cite_living(format_citation(new, chunk), hist, moved or (citation, v))
         if removed_in is not None:
-            name = hist.files.get(expected)
-            path = Path(self.path).parent / name if name else None
-            if path is None or not path.is_file():
-                raise CitationRemoved(f"{citation} was removed in version {removed_in} and its "
-                                      f"segment {name or expected} is no longer kept", removed_in)
-            with open_file(path) as f:
-                r = f.cite(citation)
-            return LivingCitation(**r.as_dict(), status="removed", removed_in=removed_in,
-                                  compacted_from=moved and moved[0],
-                                  compacted_in=moved and moved[1])
+            return self._removed(citation, hist, removed_in, moved)
+        if moved is not None and self._squashed():  # (as above, the segment compacted again)
+            return self._removed(moved[0], hist, None, None)
         raise CitationError(f"{citation} is unknown to this catalog: no segment of versions "
-                            f"1..{self.version} holds it")
+                            f"{self._versions[0]['version']}..{self.version} holds it")
+
+    def _squashed(self) -> bool:
+        """Whether the opened log starts with a squash (history before it folded away)."""
+        return self._versions[0]["op"] == "squash"
+
+    def _removed(self, citation: str, hist: History, removed_in: int | None,
+                 moved: tuple[str, int] | None) -> LivingCitation:
+        """A removed chunk, cited from the segment that held it (``removed_in`` None: in a
+        version a squash folded away)."""
+        expected, _ = parse_citation(citation)
+        name = hist.files.get(expected)
+        path = Path(self.path).parent / name if name else None
+        when = "in a squashed version" if removed_in is None else f"in version {removed_in}"
+        if path is None or not path.is_file():
+            raise CitationRemoved(f"{citation} was removed {when} and its segment "
+                                  f"{name or expected} is no longer kept", removed_in)
+        with open_file(path) as f:
+            r = f.cite(citation)
+        return LivingCitation(**r.as_dict(), status="removed", removed_in=removed_in,
+                              compacted_from=moved and moved[0],
+                              compacted_in=moved and moved[1])
 
     # -- a living corpus: versions, and writing the next one -------------------------------
 
@@ -434,6 +455,16 @@ class Catalog:
             rec = w.commit("replace", note)
         self._reopen()
         return {**summary(rec), "removed": gone}
+
+    def squash(self, keep: int, *, note: str = "") -> dict[str, Any] | None:
+        """Fold every version before the last ``keep`` into one (``catalog.living.squash``):
+        the catalog stops growing with old history; versions before them no longer open.
+        The new first version's summary, or None when there is nothing to fold."""
+        from .living import squash
+
+        rec = squash(self.path, keep, note)
+        self._reopen()
+        return None if rec is None else summary(rec)
 
     def compact(self, *, min_rows: int | None = None, note: str = "") -> dict[str, Any] | None:
         """Merge segments into one without their tombstoned rows; None if nothing to do."""

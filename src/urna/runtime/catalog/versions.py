@@ -26,6 +26,16 @@ with versions x removals.
 ``version_hash`` is ``sha256:`` of the sorted-key compact UTF-8 JSON of the record without it,
 so any version can be reopened and its chain checked. The top-level ``shards`` are always the
 head's segments, so the catalog stays a plain catalog.
+
+A squashed log (``squash``) starts at a version K > 1: its first record (op ``squash``, no
+parent) holds version K's state whole (segments, ``tombstones`` in the earlier whole-set form,
+the folded ``sources`` map as a change from nothing) and, under ``squashed``, what citations
+still need of versions 1..K: every segment file they listed (``files``) and every compaction
+move (``moved``: ``[old, new, version]``). Versions before K no longer open, and the exact
+version that removed a chunk of a segment compacted away by K is gone with them (``cite``
+answers such a chunk ``removed`` with ``removed_in`` None). The later records are the same
+changes re-chained onto the new first record, so their version hashes change, as a squash of
+history does.
 """
 
 from __future__ import annotations
@@ -37,12 +47,12 @@ from typing import Any, ClassVar
 from ...errors import CatalogError
 from ...format.citation import ResolvedCitation
 from ...format.hashing import sorted_json_sha256_utf8
-from .document import SHARD_KEYS, check_entry
+from .document import SHARD_KEYS, check_entry, is_plain_file_name
 from .sources import check_sources_fields
 
 LIVING_KEY = "living"
 SEGMENT_KEYS = SHARD_KEYS
-OPS = ("import", "create", "add", "remove", "replace", "compact", "update")
+OPS = ("import", "create", "add", "remove", "replace", "compact", "update", "squash")
 
 
 def version_hash(record: dict[str, Any]) -> str:
@@ -142,29 +152,45 @@ def log_of(doc: dict[str, Any]) -> list[dict[str, Any]]:
         raise CatalogError("living: the version log is empty")
     parent: str | None = None
     tombstones: Tombstones = {}
+    first = _first_version(versions[0])
     for i, rec in enumerate(versions):
         if not isinstance(rec, dict):
             raise CatalogError(f"living.versions[{i}] is not an object")
-        if rec.get("version") != i + 1:
+        v = first + i
+        if rec.get("version") != v:
             raise CatalogError(f"living.versions[{i}] is version {rec.get('version')!r}, "
-                               f"expected {i + 1}")
+                               f"expected {v}")
         if rec.get("parent") != parent:
-            raise CatalogError(f"version {i + 1} names parent {rec.get('parent')!r}, but "
-                               f"version {i} hashes to {parent!r}")
+            raise CatalogError(f"version {v} names parent {rec.get('parent')!r}, but "
+                               f"version {v - 1} hashes to {parent!r}")
+        if i and rec.get("op") == "squash":
+            raise CatalogError(f"version {v} is a squash, which only a log's first record is")
         got = version_hash(rec)
         if rec.get("version_hash") != got:
-            raise CatalogError(f"version {i + 1}: version_hash mismatch: the log says "
+            raise CatalogError(f"version {v}: version_hash mismatch: the log says "
                                f"{rec.get('version_hash')!r} but the record hashes to {got}")
-        _check_record(i + 1, rec)
+        _check_record(v, rec)
         tombstones = fold_tombstones(tombstones, rec)  # its own checks: counts, segments
         parent = got
-    if living.get("head") != len(versions):
+    if living.get("head") != first + len(versions) - 1:
         raise CatalogError(f"living.head is {living.get('head')!r} but the log holds "
-                           f"{len(versions)} versions")
+                           f"versions {first}..{first + len(versions) - 1}")
     head = versions[-1]
     if [e["file"] for e in doc["shards"]] != [s["file"] for s in head["segments"]]:
         raise CatalogError("the catalog's shards are not its head version's segments")
     return versions
+
+
+def _first_version(rec: object) -> int:
+    """The version a log starts at: 1, or a squash record's own (CatalogError otherwise)."""
+    if not isinstance(rec, dict) or rec.get("op") != "squash":
+        return 1
+    v = rec.get("version")
+    if not isinstance(v, int) or isinstance(v, bool) or v < 1:
+        raise CatalogError(f"a squash record's version must be an integer >= 1, not {v!r}")
+    if "tombstones" not in rec:
+        raise CatalogError(f"version {v}: a squash record holds its tombstones whole")
+    return v
 
 
 def records_of(doc: dict[str, Any]) -> list[dict[str, Any]]:
@@ -206,6 +232,25 @@ def _check_record(v: int, rec: dict[str, Any]) -> None:
         if len(pair) != 2 or not all(isinstance(x, str) for x in pair):
             raise CatalogError(f"version {v}: a compacted entry is not [old, new]")
     check_sources_fields(v, rec)
+    if "squashed" in rec or rec.get("op") == "squash":
+        _check_squashed(v, rec.get("squashed"))
+
+
+def _check_squashed(v: int, squashed: object) -> None:
+    """A squash record's ``squashed``: segment files by content hash, and compaction moves."""
+    if not isinstance(squashed, dict) or set(squashed) != {"files", "moved"}:
+        raise CatalogError(f"version {v}: squashed must be {{files, moved}}")
+    files, moved = squashed["files"], squashed["moved"]
+    if not isinstance(files, dict) or not all(
+            isinstance(h, str) and isinstance(f, str) and is_plain_file_name(f)
+            for h, f in files.items()):
+        raise CatalogError(f"version {v}: squashed.files must map content hashes to plain file "
+                           f"names beside the catalog")
+    if not isinstance(moved, list) or not all(
+            isinstance(m, list) and len(m) == 3 and isinstance(m[0], str)
+            and isinstance(m[1], str) and isinstance(m[2], int) and not isinstance(m[2], bool)
+            for m in moved):
+        raise CatalogError(f"version {v}: squashed.moved must be a list of [old, new, version]")
 
 
 def versions_to(doc: dict[str, Any], version: int | None) -> list[dict[str, Any]]:
@@ -214,11 +259,49 @@ def versions_to(doc: dict[str, Any], version: int | None) -> list[dict[str, Any]
     versions = log_of(doc)
     if version is None:
         return versions
-    if isinstance(version, bool) or not isinstance(version, int) or \
-            not 1 <= version <= len(versions):
-        raise CatalogError(f"version {version!r} is not in this catalog (versions 1.."
-                           f"{len(versions)})")
-    return versions[:version]
+    first, head = versions[0]["version"], versions[-1]["version"]
+    if isinstance(version, bool) or not isinstance(version, int) or not version <= head:
+        raise CatalogError(f"version {version!r} is not in this catalog (versions {first}.."
+                           f"{head})")
+    if version < first:
+        raise CatalogError(f"version {version} was squashed: this catalog keeps versions "
+                           f"{first}..{head}")
+    return versions[:version - first + 1]
+
+
+def squash_record(versions: Sequence[dict[str, Any]], sources: dict[str, Any],
+                  note: str = "") -> dict[str, Any]:
+    """Version K (the last of ``versions``, records up to K of a checked log) as one record
+    holding its state whole (``sources``: the folded map's record fields, inline or a
+    sidecar's) and what citations need of the versions before it."""
+    head = versions[-1]
+    hist = history(versions)
+    record: dict[str, Any] = {
+        "version": int(head["version"]),
+        "parent": None,
+        "op": "squash",
+        "segments": [{k: seg[k] for k in SEGMENT_KEYS} for seg in head["segments"]],
+        "tombstones": sorted([h, c, v] for (h, c), v in tombstones_at(versions).items()),
+        "compacted": [],
+        **sources,
+        "squashed": {"files": dict(sorted(hist.files.items())),
+                     "moved": sorted([old, new, v] for old, (new, v) in hist.moved.items())},
+        "note": note,
+    }
+    record["version_hash"] = version_hash(record)
+    return record
+
+
+def rechained(first: dict[str, Any],
+              later: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``first`` then each of ``later`` with its parent the record before it, re-hashed."""
+    out = [first]
+    for rec in later:
+        again = {k: v for k, v in rec.items() if k != "version_hash"}
+        again["parent"] = out[-1]["version_hash"]
+        again["version_hash"] = version_hash(again)
+        out.append(again)
+    return out
 
 
 def masks_of(tombstones: Tombstones) -> dict[str, frozenset[str]]:
@@ -243,6 +326,10 @@ def history(versions: Sequence[dict[str, Any]]) -> History:
     log)."""
     out = History()
     for rec in versions:
+        squashed = rec.get("squashed")
+        if squashed is not None:  # what versions before a squash knew of their segments
+            out.files.update(squashed["files"])
+            out.moved.update({old: (new, v) for old, new, v in squashed["moved"]})
         for s in rec["segments"]:
             out.files.setdefault(s["content_hash"], s["file"])
         if "tombstones" in rec:  # the earlier form: the whole set, each with its version
