@@ -51,6 +51,16 @@ def new_catalog(folder: Path, chunks: list[dict[str, Any]], name: str = "live") 
     return path
 
 
+WHOLE = Path(__file__).resolve().parents[1] / "data" / "living-whole-tombstones"
+"""A catalog written in the earlier whole-set record form (by commit 95ce72b's code)."""
+
+
+def cid(chunk: dict[str, Any]) -> str:
+    """A chunk's id under the toy chunker."""
+    return urna.chunk_id(chunk["canonical_text"], chunk["source_uri"], chunk["byte_start"],
+                         chunk["byte_end"], CHUNKER)
+
+
 def fresh_file(path: Path, chunks: list[dict[str, Any]]) -> urna.UrnaFile:
     """One file built from ``chunks`` with the catalog's format (the reference answer)."""
     urna.build(path, MODEL, DIM, CHUNKER, MODEL_HASH, chunks, reproducible=True)
@@ -110,8 +120,7 @@ def apply_op(cat: Any, live: dict[str, list[dict]], op: tuple[str, str, int]) ->
         if uri not in live or len(live[uri]) <= 1:
             return False
         gone = live[uri].pop(arg % len(live[uri]))
-        cat.remove(chunk_ids=[urna.chunk_id(gone["canonical_text"], uri, gone["byte_start"],
-                                            gone["byte_end"], "toy-chunker/1")])
+        cat.remove(chunk_ids=[cid(gone)])
     elif kind == "replace":
         live[uri] = document(uri, arg + 10)
         cat.replace(uri, live[uri])

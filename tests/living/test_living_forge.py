@@ -16,53 +16,31 @@ from urna.forge.spec import load_spec
 from urna.runtime.catalog import catalog_hash
 
 from .corpus import ranked, tamper
-
-
-def _rows(n: int, changed: dict[int, str] | None = None) -> list[dict]:
-    changed = changed or {}
-    return [{"id": f"{i:04d}", "text": changed.get(i, f"row {i} about vectors and files {i % 7}")}
-            for i in range(n)]
-
-
-def _run(*args: object) -> dict:
-    res = invoke([str(a) for a in args])
-    assert res.exit_code == 0, res.output
-    return json.loads(res.output)
-
-
-def _live_spec(root: Path, rows: list[dict]) -> Path:
-    """The spec of the living corpus under test: ``rows`` as a jsonl source, floor model."""
-    return write_jsonl_spec(root, rows, name="docs", model="floor", mode="single")
+from .forged import fresh_build, live_spec, live_texts, run_json, source_rows
 
 
 def _catalog(tmp_path: Path, n: int) -> Path:
     """A living catalog of ``n`` rows made by ``urna build --update``."""
-    return Path(_run("build", "--spec", _live_spec(tmp_path / "live", _rows(n)),
+    return Path(run_json("build", "--spec", live_spec(tmp_path / "live", source_rows(n)),
                      "--update")["catalog"])
 
 
-def _fresh(root: Path, rows: list[dict]) -> urna.UrnaFile:
-    spec = load_spec(_live_spec(root, rows))
-    out = pipeline.build(spec)
-    return urna.open(next(iter(out["outputs"].values()))["file"])
-
-
 def test_update_writes_only_the_change_and_answers_like_a_rebuild(tmp_path: Path) -> None:
-    spec = _live_spec(tmp_path / "live", _rows(30))
-    first = _run("build", "--spec", spec, "--update")
+    spec = live_spec(tmp_path / "live", source_rows(30))
+    first = run_json("build", "--spec", spec, "--update")
     assert (first["version"], first["added"], first["removed"]) == (1, 30, 0)
-    again = _run("build", "--spec", spec, "--update")
+    again = run_json("build", "--spec", spec, "--update")
     assert (again["version"], again["added"], again["removed"]) == (1, 0, 0)  # nothing changed
     catalog = Path(first["catalog"])
     with urna.open_catalog(catalog) as cat:  # every citation version 1 hands out
         kept = [h.citation_id for h in cat.retrieve(cat.shards[0].vectors([5])[0], 30)]
     # row 3 edited, row 29 deleted, rows 30 and 31 new
-    new_rows = _rows(32, {3: "row 3 rewritten entirely"})
+    new_rows = source_rows(32, {3: "row 3 rewritten entirely"})
     del new_rows[29]
-    _live_spec(tmp_path / "live", new_rows)
-    upd = _run("build", "--spec", spec, "--update")
+    live_spec(tmp_path / "live", new_rows)
+    upd = run_json("build", "--spec", spec, "--update")
     assert (upd["version"], upd["added"], upd["removed"], upd["segments"]) == (2, 3, 2, 2)
-    fresh = _fresh(tmp_path / "fresh", new_rows)
+    fresh = fresh_build(tmp_path / "fresh", new_rows)
     with urna.open_catalog(catalog) as cat:
         assert sorted(cat.chunk_ids()) == sorted(fresh.chunk_ids())
         for q in fresh.vectors([0, 3, 10, 29]):
@@ -74,16 +52,16 @@ def test_update_writes_only_the_change_and_answers_like_a_rebuild(tmp_path: Path
 
 def test_cli_add_remove_compact_log(tmp_path: Path) -> None:
     catalog = _catalog(tmp_path, 12)
-    extra = _fresh(tmp_path / "extra", [{"id": "x1", "text": "an extra row"}])
-    added = _run("add", catalog, extra.path, "--json")
+    extra = fresh_build(tmp_path / "extra", [{"id": "x1", "text": "an extra row"}])
+    added = run_json("add", catalog, extra.path, "--json")
     assert (added["version"], added["chunks"], added["segments"]) == (2, 13, 2)
-    removed = _run("remove", catalog, "--where", '{"byte_start": {"$lt": 2}}', "--json")
+    removed = run_json("remove", catalog, "--where", '{"byte_start": {"$lt": 2}}', "--json")
     assert removed["version"] == 3 and len(removed["removed"]) == 3  # ordinals 0, 1 and x1's 0
-    gone = _run("remove", catalog, "--chunk-id", fresh_id(extra), "--json")
+    gone = run_json("remove", catalog, "--chunk-id", fresh_id(extra), "--json")
     assert gone["removed"] == []  # already removed: nothing new
-    compacted = _run("compact", catalog, "--json")
+    compacted = run_json("compact", catalog, "--json")
     assert (compacted["segments"], compacted["chunks"], compacted["tombstones"]) == (1, 10, 0)
-    log = _run("log", catalog, "--json")
+    log = run_json("log", catalog, "--json")
     assert [v["op"] for v in log] == ["create", "add", "remove", "remove", "compact"]
     assert all(b["parent"] == a["version_hash"] for a, b in zip(log, log[1:], strict=False))
     res = invoke(["log", str(catalog)])
@@ -119,9 +97,9 @@ def test_cli_cite_says_removed_and_compacted(tmp_path: Path) -> None:
         gone = cat.remove(chunk_ids=[cits[0].rsplit("/", 1)[1]])["removed"]
         cat.compact()
     assert gone == [cits[0]]
-    removed = _run("cite", catalog, cits[0], "--json")
+    removed = run_json("cite", catalog, cits[0], "--json")
     assert (removed["status"], removed["removed_in"], removed["version"]) == ("removed", 2, 3)
-    moved = _run("cite", catalog, cits[1], "--json")
+    moved = run_json("cite", catalog, cits[1], "--json")
     assert (moved["status"], moved["compacted_from"], moved["compacted_in"]) == \
         ("compacted", cits[1], 3)
     assert moved["citation_id"] != cits[1] and moved["chunk_id"] == cits[1].rsplit("/", 1)[1]
@@ -140,43 +118,36 @@ def test_an_old_version_naming_a_path_outside_is_refused(tmp_path: Path) -> None
         urna.open_catalog(catalog, version=1)
 
 
-def _texts(catalog: Path) -> list[str]:
-    """Every live chunk's text."""
-    with urna.open_catalog(catalog) as cat:
-        hits = cat.retrieve(cat.shards[0].vectors([0])[0], cat.n_embeddings)
-        return sorted(cat.cite(h.citation_id).text for h in hits)
-
-
 def test_a_row_shifted_by_a_deletion_is_replaced_when_it_changes(tmp_path: Path) -> None:
     # a row source's span is its ordinal: deleting row 10 shifts every row after it, which
     # keep their chunks (and citations); editing one of them later must replace that chunk
-    spec = _live_spec(tmp_path / "live", _rows(30))
-    catalog = Path(_run("build", "--spec", spec, "--update")["catalog"])
-    rows = _rows(30)
+    spec = live_spec(tmp_path / "live", source_rows(30))
+    catalog = Path(run_json("build", "--spec", spec, "--update")["catalog"])
+    rows = source_rows(30)
     del rows[10]
-    _live_spec(tmp_path / "live", rows)
-    assert _run("build", "--spec", spec, "--update")["removed"] == 1
+    live_spec(tmp_path / "live", rows)
+    assert run_json("build", "--spec", spec, "--update")["removed"] == 1
     rows[19] = {"id": "0020", "text": "row 20 edited"}
-    _live_spec(tmp_path / "live", rows)
-    upd = _run("build", "--spec", spec, "--update")
+    live_spec(tmp_path / "live", rows)
+    upd = run_json("build", "--spec", spec, "--update")
     assert (upd["added"], upd["removed"], upd["chunks"]) == (1, 1, 29)
-    assert _texts(catalog) == sorted(r["text"] for r in rows)
+    assert live_texts(catalog) == sorted(r["text"] for r in rows)
 
 
 def test_a_record_naming_chunks_not_live_is_rebuilt_from_the_live_ids(tmp_path: Path) -> None:
     # before 2026-12-04 a shifted row was recorded under its new ordinal's id, which no segment
     # holds; the next update sees the record out of step and diffs against the live ids
-    spec = _live_spec(tmp_path / "live", _rows(12))
-    catalog = Path(_run("build", "--spec", spec, "--update")["catalog"])
+    spec = live_spec(tmp_path / "live", source_rows(12))
+    catalog = Path(run_json("build", "--spec", spec, "--update")["catalog"])
     sources = json.loads(catalog.read_text())["living"]["versions"][0]["sources"]
     sources["0005"] = [sources["0005"][0], "sha256:" + "5" * 64]
     tamper(catalog, 1, {"sources": sources})
-    rows = _rows(12, {5: "row 5 edited"})
-    _live_spec(tmp_path / "live", rows)
-    upd = _run("build", "--spec", spec, "--update")
+    rows = source_rows(12, {5: "row 5 edited"})
+    live_spec(tmp_path / "live", rows)
+    upd = run_json("build", "--spec", spec, "--update")
     assert (upd["added"], upd["removed"], upd["chunks"]) == (1, 1, 12)
-    assert _texts(catalog) == sorted(r["text"] for r in rows)
-    fresh = _fresh(tmp_path / "fresh", rows)
+    assert live_texts(catalog) == sorted(r["text"] for r in rows)
+    fresh = fresh_build(tmp_path / "fresh", rows)
     with urna.open_catalog(catalog) as cat:
         assert sorted(cat.chunk_ids()) == sorted(fresh.chunk_ids())
 
@@ -185,7 +156,7 @@ def test_an_update_with_another_model_or_chunker_is_refused(tmp_path: Path) -> N
     from urna.errors import SpecError
     from urna.forge.update import update
 
-    rows = _rows(6)
+    rows = source_rows(6)
     spec = write_jsonl_spec(tmp_path / "live", rows, name="docs", model="floor", mode="single")
     catalog = Path(update(load_spec(spec))["catalog"])
     before = {p.name: p.read_bytes() for p in catalog.parent.iterdir()}
@@ -210,9 +181,9 @@ def test_an_mrl_corpus_takes_updates_like_a_fresh_build(tmp_path: Path) -> None:
         spec.write_text(spec.read_text().replace("[build]", "[build]\nmrl_dim = 64"))
         return spec
 
-    rows = _rows(8)
+    rows = source_rows(8)
     catalog = Path(update(load_spec(spec_of(tmp_path / "live", rows)))["catalog"])
-    rows = _rows(10, {2: "row 2 rewritten"})
+    rows = source_rows(10, {2: "row 2 rewritten"})
     assert update(load_spec(spec_of(tmp_path / "live", rows)))["added"] == 3
     built = pipeline.build(load_spec(spec_of(tmp_path / "fresh", rows)))
     with urna.open(next(iter(built["outputs"].values()))["file"]) as fresh, \

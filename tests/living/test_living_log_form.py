@@ -22,16 +22,9 @@ import urna
 from urna.errors import CatalogError
 from urna.runtime.catalog import document as catalog_document_module
 
-from .corpus import CHUNKER, document, fresh_file, new_catalog, queries, ranked, tamper
+from .corpus import WHOLE, cid, document, fresh_file, new_catalog, queries, ranked, tamper
 
-WHOLE = Path(__file__).resolve().parents[1] / "data" / "living-whole-tombstones"
 URIS = ("a.txt", "b.txt", "c.txt")
-
-
-def cid(chunk: dict[str, Any]) -> str:
-    """A chunk's id under the toy chunker."""
-    return urna.chunk_id(chunk["canonical_text"], chunk["source_uri"], chunk["byte_start"],
-                         chunk["byte_end"], CHUNKER)
 
 
 def whole_states() -> list[list[dict[str, Any]]]:

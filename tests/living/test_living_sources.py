@@ -28,7 +28,7 @@ from urna.runtime.catalog.sources import (
 )
 
 from .corpus import ranked
-from .test_living_forge import _fresh, _live_spec, _rows, _run, _texts
+from .forged import fresh_build, live_spec, live_texts, run_json, source_rows
 
 N = INLINE_SOURCES + 44  # a first version past the inline limit
 
@@ -38,26 +38,26 @@ def _records(catalog: Path) -> list[dict[str, Any]]:
 
 
 def test_a_large_change_goes_to_a_sidecar_and_an_update_reads_it(tmp_path: Path) -> None:
-    spec = _live_spec(tmp_path / "live", _rows(N))
-    catalog = Path(_run("build", "--spec", spec, "--update")["catalog"])
+    spec = live_spec(tmp_path / "live", source_rows(N))
+    catalog = Path(run_json("build", "--spec", spec, "--update")["catalog"])
     first = _records(catalog)[0]
     assert "sources" not in first and first["n_sources"] == N
     sidecar = catalog.parent / first["sources_file"]
     assert sidecar.is_file() and len(sidecar.read_bytes().splitlines()) == N
     assert catalog.stat().st_size < 4096  # one record of counts and names, not N keys
     # a small change stays inline, and is taken against the sidecar's map
-    new_rows = _rows(N + 2, {3: "row 3 rewritten entirely"})
+    new_rows = source_rows(N + 2, {3: "row 3 rewritten entirely"})
     del new_rows[10]
-    _live_spec(tmp_path / "live", new_rows)
-    upd = _run("build", "--spec", spec, "--update")
+    live_spec(tmp_path / "live", new_rows)
+    upd = run_json("build", "--spec", spec, "--update")
     assert (upd["version"], upd["added"], upd["removed"]) == (2, 3, 2)
     second = _records(catalog)[1]
     assert sorted(second["sources"]) == sorted({"0003", "0010", f"{N:04d}", f"{N + 1:04d}"})
     assert second["sources"]["0010"] is None
-    assert _run("build", "--spec", spec, "--update")["version"] == 2  # nothing changed since
+    assert run_json("build", "--spec", spec, "--update")["version"] == 2  # nothing changed since
     # the rows after the deleted one keep their chunks (their ids name their old ordinals)
-    assert _texts(catalog) == sorted(r["text"] for r in new_rows)
-    fresh = _fresh(tmp_path / "fresh", new_rows[:10])
+    assert live_texts(catalog) == sorted(r["text"] for r in new_rows)
+    fresh = fresh_build(tmp_path / "fresh", new_rows[:10])
     with urna.open_catalog(catalog) as cat:
         for q in fresh.vectors([0, 3, 9]):
             assert ranked(cat.search(q, 3))[0] == ranked(fresh.search(q, 1))[0]
@@ -66,8 +66,8 @@ def test_a_large_change_goes_to_a_sidecar_and_an_update_reads_it(tmp_path: Path)
 @pytest.mark.parametrize("damage", ["missing", "altered"])
 def test_a_search_never_reads_the_sidecar_and_an_update_checks_it(tmp_path: Path,
                                                                   damage: str) -> None:
-    spec = _live_spec(tmp_path / "live", _rows(N))
-    catalog = Path(_run("build", "--spec", spec, "--update")["catalog"])
+    spec = live_spec(tmp_path / "live", source_rows(N))
+    catalog = Path(run_json("build", "--spec", spec, "--update")["catalog"])
     sidecar = catalog.parent / _records(catalog)[0]["sources_file"]
     if damage == "missing":
         sidecar.unlink()
@@ -77,7 +77,7 @@ def test_a_search_never_reads_the_sidecar_and_an_update_checks_it(tmp_path: Path
         q = cat.shards[0].vectors([7])[0]
         assert cat.search(q, 1)[0].score == pytest.approx(1.0)
     before = {p.name: p.read_bytes() for p in catalog.parent.iterdir()}
-    _live_spec(tmp_path / "live", _rows(N + 1))
+    live_spec(tmp_path / "live", source_rows(N + 1))
     with pytest.raises(CatalogError, match="version 1: " + (
             "cannot read its sources file" if damage == "missing" else
             "is not the sources file the log hashed|is not \\[key")):
@@ -123,7 +123,7 @@ def test_a_malformed_sidecar_is_refused_by_line(tmp_path: Path, lines: list[byte
 
 def test_a_refused_first_version_leaves_no_file(tmp_path: Path,
                                                 monkeypatch: pytest.MonkeyPatch) -> None:
-    spec = _live_spec(tmp_path / "live", _rows(N))
+    spec = live_spec(tmp_path / "live", source_rows(N))
     monkeypatch.setattr(catalog_document_module, "MAX_CATALOG_BYTES", 200)
     with pytest.raises(CatalogError, match="nothing written"):
         urna.forge.update.update(urna.forge.spec.load_spec(spec))

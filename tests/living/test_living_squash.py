@@ -12,6 +12,7 @@ malformed, or altered is refused on open.
 from __future__ import annotations
 
 import json
+import shutil
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -24,7 +25,18 @@ import urna
 from helpers.cli_runner import invoke
 from urna.errors import CatalogError
 
-from .corpus import OPS, apply_op, document, fresh_file, new_catalog, queries, ranked, tamper
+from .corpus import (
+    OPS,
+    WHOLE,
+    apply_op,
+    cid,
+    document,
+    fresh_file,
+    new_catalog,
+    queries,
+    ranked,
+    tamper,
+)
 
 
 def _answers(path: Path, version: int, qs: Any) -> dict[str, Any]:
@@ -170,3 +182,20 @@ def test_a_malformed_or_altered_squash_is_refused(tmp_path: Path, where, change,
     tamper(path, first if where == "first" else head, change)
     with pytest.raises(CatalogError, match=message):
         urna.open_catalog(path)
+
+
+def test_a_log_of_the_whole_set_form_squashes(tmp_path: Path) -> None:
+    # the earlier record form (tests/data/living-whole-tombstones): versions 1..6, 5 compacts
+    shutil.copytree(WHOLE, tmp_path, dirs_exist_ok=True)
+    path = tmp_path / "whole.catalog.json"
+    qs = queries(3)
+    before = {v: _answers(path, v, qs) for v in (5, 6)}
+    a = document("a.txt")
+    v1 = json.loads(path.read_text())["living"]["versions"][0]["segments"][0]["content_hash"]
+    with urna.open_catalog(path) as cat:
+        assert cat.squash(2)["version"] == 5
+    assert {v: _answers(path, v, qs) for v in (5, 6)} == before
+    removed = _cite(path, f"urna://{v1}/{cid(a[1])}")  # removed in 2, compacted away in 5
+    assert (removed["status"], removed["removed_in"]) == ("removed", None)
+    moved = _cite(path, f"urna://{v1}/{cid(a[0])}")
+    assert (moved["status"], moved["compacted_in"]) == ("compacted", 5)
