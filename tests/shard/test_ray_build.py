@@ -113,3 +113,28 @@ def test_cli_build_shards_on_ray(tmp_path: Path) -> None:
     assert (doc["engine"], doc["built"]) == ("ray", [0, 1])
     with open_catalog(doc["catalog"]) as cat:
         assert cat.n_embeddings == 200
+
+
+def test_rays_error_messages_stay_off_the_cli_result(tmp_path: Path, monkeypatch) -> None:
+    # Ray prints a raylet's error messages (a worker died, its task retried) on the driver's
+    # stdout, which had put them before `urna build --shards`'s JSON
+    import json
+
+    from ray._private.worker import print_to_stdstream
+
+    import urna.forge.shard as shard
+    from helpers.cli_runner import invoke
+
+    build = shard.build_sharded
+
+    def noisy(*args, **kwargs):
+        print_to_stdstream({"lines": ["A worker died or was killed while executing a task"],
+                            "pid": "raylet", "is_err": False}, ignore_prefix=False)
+        return build(*args, **kwargs)
+
+    monkeypatch.setattr(shard, "build_sharded", noisy)
+    spec_path = write_synthetic(tmp_path, n=40)
+    res = invoke(["build", "--spec", str(spec_path), "--shards", "2", "--json"])
+    assert res.exit_code == 0, res.output
+    assert json.loads(res.stdout)["built"] == [0, 1]
+    assert "A worker died" in res.stderr

@@ -122,12 +122,17 @@ def build_cmd(spec_path: str, sample: int | None, out_dir: str | None, cache_dir
             echo(json.dumps(result, indent=1, sort_keys=True))
             return
         if shards is not None:
+            from contextlib import redirect_stdout
+
             from urna.forge.shard import build_sharded
 
-            result = build_sharded(spec, n_shards=shards,
-                                   engine=engine or ("ray" if address else "local"),
-                                   address=address, sample=sample, out_dir=out_dir,
-                                   cache_dir=cache_dir, report=report)
+            # stdout carries the result alone: Ray prints a raylet's error messages (a worker
+            # died and was retried) on stdout, so whatever the build prints goes to stderr
+            with redirect_stdout(sys.stderr):
+                result = build_sharded(spec, n_shards=shards,
+                                       engine=engine or ("ray" if address else "local"),
+                                       address=address, sample=sample, out_dir=out_dir,
+                                       cache_dir=cache_dir, report=report)
         else:
             from urna.forge.pipeline import build
 
