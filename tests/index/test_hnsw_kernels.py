@@ -188,6 +188,31 @@ def test_packed_row_decoders_give_dequantize_bits(kind, n, dim, seed) -> None:
         assert out.tobytes() == want[i].tobytes()
 
 
+SCALES = [0.0, -0.0, 6e-8, -6e-8, 1e-4, 0.5, -3.0, 65504.0, float("inf"), float("-inf"),
+          float("nan")]
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(1, 12), st.sampled_from([64, 128, 320, 384]), st.integers(0, 2**32 - 1),
+       st.lists(st.sampled_from(SCALES), min_size=1, max_size=12))
+def test_the_vector_int4_decoder_gives_the_scalar_loops_bits(n, dim, seed, specials) -> None:
+    # the beam's packed int4 rows decode 64 columns at a time as vectors (numba): every byte
+    # value, and scales that are zero, subnormal, huge, infinite or NaN (a hostile file's)
+    rng = np.random.default_rng(seed)
+    codes = rng.integers(0, 256, size=(n, dim // 2), dtype=np.uint8)
+    codes[0, :min(dim // 2, 256)] = np.arange(min(dim // 2, 256), dtype=np.uint8)
+    scales = (rng.random((n, dim // 64)) * 0.2).astype(np.float16).astype(np.float32)
+    flat = scales.reshape(-1)
+    flat[:len(specials)] = np.array(specials[:len(flat)], dtype=np.float32)
+    vector, scalar, plain = (np.empty(dim, np.float32) for _ in range(3))
+    for i in range(n):
+        D._decode_i4_row_vectors(codes, scales, i, vector)
+        D.decode_i4_row(codes, scales, i, scalar)
+        with np.errstate(invalid="ignore"):  # inf x 0: numpy's scalars warn, numba's do not
+            D.decode_i4_row.py_func(codes, scales, i, plain)
+        assert vector.tobytes() == scalar.tobytes() == plain.tobytes()
+
+
 @settings(max_examples=30, deadline=None)
 @given(st.sampled_from(["float16", "int8", "int4"]), st.integers(1, 150),
        st.integers(0, 2**32 - 1), st.integers(0, 80), st.booleans())

@@ -49,25 +49,20 @@ from numba.core import cgutils
 from numba.extending import intrinsic
 
 from . import _row_scores_jit
+from .vector_ir import F32 as _F32
+from .vector_ir import I8 as _I8
+from .vector_ir import I16 as _I16
+from .vector_ir import I32 as _I32
+from .vector_ir import load as _load
+from .vector_ir import nibbles as _nibbles
+from .vector_ir import splat as _splat
+from .vector_ir import vec as _vec
 
 _screen = numba.njit(nogil=True, cache=True, boundscheck=False,
                      fastmath={"reassoc", "contract"})
 _row = numba.njit(nogil=True, cache=True, boundscheck=False, inline="always",
                   fastmath={"reassoc", "contract"})
 _plain = numba.njit(nogil=True, cache=True, boundscheck=False)
-
-_I8, _I16, _I32, _F32 = ir.IntType(8), ir.IntType(16), ir.IntType(32), ir.FloatType()
-
-
-def _vec(t: ir.Type, n: int) -> ir.VectorType:
-    return ir.VectorType(t, n)
-
-
-def _load(builder: ir.IRBuilder, addr: ir.Value, step: ir.Value, size: int,
-          vty: ir.VectorType) -> ir.Value:
-    """The vector at byte address ``addr + step * size`` (unaligned)."""
-    at = builder.add(addr, builder.mul(step, ir.Constant(addr.type, size)))
-    return builder.load(builder.inttoptr(at, vty.as_pointer()), align=1)
 
 
 def _madd(builder: ir.IRBuilder, a16: ir.Value, b16: ir.Value) -> ir.Value:
@@ -83,23 +78,6 @@ def _reduce(builder: ir.IRBuilder, name: str, ret: ir.Type, args: list) -> ir.Va
     fnty = ir.FunctionType(ret, [a.type for a in args])
     fn = cgutils.get_or_insert_function(builder.module, fnty, name)
     return builder.call(fn, args, fastmath=("reassoc",) if ret == _F32 else ())
-
-
-def _splat(builder: ir.IRBuilder, scalar: ir.Value, lanes: int) -> ir.Value:
-    """``lanes`` copies of the f32 ``scalar`` (a broadcast)."""
-    one = builder.insert_element(ir.Constant(_vec(_F32, lanes), ir.Undefined), scalar,
-                                 ir.Constant(_I32, 0))
-    return builder.shuffle_vector(one, one, ir.Constant(_vec(_I32, lanes), [0] * lanes))
-
-
-def _nibbles(builder: ir.IRBuilder, packed: ir.Value) -> tuple[ir.Value, ir.Value]:
-    """The low and high nibbles of packed int4 bytes as bytes, each reading as its value + 8
-    (the bytes flipped by ``0x88``: no sign extension, one mask, one shift)."""
-    width = packed.type.count
-    nib = ir.Constant(_vec(_I8, width), [15] * width)
-    y = builder.xor(packed, ir.Constant(_vec(_I8, width), [0x88] * width))
-    low = builder.and_(y, nib)
-    return low, builder.and_(builder.lshr(y, ir.Constant(_vec(_I8, width), [4] * width)), nib)
 
 
 @intrinsic
