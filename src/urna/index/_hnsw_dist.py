@@ -15,6 +15,10 @@ from typing import Any
 
 import numpy as np
 
+from .kernel_cache import check
+
+check()  # before any kernel here is called, so none loads stale cached code
+
 _numba_config: Any  # numba's config module (its flags are set at run time), or None
 
 try:  # numba is the "fast" extra; the plain path gives the same answers

@@ -14,6 +14,9 @@ import numba
 import numpy as np
 
 from . import row_scores
+from .kernel_cache import check
+
+check()  # before any kernel here is called, so none loads stale cached code
 
 _plain = numba.njit(nogil=True, cache=True, boundscheck=False)
 _fused = numba.njit(nogil=True, cache=True, boundscheck=False, fastmath={"contract"})

@@ -49,6 +49,7 @@ from numba.core import cgutils
 from numba.extending import intrinsic
 
 from . import _row_scores_jit
+from .kernel_cache import check
 from .vector_ir import F32 as _F32
 from .vector_ir import I8 as _I8
 from .vector_ir import I16 as _I16
@@ -57,6 +58,8 @@ from .vector_ir import load as _load
 from .vector_ir import nibbles as _nibbles
 from .vector_ir import splat as _splat
 from .vector_ir import vec as _vec
+
+check()  # before any kernel here is called, so none loads stale cached code
 
 _screen = numba.njit(nogil=True, cache=True, boundscheck=False,
                      fastmath={"reassoc", "contract"})

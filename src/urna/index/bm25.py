@@ -126,6 +126,9 @@ def _numba_kernel():
         return _KERNEL
     with _KERNEL_LOCK:  # one compile even when the first searches run concurrently
         if not _KERNEL_LOADED and not force_scalar():
+            from .kernel_cache import check
+
+            check()  # before numba loads any cached kernel
             try:
                 import numba
             except ImportError:  # numba is the optional "fast" extra
