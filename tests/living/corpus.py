@@ -18,7 +18,7 @@ import urna
 from urna.build_options import BuildOptions
 from urna.runtime.catalog.document import catalog_hash
 from urna.runtime.catalog.living import SegmentFormat, create
-from urna.runtime.catalog.versions import version_hash
+from urna.runtime.catalog.versions import rechained
 
 DIM = 8
 MODEL, CHUNKER, MODEL_HASH = "toy", "toy-chunker/1", "sha256:" + "ab" * 32
@@ -84,10 +84,7 @@ def tamper(path: Path, version: int, change: dict[str, Any]) -> None:
     versions = doc["living"]["versions"]
     at = [r["version"] for r in versions].index(version)  # a squashed log starts past 1
     versions[at].update(change)
-    parent = versions[at - 1]["version_hash"] if at else None
-    for rec in versions[at:]:
-        rec["parent"] = parent
-        rec["version_hash"] = parent = version_hash(rec)
+    versions[at:] = rechained(versions[at - 1]["version_hash"] if at else None, versions[at:])
     doc["catalog_hash"] = catalog_hash(doc)
     path.write_text(json.dumps(doc), encoding="utf-8")
 

@@ -83,6 +83,15 @@ def _reduce(builder: ir.IRBuilder, name: str, ret: ir.Type, args: list) -> ir.Va
     return builder.call(fn, args, fastmath=("reassoc",) if ret == _F32 else ())
 
 
+def _scaled(builder: ir.IRBuilder, ints: ir.Value, sc: ir.Value, g: ir.Value) -> ir.Value:
+    """Exact int32 lanes as f32 times group ``g``'s f32 scale (at address ``sc + 4 g``)."""
+    lanes = ints.type.count
+    at = builder.add(sc, builder.mul(g, ir.Constant(sc.type, 4)))
+    scale = builder.load(builder.inttoptr(at, _F32.as_pointer()), align=4)
+    return builder.fmul(builder.sitofp(ints, _vec(_F32, lanes)), _splat(builder, scale, lanes),
+                        flags=("contract",))
+
+
 @intrinsic
 def _dot_i8_i16(typingctx, row, q, steps):
     """The exact int32 dot of ``steps * 32`` int8 codes at ``row`` with int16 ``q`` (addresses)."""
@@ -128,10 +137,7 @@ def _dot_i4_i16(typingctx, row, qe, qo, corr, sc, groups):
                                _madd(builder, low, _load(builder, qe, g, 64, _vec(_I16, 32))))
             part = builder.add(part,
                                _madd(builder, high, _load(builder, qo, g, 64, _vec(_I16, 32))))
-            scale = builder.load(builder.inttoptr(
-                builder.add(sc, builder.mul(g, ir.Constant(sc.type, 4))), _F32.as_pointer()))
-            prod = builder.fmul(builder.sitofp(part, _vec(_F32, 16)), _splat(builder, scale, 16),
-                                flags=("contract",))
+            prod = _scaled(builder, part, sc, g)
             builder.store(builder.fadd(builder.load(acc), prod, flags=("contract",)), acc)
         return _reduce(builder, "llvm.vector.reduce.fadd.v16f32", _F32,
                        [ir.Constant(_F32, 0.0), builder.load(acc)])
@@ -484,12 +490,6 @@ def _i4_avx2_query(builder: ir.IRBuilder, qe: ir.Value, qo: ir.Value, corr: ir.V
             _load(builder, corr, g, 32, _vec(_I32, 8)))
 
 
-def _scaled8(builder: ir.IRBuilder, ints: ir.Value, sc: ir.Value, g: ir.Value) -> ir.Value:
-    """8 int32 lanes as f32 times the f32 scale at ``sc + 4 g`` (address)."""
-    at = builder.add(sc, builder.mul(g, ir.Constant(sc.type, 4)))
-    scale = builder.load(builder.inttoptr(at, _F32.as_pointer()), align=4)
-    return builder.fmul(builder.sitofp(ints, _vec(_F32, 8)), _splat(builder, scale, 8),
-                        flags=("contract",))
 
 
 @intrinsic
@@ -504,7 +504,7 @@ def _dot_i4_avx2(typingctx, row, qe, qo, corr, sc, groups):
         with cgutils.for_range(builder, groups) as loop:
             g = loop.index
             ints = _i4_avx2_group(builder, row, g, _i4_avx2_query(builder, qe, qo, corr, g))
-            prod = _scaled8(builder, ints, sc, g)
+            prod = _scaled(builder, ints, sc, g)
             builder.store(builder.fadd(builder.load(acc), prod, flags=("contract",)), acc)
         return _reduce(builder, "llvm.vector.reduce.fadd.v8f32", _F32,
                        [ir.Constant(_F32, 0.0), builder.load(acc)])
@@ -552,7 +552,7 @@ def _scan_i4_avx2(typingctx, row, stride, qe, qo, corr, sc, sc_stride, groups, q
                 g = group.index
                 query = _i4_avx2_query(builder, qe, qo, corr, g)
                 for r in count:
-                    prod = _scaled8(builder, _i4_avx2_group(builder, rows[r], g, query),
+                    prod = _scaled(builder, _i4_avx2_group(builder, rows[r], g, query),
                                     row_scs[r], g)
                     builder.store(builder.fadd(builder.load(accs[r]), prod,
                                                flags=("contract",)), accs[r])

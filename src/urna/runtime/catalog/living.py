@@ -409,9 +409,7 @@ class Writer:
         rec = version_record(self.versions[-1], op, self.segments, removed=removed,
                              restored=restored, n_tombstones=len(self.tombstones),
                              compacted=self.compacted, note=note, **self._sources_record())
-        extra = {k: v for k, v in self.doc.items() if k not in _DERIVED}
-        extra[LIVING_KEY] = {"head": rec["version"], "versions": [*self.versions, rec]}
-        doc = catalog_document(self.name, len(self.segments), self.segments, extra=extra)
+        doc = _log_document(self.doc, [*self.versions, rec])
         checkpoint("before-commit")
         write_catalog(self.path, doc)
         self.committed = True
@@ -520,12 +518,8 @@ def squash(path: str | os.PathLike, keep: int, note: str = "") -> dict[str, Any]
                                      dict(sources_at(folded, target.parent)), written)
             first = squash_record(folded, sources,
                                   note or f"versions {folded[0]['version']}..{k} squashed")
-            kept = rechained(first, versions[cut + 1:])
-            extra = {key: v for key, v in doc.items() if key not in _DERIVED}
-            extra[LIVING_KEY] = {"head": kept[-1]["version"], "versions": kept}
-            head = kept[-1]["segments"]
-            write_catalog(target, catalog_document(str(doc["name"]), len(head), head,
-                                                   extra=extra))
+            kept = [first, *rechained(first["version_hash"], versions[cut + 1:])]
+            write_catalog(target, _log_document(doc, kept))
         except BaseException:
             named = {rec.get("sources_file") for rec in versions}
             for p in written:  # (the same bytes as a version's own sidecar are its file)
@@ -535,6 +529,15 @@ def squash(path: str | os.PathLike, keep: int, note: str = "") -> dict[str, Any]
         for p in unnamed_files(target.parent, str(doc["name"]), kept):
             p.unlink(missing_ok=True)  # the folded versions' sources sidecars
         return first
+
+
+def _log_document(doc: dict[str, Any], versions: list[dict[str, Any]]) -> dict[str, Any]:
+    """The catalog ``doc`` with ``versions`` as its log: its own keys kept, the derived ones
+    (shards, counts, hash) made anew from the head's segments."""
+    extra = {k: v for k, v in doc.items() if k not in _DERIVED}
+    extra[LIVING_KEY] = {"head": versions[-1]["version"], "versions": versions}
+    head = versions[-1]["segments"]
+    return catalog_document(str(doc["name"]), len(head), head, extra=extra)
 
 
 def _agreed(schemas: Sequence[dict[str, str]]) -> dict[str, str] | None:

@@ -292,14 +292,14 @@ def squash_record(versions: Sequence[dict[str, Any]], sources: dict[str, Any],
     return record
 
 
-def rechained(first: dict[str, Any],
-              later: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
-    """``first`` then each of ``later`` with its parent the record before it, re-hashed."""
-    out = [first]
-    for rec in later:
+def rechained(parent: str | None, records: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``records`` in order, each with its parent the one before it (the first's ``parent``),
+    re-hashed."""
+    out: list[dict[str, Any]] = []
+    for rec in records:
         again = {k: v for k, v in rec.items() if k != "version_hash"}
-        again["parent"] = out[-1]["version_hash"]
-        again["version_hash"] = version_hash(again)
+        again["parent"] = parent
+        again["version_hash"] = parent = version_hash(again)
         out.append(again)
     return out
 
