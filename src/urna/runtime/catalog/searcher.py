@@ -367,9 +367,7 @@ class Catalog:
                 except CitationError:
                     if moved is None or not self._squashed():
                         raise
-                    # a compaction keeps every live row: one its segment lacks was removed
-                    # before it, in a version the squash folded away
-                    return self._removed(moved[0], hist, None, None)
+                    break  # moved here, yet not here: removed in a squashed version (below)
                 if moved is None:
                     return LivingCitation(**r.as_dict())
                 return LivingCitation(**r.as_dict(), status="compacted", compacted_from=moved[0],
@@ -380,7 +378,9 @@ class Catalog:
             return self._cite_living(format_citation(new, chunk), hist, moved or (citation, v))
         if removed_in is not None:
             return self._removed(citation, hist, removed_in, moved)
-        if moved is not None and self._squashed():  # (as above, the segment compacted again)
+        if moved is not None and self._squashed():
+            # a compaction keeps every live row: one its segment lacks was removed before it,
+            # in a version the squash folded away
             return self._removed(moved[0], hist, None, None)
         raise CitationError(f"{citation} is unknown to this catalog: no segment of versions "
                             f"{self._versions[0]['version']}..{self.version} holds it")
