@@ -5,7 +5,7 @@ the code it inlines from other modules: the HNSW beam (``_hnsw_kernels``) calls
 ``_hnsw_dist``'s decoders, the exact scan's finishers ``_row_scores_jit``'s kernels. After one
 of those changed, the callers' cached machine code kept the old code, so a checkout that
 pulled a change to one kernel file ran, tested and measured the previous one (an installed
-upgrade rewrites every file, so it never did). Before numba's first import (:func:`check`),
+upgrade rewrites every file, so it never did). Before any kernel runs (:func:`check`),
 the sources of ``urna/index`` are hashed; a hash other than the one recorded beside the
 in-tree cache (``__pycache__/kernel-sources.sha256``) deletes that folder's cached kernels, so
 numba compiles them afresh. An unwritable folder (numba then caches per user, where a changed
@@ -15,9 +15,10 @@ file's stamp invalidates its own entries) is left as it is.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import os
 import threading
+
+from ..format.hashing import sha256_state
 
 STAMP = "kernel-sources.sha256"
 _FOLDER = os.path.dirname(os.path.abspath(__file__))
@@ -27,7 +28,7 @@ _checked: list[bool] = []
 
 def sources_digest(folder: str = _FOLDER) -> str:
     """SHA-256 hex of every ``.py`` file of ``folder`` (names and bytes, in name order)."""
-    h = hashlib.sha256()
+    h = sha256_state(b"")
     for name in sorted(n for n in os.listdir(folder) if n.endswith(".py")):
         with open(os.path.join(folder, name), "rb") as fh:
             data = fh.read()
@@ -65,7 +66,7 @@ def refresh(folder: str = _FOLDER) -> bool:
 
 
 def check() -> None:
-    """:func:`refresh` this package's kernel cache once per process (before numba loads)."""
+    """:func:`refresh` this package's kernel cache once per process (before any kernel runs)."""
     if _checked:
         return
     with _lock:
