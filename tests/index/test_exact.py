@@ -19,6 +19,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from helpers.ordering import descending_total_order
 from urna.index import exact
 from urna.index.exact import Slab, rank, score_rows, search, search_batch, top_k
 
@@ -144,16 +145,24 @@ def test_ties_at_the_cut_off_go_to_the_lower_index() -> None:
     assert top_k(s, 2)[0].tolist() == [1, 2]
     assert top_k(s, 3)[0].tolist() == [1, 2, 4]
     assert top_k(s, 100)[0].tolist() == [1, 2, 4, 5, 3, 0]
-    assert top_k(np.array([0.0, -0.0, 0.0], np.float32), 2)[0].tolist() == [0, 1]
+
+
+def test_positive_zero_ranks_before_negative_zero() -> None:
+    # IEEE total order, as the reference sorts (an int8 score underflows to either zero)
+    zeros = np.array([0.0, -0.0, 0.0, -0.0], np.float32)
+    assert top_k(zeros, 2)[0].tolist() == [0, 2]
+    assert top_k(zeros, 4)[0].tolist() == [0, 2, 1, 3]
+    assert rank(np.array([7, 3, 5]), np.array([-0.0, -0.0, 0.0], np.float32), 3)[0].tolist() \
+        == [5, 3, 7]
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.lists(st.sampled_from([0.0, 0.25, -0.5, 1.0, 0.25, float("nan"), -1.0, 0.75]),
+@given(st.lists(st.sampled_from([0.0, -0.0, 0.25, -0.5, 1.0, 0.25, float("nan"), -1.0, 0.75,
+                                 1e-45, -1e-45]),
                 min_size=0, max_size=40), st.integers(min_value=1, max_value=45))
 def test_top_k_equals_the_full_sort(values: list[float], k: int) -> None:
     s = np.array(values, dtype=np.float32)
-    want = sorted(range(len(s)),
-                  key=lambda i: (np.isnan(s[i]), -s[i] if not np.isnan(s[i]) else 0, i))
+    want = descending_total_order(s, list(range(len(s))))
     ids, scores = top_k(s, k)
     assert ids.tolist() == want[:k]
     assert scores.tobytes() == s[want[:k]].tobytes()

@@ -18,6 +18,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from helpers.ordering import descending_total_order
 from helpers.slabs import DTYPES, corpora, make_slab
 from urna.errors import InvalidInput, UrnaError
 from urna.index import _scan_kernels, exact
@@ -104,6 +105,31 @@ def test_screen_stays_within_its_bound(screen_backend, dtype, seed, dim, scale) 
     assert np.isfinite(delta)
     gap = np.abs(s.astype(np.float64) - exact_scores.astype(np.float64))
     assert gap.max() <= delta
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=FIXED)
+@given(seed=st.integers(0, 2 ** 32 - 1), n=st.integers(65, 300), zero_share=st.floats(0.1, 1.0),
+       threads=st.sampled_from([1, 2, 3]))
+def test_scores_that_underflow_to_either_zero_rank_in_total_order(screen_backend, seed, n,
+                                                                  zero_share, threads) -> None:
+    # int8 rows whose scale is 0 (a row of subnormals quantises so) score (sum) * 0: +0.0 or
+    # -0.0 by the sign of the sum; the reference ranks +0.0 first, then -0.0, each by row
+    rng = np.random.default_rng(seed)
+    codes = rng.integers(-127, 128, (n, 64)).astype(np.int8)
+    scales = rng.uniform(0.001, 0.01, n).astype(np.float32)
+    scales[rng.random(n) < zero_share] = 0.0
+    scales[:2] = 0.0
+    codes[1] = -codes[0]  # sums of opposite signs: both zeros are present
+    slab = Slab.int8(scales, codes)
+    q = rng.standard_normal(64).astype(np.float32)
+    q = (q / np.linalg.norm(q)).astype(np.float32)
+    every = score_rows(slab, q)
+    assert sorted(np.signbit(every[:2]).tolist()) == [False, True]
+    k = int(rng.integers(1, n + 3))
+    want = descending_total_order(every, list(range(n)))[:k]
+    ids, scores = search(slab, q, k, threads=threads)
+    assert ids.tolist() == want
+    assert scores.tobytes() == every[want].tobytes()
 
 
 # int4 widths of every unrolled VNNI scan (128 ... 2048: 1-16 pairs of groups), two of the

@@ -41,6 +41,8 @@ numba targets this CPU and it has the instructions (:data:`RUNNABLE`, :data:`SCR
 
 from __future__ import annotations
 
+import math
+
 import numba
 import numpy as np
 from llvmlite import ir
@@ -1028,16 +1030,24 @@ def _ranked(cand, scores, k, ids, best):
     how many, or -1 when a score is NaN (the caller ranks in numpy then)."""
     count = cand.shape[0]
     neg = np.empty(count, dtype=np.float32)
+    negative_zero = np.zeros(count, dtype=np.int8)
+    any_negative_zero = False
     ascending = True
     for j in range(count):
-        if scores[j] != scores[j]:
+        s = scores[j]
+        if s != s:
             return -1
-        neg[j] = -scores[j] + np.float32(0.0)  # +0.0 folds -0.0: both zeros tie
+        neg[j] = -s
+        if s == 0 and math.copysign(1.0, s) < 0:  # total order: -0.0 ranks after +0.0
+            negative_zero[j] = 1
+            any_negative_zero = True
         if j and cand[j] < cand[j - 1]:
             ascending = False
     order = np.arange(count)
-    if not ascending:  # a row list in any order: by row first, so the stable sort below
-        order = np.argsort(cand, kind="mergesort")  # breaks score ties by row
+    if not ascending:  # a row list in any order: by row first, so the stable sorts below
+        order = np.argsort(cand, kind="mergesort")  # break score ties by row
+    if any_negative_zero:
+        order = order[np.argsort(negative_zero[order], kind="mergesort")]
     order = order[np.argsort(neg[order], kind="mergesort")]
     m = min(k, count)
     for j in range(m):

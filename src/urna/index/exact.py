@@ -251,13 +251,16 @@ def rank(ids: np.ndarray, scores: np.ndarray, k: int) -> tuple[np.ndarray, np.nd
     n = len(ids)
     if n == 0 or k <= 0:
         return ids[:0], scores[:0]
-    neg = -scores + F32(0.0)  # +0.0 folds -0.0, so both zeros tie and the index decides
+    neg = -scores
     if k < n:
         kth = np.partition(neg, k - 1)[k - 1]
         if not np.isnan(kth):
             sel = np.flatnonzero(neg <= kth)  # every row that can be in the top k, ties too
             ids, scores, neg = ids[sel], scores[sel], neg[sel]
-    order = np.lexsort((ids, neg))  # NaN sorts last in numpy's order
+    # IEEE total order puts +0.0 before -0.0 (an int8 or int4 score underflows to either);
+    # numpy's compare calls them equal, so the sign of a zero is a key of its own.
+    negative_zero = (scores == 0) & np.signbit(scores)
+    order = np.lexsort((ids, negative_zero, neg))  # NaN sorts last in numpy's order
     order = order[:k]
     return ids[order], scores[order]
 
