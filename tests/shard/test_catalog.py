@@ -194,6 +194,30 @@ def test_equal_scores_merge_by_shard_order_then_ordinal(tmp_path: Path) -> None:
                 [h.source_uri for h in hits[:3]]
 
 
+def test_both_zeros_merge_in_one_files_order(tmp_path: Path) -> None:
+    # int8 rows of subnormals quantise with a scale of 0 and score +0.0 or -0.0 by the sign
+    # of their sum; one file ranks +0.0 first (IEEE total order), so the merge does too,
+    # whichever shard holds it
+    def shard(name: str, sign: float) -> dict:
+        path = tmp_path / f"{name}.urna"
+        chunks = [{"canonical_text": name, "source_uri": f"{name}.txt", "byte_start": 0,
+                   "byte_end": 1, "embedding": [sign * 1.4e-45] * 8}]
+        urna.build(str(path), "tie-model", 8, "tie/1", "sha256:" + "ee" * 32, chunks,
+                   dtype="int8", reproducible=True)
+        with urna.open(path) as f:
+            return {"file": path.name, "file_hash": f.file_hash,
+                    "content_hash": f.content_hash, "n_chunks": f.n_embeddings,
+                    "model_hash": f.model_hash, "embedding_dim": f.embedding_dim}
+    minus, plus = shard("minus", -1.0), shard("plus", 1.0)
+    q = np.ones(8, dtype=np.float32)
+    for order in ([minus, plus], [plus, minus]):
+        p = write_catalog(tmp_path / "z.catalog.json", catalog_document("z", 2, order))
+        with open_catalog(p) as cat:
+            hits = cat.search(q, 2)
+        assert [h.source_uri for h in hits] == ["plus.txt", "minus.txt"]
+        assert [np.signbit(h.score) for h in hits] == [False, True] and hits[0].score == 0
+
+
 def test_catalog_document_requires_every_key() -> None:
     with pytest.raises(CatalogError, match="missing file_hash"):
         catalog_document("x", 1, [{"file": "a.urna"}])

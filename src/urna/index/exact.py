@@ -265,6 +265,13 @@ def rank(ids: np.ndarray, scores: np.ndarray, k: int) -> tuple[np.ndarray, np.nd
     return ids[order], scores[order]
 
 
+def descending_key(score: float) -> tuple[bool, float, bool]:
+    """Sort key of one score in :func:`rank`'s order: NaN last, then descending IEEE total
+    order (+0.0 before -0.0)."""
+    nan = score != score
+    return (nan, 0.0 if nan else -score, score == 0 and math.copysign(1.0, score) < 0)
+
+
 def top_k(scores: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
     """Indices and scores of the best ``k`` of ``scores`` (index = position)."""
     return rank(np.arange(len(scores), dtype=np.int64), scores, k)

@@ -28,6 +28,7 @@ import numpy as np
 from ...errors import CatalogError, CitationError, CitationRemoved, UnknownFilterField
 from ...format.citation import ResolvedCitation
 from ...format.identity import format_citation, parse_citation
+from ...index.exact import descending_key
 from ..file import UrnaFile, open_file
 from ..hits import STORED_PRECISION, RetrieveHit, SearchExplain, SearchHit, SearchResult
 from .document import read_catalog
@@ -105,7 +106,8 @@ def _same(values: list[str], mixed: str = "mixed") -> str:
 
 
 def merge(per_shard: list[Ranked], k: int, population: int, ms: float) -> SearchResult:
-    """The k best hits over shards by (-score, shard, ordinal) and their combined envelope.
+    """The k best hits over shards by score (one file's order, :func:`descending_key`), then
+    shard, then ordinal, and their combined envelope.
 
     Candidate counts and budgets are summed over shards; ``truncated`` is ``k < population``
     (the chunks, or a space's vectors, over all shards), as for one file.
@@ -114,7 +116,7 @@ def merge(per_shard: list[Ranked], k: int, population: int, ms: float) -> Search
     # each shard's fused score is a z-score over its own pool, so the scales meet; a mix of
     # fused and cosine-ordered shards merges by cosine, the one score every hit has
     by_fused = all(h.fused_score is not None for res, _ in per_shard for h in res.hits)
-    keyed = [(-(h.fused_score if by_fused else h.score), s, o, h)
+    keyed = [(descending_key(h.fused_score if by_fused else h.score), s, o, h)
              for s, (res, ords) in enumerate(per_shard)
              for o, h in zip(ords, res.hits, strict=True)]
     keyed.sort(key=lambda t: t[:3])
