@@ -117,6 +117,11 @@ def query_vectors(rng: random.Random, rows: list[list[float]], dim: int) -> list
         out.append([_f32(v * (1 + 1e-7 * rng.random())) for v in row])
     out.append([0.0] * dim)
     out.append([1.0] + [0.0] * (dim - 1))
+    # the norm's f32 edges (§3): squares that overflow (an all-zero query after division,
+    # every score 0), squares that underflow (zero norm), subnormal and signed-zero parts
+    out.append([3e38 * (1 if rng.random() < 0.5 else -1) for _ in range(dim)])
+    out.append([1e-30 * rng.gauss(0, 1) for _ in range(dim)])
+    out.append([rng.choice([1e-40, -1e-40, -0.0, 0.0, 1.0, -1.0]) for _ in range(dim)])
     return out
 
 
