@@ -9,6 +9,7 @@ outcomes are compared: sha256 of the file, its content_hash, or the builtin exce
 and message when either side refuses. Not a test: the wheel is never a suite dependency.
 
     .venv/bin/python tools/differential_builds.py run [--seed S] [--count N] [--keep DIR]
+        [--keep-built DIR]
     .venv/bin/python tools/differential_builds.py record NAME [SEED:INDEX ...]
 
 ``record`` writes tests/data/<NAME>-0.5.1.json: the inputs of a hand-made set (``CASE_SETS``,
@@ -575,8 +576,11 @@ def coverage(buf: bytes) -> list[str]:
 
 
 def compare(seed: int, count: int, batch: int, keep_dir: Path | None,
-            only: list[int] | None = None, workers: int = 2) -> int:
-    """Generate, build on both sides, print the differences; returns the difference count."""
+            only: list[int] | None = None, workers: int = 2, keep_built: Path | None = None
+            ) -> int:
+    """Generate, build on both sides, print the differences; returns the difference count.
+    ``keep_built`` receives a copy of every file the wheel wrote (sources for
+    ``differential_corruptions.py --source-dir``)."""
     indices = only if only is not None else list(range(count))
     diffs: list[tuple[dict, dict, dict]] = []
     kinds: Counter[str] = Counter()
@@ -596,6 +600,10 @@ def compare(seed: int, count: int, batch: int, keep_dir: Path | None,
                 ref_res = {k: v for f in fut_ref for k, v in f.result().items()}
                 our_res = fut_our.result()
             ref_files = {p.stem: p for p in ref_dir.glob("*/*.urna")}
+            if keep_built is not None:
+                keep_built.mkdir(parents=True, exist_ok=True)
+                for key, path in ref_files.items():
+                    shutil.copy(path, keep_built / f"{key}.urna")
             for case in cases:
                 key = case["key"]
                 r, o = ref_res[key], our_res[key]
@@ -777,6 +785,8 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("--count", type=int, default=500)
     run.add_argument("--batch", type=int, default=100)
     run.add_argument("--keep", type=Path, default=None)
+    run.add_argument("--keep-built", type=Path, default=None,
+                     help="copy every file the wheel wrote here")
     run.add_argument("--only", type=int, nargs="*", default=None)
     run.add_argument("--workers", type=int, default=2, help="wheel processes per batch")
     rec = sub.add_parser("record")
@@ -785,7 +795,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.cmd == "run":
         return 1 if compare(args.seed, args.count, args.batch, args.keep, args.only,
-                             args.workers) else 0
+                             args.workers, args.keep_built) else 0
     return record(args.name, args.picks)
 
 

@@ -13,9 +13,11 @@ the batch goes on after it. Every case whose outcomes differ is printed, grouped
 first differing call, with both classes and messages, digits masked).
 
     PYTHONPATH=src .venv/bin/python tools/differential_corruptions.py [--per-source N]
-        [--seed S] [--sources GLOB] [--save DIR]
+        [--seed S] [--sources GLOB] [--source-dir DIR] [--save DIR]
     PYTHONPATH=src .venv/bin/python tools/differential_corruptions.py --record NAME ID...
 
+``--source-dir DIR`` corrupts other files the wheel wrote instead (e.g. the generated builds
+that ``differential_builds.py run --keep-built DIR`` keeps).
 ``--record NAME ID...`` regenerates the named cases (``<source>:<case>``, as printed), asks
 the reference for each one's first failure and writes ``tests/data/NAME-0.5.1.json`` in the
 layout of ``mutations-0.5.1.json`` (``src``, ``length``, ``patch``) plus ``op`` and
@@ -624,9 +626,9 @@ def all_cases(base: bytes, seed: int, per_source: int, sampled: int = 600) -> li
     return cases + many + [c for c in rest if not c[0].startswith(SAMPLED)]
 
 
-def sources(pattern: str) -> list[Path]:
-    """The reference files matching ``pattern``."""
-    return sorted(p for p in M.REF_DIR.glob("*.urna") if fnmatch.fnmatch(p.name, pattern))
+def sources(pattern: str, folder: Path = M.REF_DIR) -> list[Path]:
+    """The files of ``folder`` (the reference's own by default) matching ``pattern``."""
+    return sorted(p for p in folder.glob("*.urna") if fnmatch.fnmatch(p.name, pattern))
 
 
 OURS_SRC = str(ROOT / "src")
@@ -832,6 +834,9 @@ def main(argv: list[str] | None = None) -> int:
                     help="fuzzer cases per source (a seeded sample), besides the structured ones")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--sources", default="*.urna")
+    ap.add_argument("--source-dir", type=Path, default=M.REF_DIR,
+                    help="a folder of other files the wheel wrote (e.g. differential_builds "
+                         "run --keep-built DIR)")
     ap.add_argument("--batch", type=int, default=400)
     ap.add_argument("--timeout", type=float, default=60.0, help="seconds of silence = a hang")
     ap.add_argument("--ref-python", default=REF_PYTHON)
@@ -848,7 +853,7 @@ def main(argv: list[str] | None = None) -> int:
     total = 0
     saved = args.save.open("w") if args.save else None
     t0 = time.monotonic()
-    for src in sources(args.sources):
+    for src in sources(args.sources, args.source_dir):
         base = src.read_bytes()
         cases = []
         for cid, thunk in all_cases(base, args.seed, args.per_source):
@@ -870,7 +875,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{src.name:28} {len(cases):6} cases {n_diff:5} differ "
               f"({time.monotonic() - t0:.0f} s)", flush=True)
     n = sum(len(v) for v in groups.values())
-    print(f"\n{total} corruptions over {len(sources(args.sources))} sources; {n} differ, "
+    n_sources = len(sources(args.sources, args.source_dir))
+    print(f"\n{total} corruptions over {n_sources} sources; {n} differ, "
           f"{len(groups)} causes")
     for key, cids in sorted(groups.items(), key=lambda kv: -len(kv[1])):
         print(f"\n[{len(cids)}] {key}")
