@@ -257,7 +257,8 @@ def rank(ids: np.ndarray, scores: np.ndarray, k: int) -> tuple[np.ndarray, np.nd
         if not np.isnan(kth):
             sel = np.flatnonzero(neg <= kth)  # every row that can be in the top k, ties too
             ids, scores, neg = ids[sel], scores[sel], neg[sel]
-    # IEEE total order puts +0.0 before -0.0 (an int8 or int4 score underflows to either);
+    # IEEE total order puts +0.0 before -0.0 (an int8 score, its sum times the row's scale,
+    # is -0.0 when that product underflows from below or the scale is 0);
     # numpy's compare calls them equal, so the sign of a zero is a key of its own.
     negative_zero = (scores == 0) & np.signbit(scores)
     order = np.lexsort((ids, negative_zero, neg))  # NaN sorts last in numpy's order
