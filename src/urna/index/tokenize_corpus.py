@@ -13,13 +13,15 @@ reference tokenizer, its tokens joined by NUL. The segments are joined by NUL an
 of non-NUL bytes of two or more bytes: an ASCII run of one byte is a one-character word
 (dropped), and every other run holds two characters or more, so at least two bytes.
 
-Documents go in batches of about 2M characters (small temporaries), sharing one vocabulary.
-Distinct tokens are found without a Python object per token: a token of at most 16 bytes is
-its UTF-8 bytes zero-padded into two big-endian u64 words (no token holds a NUL, so the pair is
-the token), factorized by hashing rounds in numpy (each round settles every token whose slot
-it won; the losers go to the next round with another hash); longer tokens, rare in any
-language, go through a dict. Distinct terms are then sorted by their bytes, which is UTF-8 byte
-order, the order §8.2 stores them in.
+Documents go in batches of about 2M characters (small temporaries), tokenized side by side on
+threads (numpy's passes release the GIL). Distinct tokens are found without a Python object
+per token: a token of at most 16 bytes is its UTF-8 bytes zero-padded into two big-endian u64
+words (no token holds a NUL, so the pair is the token), factorized by hashing rounds in numpy
+(each round settles every token whose slot it won; the losers go to the next round with
+another hash), first within each batch, then once over every batch's distinct keys, so only
+the corpus's distinct terms become Python objects; longer tokens, rare in any language, go
+through a dict. Distinct terms are then sorted by their bytes, which is UTF-8 byte order, the
+order §8.2 stores them in; the order tokens were first seen in never shows.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..format.fanout import Fanout
 from ._unicode_tables import LOWER, WORD_RANGES
 from .tokenize import GROWS_WHEN_LOWERED, tokenize
 
@@ -137,21 +140,50 @@ def _unicode_segments(texts: list[str]) -> list[bytes]:
 
 def tokenize_corpus(docs: Sequence[str]) -> CorpusTokens:
     """Tokenize every doc as :func:`~urna.index.tokenize.tokenize` does, into term ids."""
-    vocab: dict[bytes, int] = {}  # distinct token -> id in order of first sight
+    ranges = _batches(docs)
+    with Fanout(len(ranges)) as fan:  # numpy's passes release the GIL: batches side by side
+        jobs = [fan.start(_tokenize_batch, docs[lo:hi]) for lo, hi in ranges]
+    batches: list[_Batch] = [job.result() for job in jobs]
+    # one factorization of every batch's distinct short tokens, then the long ones by a dict
+    hi = np.concatenate([b.hi for b in batches]) if batches else np.zeros(0, np.uint64)
+    wide = any(b.lo is not None for b in batches)
+    lo = np.concatenate([np.zeros(len(b.hi), np.uint64) if b.lo is None else b.lo
+                         for b in batches]) if wide else None
+    reps, global_ids = _factorize(hi, lo)
+    names = _key_bytes(hi[reps], None if lo is None else lo[reps])
+    long_ids: dict[bytes, int] = {}
     id_parts: list[np.ndarray] = []
-    len_parts: list[np.ndarray] = []
-    for lo, hi in _batches(docs):
-        ids, lens = _tokenize_batch(docs[lo:hi], vocab)
+    offset = 0
+    for b in batches:
+        ids = global_ids[offset + b.local_ids]
+        offset += len(b.hi)
+        if b.long:
+            out = np.empty(len(b.short), dtype=np.int64)
+            out[b.short] = ids
+            add = long_ids.setdefault
+            out[~b.short] = [add(t, len(names) + len(long_ids)) for t in b.long]
+            ids = out
         id_parts.append(ids)
-        len_parts.append(lens)
-    names = list(vocab)
+    names += list(long_ids)
     order = sorted(range(len(names)), key=names.__getitem__)  # bytes order == UTF-8 order
     id_type = np.int32 if len(names) < 1 << 31 else np.int64  # half the memory of int64
     rank = np.empty(len(names), dtype=id_type)
     rank[order] = np.arange(len(names), dtype=id_type)
     ids = np.concatenate(id_parts) if id_parts else np.zeros(0, np.int64)
-    doc_lens = np.concatenate(len_parts) if len_parts else np.zeros(0, np.int64)
+    doc_lens = np.concatenate([b.doc_lens for b in batches]) if batches else np.zeros(0, np.int64)
     return CorpusTokens([names[i].decode("utf-8") for i in order], rank[ids], doc_lens)
+
+
+@dataclass
+class _Batch:
+    """One batch's tokens: its distinct short tokens as keys, and which one each token is."""
+
+    hi: np.ndarray  # uint64, first key word of each distinct short token (<= 16 bytes)
+    lo: np.ndarray | None  # uint64, second key word, or None when every one is 0
+    local_ids: np.ndarray  # int64, per short token (in text order): its row in hi / lo
+    short: np.ndarray  # bool, per token: short (the others are in ``long``, in text order)
+    long: list[bytes]  # the tokens longer than 16 bytes, rare in any language
+    doc_lens: np.ndarray  # int64, tokens per doc
 
 
 def _batches(docs: Sequence[str]) -> list[tuple[int, int]]:
@@ -160,19 +192,21 @@ def _batches(docs: Sequence[str]) -> list[tuple[int, int]]:
     Batches keep every temporary array small: on a VM a first touch of fresh memory costs
     more than the work done in it, and small arrays reuse the allocator's pages.
     """
-    out, start, size = [], 0, 0
-    for i, text in enumerate(docs):
-        size += len(text) + 1
-        if size >= _BATCH_CHARS:
-            out.append((start, i + 1))
-            start, size = i + 1, 0
-    if start < len(docs):
-        out.append((start, len(docs)))
+    # a batch ends at the first doc whose running size (chars + 1 per doc) reaches the limit
+    ends = np.cumsum(np.fromiter(map(len, docs), dtype=np.int64, count=len(docs)) + 1)
+    out, start, base = [], 0, 0
+    while start < len(docs):
+        last = int(np.searchsorted(ends, base + _BATCH_CHARS))  # first end >= the limit
+        if last >= len(docs):
+            out.append((start, len(docs)))
+            break
+        out.append((start, last + 1))
+        start, base = last + 1, int(ends[last])
     return out
 
 
-def _tokenize_batch(docs: Sequence[str], vocab: dict[bytes, int]) -> tuple[np.ndarray, np.ndarray]:
-    """(each token's id in ``vocab``, which grows, and the tokens per doc) of ``docs``."""
+def _tokenize_batch(docs: Sequence[str]) -> _Batch:
+    """The tokens of ``docs``, factorized within the batch."""
     segments = _segments(docs)
     segments.append(_PAD)  # the key gather may read this far past the last token
     buf = np.frombuffer(_SEP.join(segments).translate(_TABLE), dtype=np.uint8)
@@ -186,12 +220,7 @@ def _tokenize_batch(docs: Sequence[str], vocab: dict[bytes, int]) -> tuple[np.nd
     seg_lens = np.fromiter(map(len, segments[:-1]), dtype=np.int64, count=len(docs))
     seg_starts = np.cumsum(seg_lens + 1) - (seg_lens + 1)
     bounds = np.searchsorted(starts, np.append(seg_starts, end + 1))
-    return _token_ids(buf, starts, ends, vocab), np.diff(bounds).astype(np.int64)
-
-
-def _token_ids(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray,
-               vocab: dict[bytes, int]) -> np.ndarray:
-    """Each token's id in ``vocab`` (new tokens are added)."""
+    doc_lens = np.diff(bounds).astype(np.int64)
     lens = ends - starts
     short = lens <= _SHORT
     every = bool(short.all())
@@ -206,21 +235,21 @@ def _token_ids(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray,
         two = np.flatnonzero(n > _WORD)
         lo[two] = _first_bytes(words[s[two] + _WORD].byteswap(), n[two] - _WORD)
     reps, local_ids = _factorize(hi, lo)
-    pairs = np.zeros((len(reps), 2), dtype=">u8")
-    pairs[:, 0] = hi[reps]
+    long: list[bytes] = []
+    if not every:
+        data = buf.tobytes()
+        long = [data[a:b] for a, b in zip(starts[~short].tolist(), ends[~short].tolist(),
+                                          strict=True)]
+    return _Batch(hi[reps], None if lo is None else lo[reps], local_ids, short, long, doc_lens)
+
+
+def _key_bytes(hi: np.ndarray, lo: np.ndarray | None) -> list[bytes]:
+    """The tokens whose key words are ``hi`` and ``lo`` (the zero padding dropped)."""
+    pairs = np.zeros((len(hi), 2), dtype=">u8")
+    pairs[:, 0] = hi
     if lo is not None:
-        pairs[:, 1] = lo[reps]
-    names: list[bytes] = pairs.view("S16").reshape(-1).tolist()  # S16 drops the zero padding
-    add = vocab.setdefault
-    ids = np.asarray([add(name, len(vocab)) for name in names], dtype=np.int64)[local_ids]
-    if every:
-        return ids
-    out = np.empty(len(starts), dtype=np.int64)
-    out[short] = ids
-    data = buf.tobytes()
-    out[~short] = [add(data[a:b], len(vocab))
-                   for a, b in zip(starts[~short].tolist(), ends[~short].tolist(), strict=True)]
-    return out
+        pairs[:, 1] = lo
+    return pairs.view("S16").reshape(-1).tolist()  # S16 drops the zero padding
 
 
 def _first_bytes(word: np.ndarray, n: np.ndarray) -> np.ndarray:
