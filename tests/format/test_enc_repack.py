@@ -18,6 +18,7 @@ from urna.errors import MalformedSectionPayload
 from urna.format.encodings import decode_section, repack
 from urna.format.encodings.intpack import pack_u64s
 from urna.format.encodings.repack import (
+    BlockSpans,
     ColumnSpans,
     chunk_ids_eligible,
     column_span,
@@ -237,6 +238,34 @@ def test_column_span_reads_one_record_without_numpy(spans):
     packed = encode_spans(spans)
     for i in sorted({0, 127, 128, len(spans) - 1, len(spans)} & set(range(len(spans) + 1))):
         assert column_span(packed, i) == (spans[i] if i < len(spans) else None)
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["a", "b/\u00e9", "", "\U0001f600x"]),
+                          st.integers(0, 2**64 - 1), st.integers(0, 2**64 - 1)), max_size=400),
+       st.data())
+def test_block_spans_read_every_record_in_any_order(spans, draw):
+    # a trusted open's spans: each record read from its blocks when asked, in any order and
+    # more than once, is the stored one (the end wrapped mod 2^64); no record past the end
+    records = BlockSpans.of(encode_spans(spans))
+    assert records is not None and len(records) == len(spans)
+    order = draw.draw(st.permutations(range(len(spans))))
+    for i in [*order, *order[:3]]:
+        uri, start, end = spans[i]
+        assert records.span(i) == (uri, start, end)
+    if spans:
+        assert records.span(-1) == spans[-1]
+    with pytest.raises(IndexError):
+        records.span(len(spans))
+
+
+def test_block_spans_take_only_a_spans_repack_whose_directories_parse():
+    packed = encode_spans([("a", 1, 2), ("b", 3, 4)])
+    assert BlockSpans.of(packed) is not None
+    assert BlockSpans.of(b"\x00" + packed[1:]) is None  # kind 0: chunk ids
+    assert BlockSpans.of(packed[:-3]) is None  # the last column cut
+    assert BlockSpans.of(packed[:6]) is None
+    assert BlockSpans.of(b"") is None
 
 
 @settings(max_examples=150, deadline=None)

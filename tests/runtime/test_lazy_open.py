@@ -95,3 +95,40 @@ def test_threaded_open_equals_inline(name: str, monkeypatch: pytest.MonkeyPatch)
     monkeypatch.setattr(ahead, "INLINE_BYTES", 0)
     monkeypatch.setattr(ahead, "worker_count", lambda: 2)
     assert _answers(REF / name) == inline
+
+
+def test_a_verified_repack_open_reads_only_the_spans_it_is_asked_for(verdict_cache,
+                                                                      monkeypatch) -> None:
+    # preset "compressed" repacks 0x03 into intpack columns; a repeat open of the same bytes
+    # reads a span from one block of each column (repack.BlockSpans), never every column
+    from urna.format.encodings import repack
+    from urna.runtime.lazy_tables import LazySpans
+
+    rng = np.random.default_rng(7)
+    rows = rng.standard_normal((700, 16)).astype(np.float32)
+    rows /= np.linalg.norm(rows, axis=1, keepdims=True)
+    chunks = [{"canonical_text": f"text number {i} about topic {i % 7}",
+               "source_uri": f"docs/file-{i % 53}.md", "byte_start": 10 * i,
+               "byte_end": 10 * i + 9,
+               "embedding": rows[i].tolist()} for i in range(700)]
+    path = verdict_cache / "spans.urna"
+    urna.build(str(path), "m", 16, "c/1", "sha256:" + "0" * 64, chunks, preset="compressed")
+    with urna.open(path) as f:  # the first open decodes every column and keeps the verdict
+        assert f._state.view.entry(0x03).encoding == 4
+        want = [f._state.spans[i] for i in range(700)]
+        hits = [(h.source_uri, h.offset_start, h.offset_end) for h in f.search(rows[400], 5)]
+
+    def whole(*args):
+        raise AssertionError("a verified repack's columns were decoded whole")
+
+    monkeypatch.setattr(repack, "spans_columns", whole)
+    with urna.open(path) as f:
+        assert f._state.view.trusted
+        assert isinstance(f._state.spans, LazySpans)
+        assert isinstance(f._state.spans._records, repack.BlockSpans)
+        assert [(h.source_uri, h.offset_start, h.offset_end) for h in f.search(rows[400], 5)] \
+            == hits
+        assert [f._state.spans[i] for i in (699, 0, 128, 127, 400)] == \
+            [want[i] for i in (699, 0, 128, 127, 400)]
+        assert list(f._state.spans) == want
+    assert want[5] == ("docs/file-5.md", 50, 59)

@@ -22,7 +22,7 @@ from itertools import islice
 from typing import TYPE_CHECKING, Any, overload
 
 from ..errors import UrnaError
-from ..format.encodings.repack import ColumnSpans, DigestIds
+from ..format.encodings.repack import BlockSpans, ColumnSpans, DigestIds
 
 if TYPE_CHECKING:
     from ..format.sections.canonical import Prefix
@@ -146,7 +146,7 @@ class LazySpans(Sequence):
     """The 0x03 spans as a sequence of ``(source_uri, byte_start, byte_end)``; the blob
     overlay may replace entries (``spans[i] = ...``), as it does on the eager list."""
 
-    def __init__(self, records: SpanRecords | ColumnSpans | None) -> None:
+    def __init__(self, records: SpanRecords | ColumnSpans | BlockSpans | None) -> None:
         self._records = records
         self._replaced: dict[int, tuple[str, int, int]] = {}
 

@@ -18,7 +18,7 @@ import numpy as np
 from ..errors import MalformedSectionPayload, SectionNotFound, UnsupportedDType, UrnaError
 from ..format import encodings
 from ..format.ahead import Job, Lane, start_quietly
-from ..format.encodings.repack import ColumnSpans, digest_ids
+from ..format.encodings.repack import BlockSpans, ColumnSpans, digest_ids
 from ..format.layout import (
     ENCODING_INTPACK,
     SECTION_BLOB_DATA,
@@ -311,6 +311,10 @@ def _spans(view: UrnaView, n: int, proven: SpanRecords | ColumnSpans | None = No
                            None if digest is None else (digest, SECTION_CHUNKS_ORIGINAL_SPANS))
     if proven is not None:  # the records validate proved (a repack's: its checked columns)
         return LazySpans(proven)
+    if entry is not None and entry.encoding == 4 and view.trusted:  # a repack decoded before:
+        blocks = BlockSpans.of(view.payload(entry))  # each record read when asked
+        if blocks is not None and len(blocks) == n:
+            return LazySpans(blocks)
     if entry is not None and entry.encoding != 4:  # the repack keeps its own column path
         lazy = lazy_spans(view.decoded(SECTION_CHUNKS_ORIGINAL_SPANS), n)
         if lazy is not None:
