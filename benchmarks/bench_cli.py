@@ -214,6 +214,8 @@ def layer(path: str, verbs: list[str], trees: dict[str, str], runs: int) -> None
             args.append(cite)
         elif verb.startswith("search"):
             args.append(json.dumps([0.0] * 4))  # parsed, never searched
+        elif verb in ("ask", "retrieve"):
+            args.append("how do I list files sorted by size")  # their one required argument
         preload = {}
         for name, src in trees.items():
             env = dict(os.environ, PYTHONPATH=src)
