@@ -16,6 +16,7 @@ from ...errors import MalformedSectionPayload
 from ..cursor import Cursor, decode_utf8
 from ..layout import SECTION_CHUNK_IDS, SECTION_CHUNKS_ORIGINAL_SPANS
 from ._canonical import byte_view
+from .intpack_scan import INTPACK_BLOCK, block_values, read_directory
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # pragma: no cover
@@ -185,6 +186,12 @@ def column_span(payload: bytes | memoryview, i: int) -> tuple[str, int, int] | N
         return None
 
 
+# Blocks (of all three columns) a BlockSpans decodes one by one; past them the columns are
+# decoded whole. A search reads at most 3 x k blocks; 20,000 records read one by one took 150
+# ms from blocks against 41 ms from whole columns.
+_BLOCKS_BEFORE_WHOLE = 48
+
+
 class BlockSpans:
     """The spans of a kind-1 body that decoded whole before (a verified body's), the records'
     interface (``len`` and ``span``) read on demand: the URI pool's offsets and the columns'
@@ -192,20 +199,19 @@ class BlockSpans:
     once), without numpy. A search of a trusted file reads three spans of 20,000; decoding
     every column took longer than the rest of its open."""
 
-    __slots__ = ("_view", "_count", "_pool", "_blobs", "_blocks", "_uris")
+    __slots__ = ("_view", "_count", "_pool", "_blobs", "_blocks", "_uris", "_whole")
 
     def __init__(self, view: memoryview, count: int, pool: list[tuple[int, int]],
                  blobs: list[memoryview]) -> None:
         self._view, self._count, self._pool, self._blobs = view, count, pool, blobs
         self._blocks: dict[tuple[int, int], list[int]] = {}
         self._uris: dict[int, str] = {}
+        self._whole: list[np.ndarray] | None = None  # the columns, once a reader walks them
 
     @classmethod
     def of(cls, payload: bytes | memoryview) -> BlockSpans | None:
         """The spans of a kind-1 payload (kind byte first) whose pool and column directories
         parse; None for any other payload (decode it whole instead, with its errors)."""
-        from .intpack_scan import read_directory
-
         view = byte_view(payload)
         end = len(view)
         if end < 9 or view[0] != KIND_SPANS:
@@ -245,11 +251,17 @@ class BlockSpans:
         return self._count
 
     def _value(self, column: int, i: int) -> int:
-        from .intpack_scan import INTPACK_BLOCK, block_values
-
+        whole = self._whole
+        if whole is not None:
+            return int(whole[column][i])
         b, k = divmod(i, INTPACK_BLOCK)
         block = self._blocks.get((column, b))
         if block is None:
+            if len(self._blocks) >= _BLOCKS_BEFORE_WHOLE:  # a walk of the table (a filter, a
+                from .intpack import unpack_u64s  # listing): numpy decodes ~4x faster
+
+                self._whole = [unpack_u64s(blob) for blob in self._blobs]
+                return int(self._whole[column][i])
             block = self._blocks[(column, b)] = block_values(self._blobs[column], self._count,
                                                              b)
         return block[k]
