@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 import urna
@@ -53,6 +53,12 @@ def _cite(path: Path, citation: str) -> dict[str, Any]:
 
 @settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(ops=OPS, keep=st.integers(1, 4))
+# a segment's content comes back: doc2 added, compacted, removed, compacted again leaves the
+# first segment's exact chunks (its content_hash moves to a segment and back)
+@example(ops=[("add", "doc2.txt", 3), ("compact", "", 0), ("remove", "doc2.txt", 0),
+              ("compact", "", 0)], keep=1)
+# a removed chunk added back: its old citation must stay removed, not follow the new row
+@example(ops=[("remove", "doc0.txt", 0), ("add", "doc0.txt", 0), ("compact", "", 0)], keep=1)
 def test_kept_versions_and_every_citation_survive_a_squash(ops, keep) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
@@ -167,6 +173,9 @@ def test_the_cli_squashes_and_logs(tmp_path: Path) -> None:
     ("first", {"squashed": {"files": {"h": "../x.urna"}, "moved": []}}, "plain file names"),
     ("first", {"squashed": {"files": {}}}, "squashed must be"),
     ("first", {"squashed": {"files": {}, "moved": [["a", "b", "3"]]}}, "old, new, version"),
+    ("first", {"squashed": {"files": {}, "moved": [], "removed": [["a", "b"]]}},
+     "segment, chunk_id, version"),
+    ("first", {"squashed": {"files": {}, "moved": [], "other": []}}, "squashed must be"),
     ("first", {"tombstones": None}, "tombstones must be a list"),
     ("first", {"tombstones": []}, "leave"),  # a tombstone dropped: the next record's count
 ])

@@ -516,8 +516,18 @@ def squash(path: str | os.PathLike, keep: int, note: str = "") -> dict[str, Any]
         try:
             sources = sources_fields(target.parent, str(doc["name"]), k,
                                      dict(sources_at(folded, target.parent)), written)
+            files = {seg["content_hash"]: target.parent / seg["file"]
+                     for seg in folded[-1]["segments"]}
+            ids: dict[str, frozenset[str]] = {}
+
+            def chunk_ids_of(h: str) -> frozenset[str]:
+                if h not in ids:
+                    ids[h] = _chunk_ids(files[h])
+                return ids[h]
+
             first = squash_record(folded, sources,
-                                  note or f"versions {folded[0]['version']}..{k} squashed")
+                                  note or f"versions {folded[0]['version']}..{k} squashed",
+                                  chunk_ids_of)
             kept = [first, *rechained(first["version_hash"], versions[cut + 1:])]
             write_catalog(target, _log_document(doc, kept))
         except BaseException:
@@ -529,6 +539,12 @@ def squash(path: str | os.PathLike, keep: int, note: str = "") -> dict[str, Any]
         for p in unnamed_files(target.parent, str(doc["name"]), kept):
             p.unlink(missing_ok=True)  # the folded versions' sources sidecars
         return first
+
+
+def _chunk_ids(path: Path) -> frozenset[str]:
+    """The chunk ids of a segment file."""
+    with open_file(path) as f:
+        return frozenset(f.chunk_ids())
 
 
 def _log_document(doc: dict[str, Any], versions: list[dict[str, Any]]) -> dict[str, Any]:

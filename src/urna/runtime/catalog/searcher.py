@@ -358,8 +358,11 @@ class Catalog:
                 return self._fanout().on(i, lambda sh: sh.file.cite(citation))
         raise CitationError(f"content_hash {expected} is not a shard of this catalog")
 
-    def _cite_living(self, citation: str, hist: History,
-                     moved: tuple[str, int] | None) -> LivingCitation:
+    def _cite_living(self, citation: str, hist: History, moved: tuple[str, int] | None,
+                     since: int = 0) -> LivingCitation:
+        """``citation`` resolved from version ``since`` on (the version a compaction moved it
+        to its segment in; each step goes to a later version, so a segment that came back
+        never loops)."""
         expected, chunk = parse_citation(citation)
         dead = self._masks.get(expected, frozenset())
         for i, s in enumerate(self.shard_info):
@@ -374,10 +377,12 @@ class Catalog:
                     return LivingCitation(**r.as_dict())
                 return LivingCitation(**r.as_dict(), status="compacted", compacted_from=moved[0],
                                       compacted_in=moved[1])
-        removed_in = hist.removed_in.get((expected, chunk))
-        if removed_in is None and expected in hist.moved:  # kept ids: same id, new segment
-            new, v = hist.moved[expected]
-            return self._cite_living(format_citation(new, chunk), hist, moved or (citation, v))
+        removed_in = hist.removed_after(expected, chunk, since)
+        move = None if removed_in is not None else hist.moved_after(expected, since)
+        if move is not None:  # kept ids: same id, new segment
+            new, v = move
+            return self._cite_living(format_citation(new, chunk), hist, moved or (citation, v),
+                                     v)
         if removed_in is not None:
             return self._removed(citation, hist, removed_in, moved)
         if moved is not None and self._squashed():

@@ -40,7 +40,7 @@ history does.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -237,9 +237,18 @@ def _check_record(v: int, rec: dict[str, Any]) -> None:
 
 
 def _check_squashed(v: int, squashed: object) -> None:
-    """A squash record's ``squashed``: segment files by content hash, and compaction moves."""
-    if not isinstance(squashed, dict) or set(squashed) != {"files", "moved"}:
-        raise CatalogError(f"version {v}: squashed must be {{files, moved}}")
+    """A squash record's ``squashed``: segment files by content hash, compaction moves, and
+    (when any) the removals a citation still needs."""
+    if not isinstance(squashed, dict) or not {"files", "moved"} <= set(squashed) <= {
+            "files", "moved", "removed"}:
+        raise CatalogError(f"version {v}: squashed must be {{files, moved[, removed]}}")
+    removed = squashed.get("removed", [])
+    if not isinstance(removed, list) or not removed == [] and not all(
+            isinstance(m, list) and len(m) == 3 and isinstance(m[0], str)
+            and isinstance(m[1], str) and isinstance(m[2], int) and not isinstance(m[2], bool)
+            for m in removed):
+        raise CatalogError(f"version {v}: squashed.removed must be a list of "
+                           f"[segment, chunk_id, version]")
     files, moved = squashed["files"], squashed["moved"]
     if not isinstance(files, dict) or not all(
             isinstance(h, str) and isinstance(f, str) and is_plain_file_name(f)
@@ -270,12 +279,33 @@ def versions_to(doc: dict[str, Any], version: int | None) -> list[dict[str, Any]
 
 
 def squash_record(versions: Sequence[dict[str, Any]], sources: dict[str, Any],
-                  note: str = "") -> dict[str, Any]:
+                  note: str = "",
+                  chunk_ids_of: Callable[[str], frozenset[str]] | None = None) -> dict[str, Any]:
     """Version K (the last of ``versions``, records up to K of a checked log) as one record
     holding its state whole (``sources``: the folded map's record fields, inline or a
-    sidecar's) and what citations need of the versions before it."""
+    sidecar's) and what citations need of the versions before it.
+
+    A folded removal is dropped, except where the chunk's segment was later compacted into a
+    head segment that holds the same chunk id again (the chunk was added back): without it a
+    citation of the removed row would resolve to the new one. ``chunk_ids_of`` gives a head
+    segment's chunk ids by content_hash (None: every folded removal is dropped)."""
     head = versions[-1]
     hist = history(versions)
+    live = tombstones_at(versions)
+    heads = {seg["content_hash"] for seg in head["segments"]}
+    needed = []
+    for (h, c), removals in hist.removed_in.items():
+        if chunk_ids_of is None or (h, c) in live:
+            continue
+        for v in removals:
+            end = hist.end_of(h, v)
+            if end in heads and c in chunk_ids_of(end):
+                needed.append([h, c, v])
+    squashed: dict[str, Any] = {
+        "files": dict(sorted(hist.files.items())),
+        "moved": sorted([old, new, v] for old, moves in hist.moved.items() for new, v in moves)}
+    if needed:
+        squashed["removed"] = sorted(needed)
     record: dict[str, Any] = {
         "version": int(head["version"]),
         "parent": None,
@@ -284,8 +314,7 @@ def squash_record(versions: Sequence[dict[str, Any]], sources: dict[str, Any],
         "tombstones": sorted([h, c, v] for (h, c), v in tombstones_at(versions).items()),
         "compacted": [],
         **sources,
-        "squashed": {"files": dict(sorted(hist.files.items())),
-                     "moved": sorted([old, new, v] for old, (new, v) in hist.moved.items())},
+        "squashed": squashed,
         "note": note,
     }
     record["version_hash"] = version_hash(record)
@@ -314,31 +343,58 @@ def masks_of(tombstones: Tombstones) -> dict[str, frozenset[str]]:
 
 @dataclass
 class History:
-    """What every version up to one knows of its citations: removals, moves, segment files."""
+    """What every version up to one knows of its citations: removals, moves, segment files.
 
-    removed_in: dict[tuple[str, str], int] = field(default_factory=dict)
-    moved: dict[str, tuple[str, int]] = field(default_factory=dict)  # segment -> (new, version)
+    A segment is named by its content_hash, and one may come back: a compaction that leaves
+    exactly an earlier segment's chunks writes that segment again. So removals and moves are
+    kept per segment in version order, and a citation follows only those after the version
+    it reached the segment in (``removed_after``, ``moved_after``).
+    """
+
+    removed_in: dict[tuple[str, str], list[int]] = field(default_factory=dict)
+    moved: dict[str, list[tuple[str, int]]] = field(default_factory=dict)  # (new, version)s
     files: dict[str, str] = field(default_factory=dict)  # segment content_hash -> file name
+
+    def removed_after(self, segment: str, chunk: str, since: int) -> int | None:
+        """The first version after ``since`` that removed ``chunk`` from ``segment``."""
+        return next((v for v in self.removed_in.get((segment, chunk), ()) if v > since), None)
+
+    def moved_after(self, segment: str, since: int) -> tuple[str, int] | None:
+        """The first compaction after version ``since`` that moved ``segment``: (new, v)."""
+        return next((m for m in self.moved.get(segment, ()) if m[1] > since), None)
+
+    def end_of(self, segment: str, since: int) -> str:
+        """Where the rows ``segment`` held at version ``since`` were last moved to."""
+        while (move := self.moved_after(segment, since)) is not None:
+            segment, since = move
+        return segment
 
 
 def history(versions: Sequence[dict[str, Any]]) -> History:
     """The removals, compaction moves and segment files of ``versions`` (1..v of a checked
     log)."""
     out = History()
+    removed: dict[tuple[str, str], set[int]] = {}
     for rec in versions:
         squashed = rec.get("squashed")
         if squashed is not None:  # what versions before a squash knew of their segments
             out.files.update(squashed["files"])
-            out.moved.update({old: (new, v) for old, new, v in squashed["moved"]})
+            for old, new, v in squashed["moved"]:
+                out.moved.setdefault(old, []).append((new, v))
+            for h, cid, v in squashed.get("removed", ()):
+                removed.setdefault((h, cid), set()).add(v)
         for s in rec["segments"]:
             out.files.setdefault(s["content_hash"], s["file"])
         if "tombstones" in rec:  # the earlier form: the whole set, each with its version
             for h, cid, v in rec["tombstones"]:
-                out.removed_in.setdefault((h, cid), v)
+                removed.setdefault((h, cid), set()).add(v)
         for h, cid in rec.get("removed", ()):
-            out.removed_in.setdefault((h, cid), rec["version"])
+            removed.setdefault((h, cid), set()).add(rec["version"])
         for old, new in rec["compacted"]:
-            out.moved[old] = (new, rec["version"])
+            out.moved.setdefault(old, []).append((new, rec["version"]))
+    out.removed_in = {key: sorted(vs) for key, vs in removed.items()}
+    for moves in out.moved.values():
+        moves.sort(key=lambda m: m[1])
     return out
 
 
