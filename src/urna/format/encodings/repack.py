@@ -194,16 +194,15 @@ _BLOCKS_BEFORE_WHOLE = 48
 
 class BlockSpans:
     """The spans of a kind-1 body that decoded whole before (a verified body's), the records'
-    interface (``len`` and ``span``) read on demand: the URI pool's offsets and the columns'
-    directories parsed once, each record from one 128-value block of each column (decoded
+    interface (``len`` and ``span``) read on demand: the URI pool and the columns' directories
+    parsed once, each record from one 128-value block of each column (decoded
     once), without numpy. A search of a trusted file reads three spans of 20,000; decoding
     every column took longer than the rest of its open."""
 
-    __slots__ = ("_view", "_count", "_pool", "_blobs", "_blocks", "_uris", "_whole")
+    __slots__ = ("_count", "_pool", "_blobs", "_blocks", "_uris", "_whole")
 
-    def __init__(self, view: memoryview, count: int, pool: list[tuple[int, int]],
-                 blobs: list[memoryview]) -> None:
-        self._view, self._count, self._pool, self._blobs = view, count, pool, blobs
+    def __init__(self, count: int, pool: list[bytes], blobs: list[memoryview]) -> None:
+        self._count, self._pool, self._blobs = count, pool, blobs
         self._blocks: dict[tuple[int, int], list[int]] = {}
         self._uris: dict[int, str] = {}
         self._whole: list[np.ndarray] | None = None  # the columns, once a reader walks them
@@ -213,39 +212,20 @@ class BlockSpans:
         """The spans of a kind-1 payload (kind byte first) whose pool and column directories
         parse; None for any other payload (decode it whole instead, with its errors)."""
         view = byte_view(payload)
-        end = len(view)
-        if end < 9 or view[0] != KIND_SPANS:
+        if len(view) < 1 or view[0] != KIND_SPANS:
             return None
-        count, n_uris = struct.unpack_from("<II", view, 1)
-        at = 9
-        if n_uris > (end - at) // 4:
+        cur = Cursor(view[1:], SECTION_CHUNKS_ORIGINAL_SPANS)
+        try:
+            count, n_uris = cur.u32(), cur.u32()
+            if n_uris > cur.remaining // 4:
+                return None
+            pool = [cur.lp_bytes() for _ in range(n_uris)]
+            blobs = [cur.view(cur.u32()) for _ in range(3)]  # uri index, start, length
+            if any(read_directory(blob)[0] != count for blob in blobs):
+                return None
+        except MalformedSectionPayload:
             return None
-        pool = []
-        for _ in range(n_uris):
-            if at + 4 > end:
-                return None
-            size = _U32.unpack_from(view, at)[0]
-            at += 4
-            if at + size > end:
-                return None
-            pool.append((at, size))
-            at += size
-        blobs = []
-        for _ in range(3):  # uri index, start, length
-            if at + 4 > end:
-                return None
-            size = _U32.unpack_from(view, at)[0]
-            blob = view[at + 4:at + 4 + size]
-            if len(blob) != size:
-                return None
-            try:
-                if read_directory(blob)[0] != count:
-                    return None
-            except MalformedSectionPayload:
-                return None
-            blobs.append(blob)
-            at += 4 + size
-        return cls(view, count, pool, blobs)
+        return cls(count, pool, blobs)
 
     def __len__(self) -> int:
         return self._count
@@ -272,8 +252,7 @@ class BlockSpans:
         j, start, length = self._value(0, i), self._value(1, i), self._value(2, i)
         uri = self._uris.get(j)
         if uri is None:
-            at, size = self._pool[j]
-            uri = self._uris[j] = str(self._view[at:at + size], "utf-8")
+            uri = self._uris[j] = self._pool[j].decode("utf-8")
         return uri, start, (start + length) & _MASK64
 
 
