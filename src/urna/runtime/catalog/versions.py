@@ -242,24 +242,24 @@ def _check_squashed(v: int, squashed: object) -> None:
     if not isinstance(squashed, dict) or not {"files", "moved"} <= set(squashed) <= {
             "files", "moved", "removed"}:
         raise CatalogError(f"version {v}: squashed must be {{files, moved[, removed]}}")
-    removed = squashed.get("removed", [])
-    if not isinstance(removed, list) or not removed == [] and not all(
-            isinstance(m, list) and len(m) == 3 and isinstance(m[0], str)
-            and isinstance(m[1], str) and isinstance(m[2], int) and not isinstance(m[2], bool)
-            for m in removed):
+    if not _str_str_versions(squashed.get("removed", [])):
         raise CatalogError(f"version {v}: squashed.removed must be a list of "
                            f"[segment, chunk_id, version]")
-    files, moved = squashed["files"], squashed["moved"]
+    files = squashed["files"]
     if not isinstance(files, dict) or not all(
             isinstance(h, str) and isinstance(f, str) and is_plain_file_name(f)
             for h, f in files.items()):
         raise CatalogError(f"version {v}: squashed.files must map content hashes to plain file "
                            f"names beside the catalog")
-    if not isinstance(moved, list) or not all(
-            isinstance(m, list) and len(m) == 3 and isinstance(m[0], str)
-            and isinstance(m[1], str) and isinstance(m[2], int) and not isinstance(m[2], bool)
-            for m in moved):
+    if not _str_str_versions(squashed["moved"]):
         raise CatalogError(f"version {v}: squashed.moved must be a list of [old, new, version]")
+
+
+def _str_str_versions(value: object) -> bool:
+    """Whether ``value`` is a list of ``[str, str, int]`` (a bool is no version)."""
+    return isinstance(value, list) and all(
+        isinstance(m, list) and len(m) == 3 and isinstance(m[0], str) and isinstance(m[1], str)
+        and isinstance(m[2], int) and not isinstance(m[2], bool) for m in value)
 
 
 def versions_to(doc: dict[str, Any], version: int | None) -> list[dict[str, Any]]:
@@ -311,7 +311,7 @@ def squash_record(versions: Sequence[dict[str, Any]], sources: dict[str, Any],
         "parent": None,
         "op": "squash",
         "segments": [{k: seg[k] for k in SEGMENT_KEYS} for seg in head["segments"]],
-        "tombstones": sorted([h, c, v] for (h, c), v in tombstones_at(versions).items()),
+        "tombstones": sorted([h, c, v] for (h, c), v in live.items()),
         "compacted": [],
         **sources,
         "squashed": squashed,
