@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import fnmatch
+import functools
 import os
 import re
 import signal
@@ -518,12 +519,11 @@ def squash(path: str | os.PathLike, keep: int, note: str = "") -> dict[str, Any]
                                      dict(sources_at(folded, target.parent)), written)
             files = {seg["content_hash"]: target.parent / seg["file"]
                      for seg in folded[-1]["segments"]}
-            ids: dict[str, frozenset[str]] = {}
 
+            @functools.cache
             def chunk_ids_of(h: str) -> frozenset[str]:
-                if h not in ids:
-                    ids[h] = _chunk_ids(files[h])
-                return ids[h]
+                with open_file(files[h]) as f:
+                    return frozenset(f.chunk_ids())
 
             first = squash_record(folded, sources,
                                   note or f"versions {folded[0]['version']}..{k} squashed",
@@ -539,12 +539,6 @@ def squash(path: str | os.PathLike, keep: int, note: str = "") -> dict[str, Any]
         for p in unnamed_files(target.parent, str(doc["name"]), kept):
             p.unlink(missing_ok=True)  # the folded versions' sources sidecars
         return first
-
-
-def _chunk_ids(path: Path) -> frozenset[str]:
-    """The chunk ids of a segment file."""
-    with open_file(path) as f:
-        return frozenset(f.chunk_ids())
 
 
 def _log_document(doc: dict[str, Any], versions: list[dict[str, Any]]) -> dict[str, Any]:
