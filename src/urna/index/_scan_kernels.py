@@ -492,8 +492,6 @@ def _i4_avx2_query(builder: ir.IRBuilder, qe: ir.Value, qo: ir.Value, corr: ir.V
             _load(builder, corr, g, 32, _vec(_I32, 8)))
 
 
-
-
 @intrinsic
 def _dot_i4_avx2(typingctx, row, qe, qo, corr, sc, groups):
     """``sum_g s_g * (nibbles_g . q_g)`` for one packed int4 row, int8 query halves (AVX2)."""
@@ -555,7 +553,7 @@ def _scan_i4_avx2(typingctx, row, stride, qe, qo, corr, sc, sc_stride, groups, q
                 query = _i4_avx2_query(builder, qe, qo, corr, g)
                 for r in count:
                     prod = _scaled(builder, _i4_avx2_group(builder, rows[r], g, query),
-                                    row_scs[r], g)
+                                   row_scs[r], g)
                     builder.store(builder.fadd(builder.load(accs[r]), prod,
                                                flags=("contract",)), accs[r])
             at = builder.add(out, builder.mul(loop.index, ir.Constant(out.type, 4 * BLOCK_ROWS)))
