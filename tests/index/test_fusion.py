@@ -62,6 +62,14 @@ def test_ties_break_by_cosine_then_row_id() -> None:
     assert fuse(ids, cos2, None).ids.tolist() == [1, 3, 5, 7]
 
 
+def test_positive_zero_cosine_ranks_before_negative_zero_as_the_exact_order() -> None:
+    # An int8 row of scale 0 scores +0.0 or -0.0; fused ties them, the cosine key must not.
+    ids = np.array([1, 9, 4, 6])
+    cos = np.array([-0.0, 0.0, -0.0, 0.0])
+    assert fuse(ids, cos, None).ids.tolist() == [6, 9, 1, 4]
+    assert fuse(ids, cos, np.zeros(4)).ids.tolist() == [6, 9, 1, 4]
+
+
 def test_k_cuts_the_order() -> None:
     r = fuse(np.arange(8), COS, LEX, k=2)
     assert r.ids.tolist() == fuse(np.arange(8), COS, LEX).ids[:2].tolist()
@@ -98,7 +106,8 @@ def test_relative_gap_and_zscore_by_hand() -> None:
     assert zscore(np.array([2.0, 2.0])).tolist() == [0.0, 0.0]
 
 
-scores = st.floats(min_value=-1.0, max_value=1.0, allow_nan=False)
+scores = st.one_of(st.floats(min_value=-1.0, max_value=1.0, allow_nan=False),
+                   st.sampled_from([0.0, -0.0]))
 lexs = st.one_of(st.just(0.0), st.floats(min_value=0.0, max_value=50.0, allow_nan=False))
 
 
@@ -115,10 +124,11 @@ def test_order_is_a_permutation_independent_of_input_order(rows, rnd) -> None:
     rnd.shuffle(perm)
     b = fuse(ids[perm], cos[perm], lex[perm])
     assert a.ids.tolist() == b.ids.tolist()
-    # fused score descending, cosine descending within exact ties, then id ascending
+    # fused score descending, cosine descending (+0.0 before -0.0) within exact ties, then id
     for j in range(n - 1):
-        key_a = (-a.scores[j], -a.cosine[j], a.ids[j])
-        key_b = (-a.scores[j + 1], -a.cosine[j + 1], a.ids[j + 1])
+        key_a = (-a.scores[j], -a.cosine[j], math.copysign(1.0, a.cosine[j]) < 0, a.ids[j])
+        key_b = (-a.scores[j + 1], -a.cosine[j + 1], math.copysign(1.0, a.cosine[j + 1]) < 0,
+                 a.ids[j + 1])
         assert key_a <= key_b
 
 

@@ -15,3 +15,9 @@ def sorted_distinct(values: np.ndarray) -> np.ndarray:
     keep[0] = True
     np.not_equal(a[1:], a[:-1], out=keep[1:])
     return a[keep]
+
+
+def negative_zeros(scores: np.ndarray) -> np.ndarray:
+    """Where ``scores`` hold -0.0: the sort key that puts +0.0 before -0.0 (IEEE total order),
+    which numpy's compare calls equal."""
+    return (scores == 0) & np.signbit(scores)

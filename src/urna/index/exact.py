@@ -39,7 +39,7 @@ import numpy as np
 
 from ..errors import InvalidInput
 from ..format.record import Record
-from .arrays import sorted_distinct
+from .arrays import negative_zeros, sorted_distinct
 from .cpu import simd_backend
 from .kernel_rent import KernelRent
 from .row_scores import score_block, unpack_int4
@@ -260,8 +260,7 @@ def rank(ids: np.ndarray, scores: np.ndarray, k: int) -> tuple[np.ndarray, np.nd
     # IEEE total order puts +0.0 before -0.0 (an int8 score, its sum times the row's scale,
     # is -0.0 when that product underflows from below or the scale is 0);
     # numpy's compare calls them equal, so the sign of a zero is a key of its own.
-    negative_zero = (scores == 0) & np.signbit(scores)
-    order = np.lexsort((ids, negative_zero, neg))  # NaN sorts last in numpy's order
+    order = np.lexsort((ids, negative_zeros(scores), neg))  # NaN sorts last in numpy's order
     order = order[:k]
     return ids[order], scores[order]
 

@@ -28,9 +28,9 @@ match; both mean the same). Per query and per signal:
   far it is trusted.
 
 ``fused = w_cos * z_cos + w_lex * z_lex`` (``w ** power``), ordered by fused score desc, then
-cosine desc, then row id asc. Without lexical evidence (None, or no candidate matched) the
-order is the cosine order. The study behind it: README "Answer quality",
-benchmarks/quality/explore.py.
+cosine desc (+0.0 before -0.0, as the exact order), then row id asc. Without lexical evidence
+(None, or no candidate matched) the order is the cosine order. The study behind it: README
+"Answer quality", benchmarks/quality/explore.py.
 """
 
 from __future__ import annotations
@@ -42,6 +42,7 @@ import numpy as np
 
 from ..errors import InvalidInput
 from ..format.record import FrozenRecord
+from .arrays import negative_zeros
 
 GAP_DEPTH = 10
 POWER = 1.0
@@ -198,7 +199,7 @@ def fuse(cand_ids: np.ndarray, cosine: np.ndarray, lexical: np.ndarray | None = 
     evidence = lexical_evidence(lex, None if row_cov is None else row_cov[by_id],
                                 None if prox is None else prox[by_id])
     fused = w_cos * zscore(cos) + w_lex * zscore(evidence)
-    order = np.lexsort((ids, -cos, -fused))
+    order = np.lexsort((ids, negative_zeros(cos), -cos, -fused))  # +0.0 before -0.0, as rank
     if k is not None:
         if k < 0:
             raise InvalidInput("fusion: k must be >= 0")
