@@ -17,7 +17,8 @@ an earlier full open (``runtime.verdicts``); the ``(first open)`` rows run with
 
 Two floors run in the same rounds: ``python -c pass`` (the interpreter's start) and the
 interpreter importing numpy as the CLI does (one BLAS thread, no teardown), the least a verb
-that scores vectors can take.
+that scores vectors can take. ``urna stats`` also runs beside the wheel's own ``urna stats``
+(the one other verb both command lines have that this file can compare).
 
 ``--baseline SRC`` adds every ``urna`` command run from another source tree (e.g. ``git
 archive`` of an earlier commit), labelled ``(baseline)``, taking turns with the rest, and
@@ -153,6 +154,8 @@ def commands(path: str, baseline: str | None = None, question: str = QUESTION,
         "urna inspect (first open)": (ours + ["inspect", path],
                                       {**ours_env, "URNA_OPEN_CACHE": "0"}),
         "urna validate": (ours + ["validate", path], ours_env),
+        "urna stats": (ours + ["stats", path], ours_env),
+        "reference stats": ([os.path.join(REF_BIN, "urna"), "stats", path], ref_env),
         # The floors of a call, in the same rounds: the interpreter's start alone, and with
         # numpy imported as a verb that scores vectors imports it (one BLAS thread, the exit
         # without teardown), so no such verb can take less.
@@ -279,7 +282,8 @@ def main() -> None:
     questions = args.question or [QUESTION]
     cmds = commands(path, args.baseline, ASKED, args.warm)
     if args.only:
-        keep = {"reference search"} | {f"urna {v}" for v in args.only.split(",")}
+        verbs = args.only.split(",")
+        keep = {"reference search"} | {f"{who} {v}" for v in verbs for who in ("urna", "reference")}
         cmds = {k: v for k, v in cmds.items()
                 if k.split(" (")[0] in keep or k.startswith("floor: ")}
     compileall.compile_dir(SRC, quiet=1)

@@ -1,4 +1,5 @@
-"""`urna inspect`, `urna cite` and `urna validate` answer without importing numpy (issue #20).
+"""`urna inspect`, `urna stats`, `urna cite` and `urna validate` answer without importing numpy
+(issue #20).
 
 numpy's import costs more than these verbs' whole work on a typical file, and nothing they
 read is an array a numpy routine must decode: the container, the tables, the text, the hashes
@@ -47,7 +48,7 @@ def citation_of(name: str) -> str:
 
 
 @pytest.mark.parametrize("name", FILES)
-@pytest.mark.parametrize("verb", ["inspect", "validate", "cite"])
+@pytest.mark.parametrize("verb", ["inspect", "validate", "cite", "stats"])
 def test_light_verb_never_imports_numpy(verb: str, name: str, tmp_path: Path) -> None:
     args = [verb, str(REF / name)] + ([citation_of(name)] if verb == "cite" else [])
     for _ in range(2):  # a first call and a repeat one (with the verdict the first kept)

@@ -184,3 +184,46 @@ def test_a_cite_or_inspect_verdict_never_lets_an_open_skip_its_walks(verdict_cac
     assert merged.checks == {verdicts.OPEN, verdicts.CITE_RECORDS}  # the two, merged
     again, known = verdicts.checked(str(path), data)
     assert again.trusted and known == merged.checks
+
+
+@pytest.mark.parametrize("name", ["quickstart-hybrid.urna", "quickstart-compressed.urna",
+                                  "quickstart-spaces.urna", "dedup-hybrid.urna"])
+def test_stats_reads_through_the_verdict_and_reports_alike(name: str, verdict_cache: Path,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    from urna.format import reader
+    from urna.runtime.stats import stats_document
+
+    path = verdict_cache / name
+    shutil.copyfile(REF / name, path)
+    with monkeypatch.context() as m:
+        m.setenv("URNA_OPEN_CACHE", "0")
+        full = stats_document(path)
+    first = stats_document(path)  # a full check, whose verdict is kept
+    assert verdicts.lookup(str(path), os.stat(path), verdicts.NO_CHECKS) is not None
+
+    def no_decode(*_: object) -> str:
+        raise AssertionError("a repeat stats decoded the canonical sections again")
+
+    monkeypatch.setattr(reader, "_content_hash", no_decode)
+    assert stats_document(path) == first == full
+    assert stats_document(path, path.read_bytes()) == full  # the caller's bytes alike
+
+
+def test_stats_of_a_changed_file_checks_it_again(verdict_cache: Path) -> None:
+    from urna.errors import UrnaError
+    from urna.format.reader import UrnaView
+    from urna.runtime.stats import stats_document
+
+    path = verdict_cache / "h.urna"
+    shutil.copyfile(REF / "quickstart-hybrid.urna", path)
+    stats_document(path)
+    data = bytearray(path.read_bytes())
+    data[len(data) // 2] ^= 0x40
+    st = os.stat(path)
+    path.write_bytes(bytes(data))
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))  # same size and mtime: only the bytes
+    with pytest.raises(UrnaError) as full:
+        UrnaView.from_bytes(bytes(data))
+    with pytest.raises(type(full.value)) as err:
+        stats_document(path)
+    assert str(err.value) == str(full.value)

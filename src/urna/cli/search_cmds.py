@@ -193,8 +193,9 @@ def stats_cmd(file: str, as_json: bool) -> None:
     Example: urna stats corpus.urna
     """
     from ..runtime.stats import stats_document
+    from .file_cmds import read_file
 
-    d = stats_document(file)
+    d = stats_document(file, read_file(file))
     if as_json:
         emit_json(d)
         return
