@@ -87,7 +87,34 @@ def test_validate_with_a_head_start_ends_as_the_reference(
     assert headed > 0
 
 
-@pytest.mark.parametrize("verb", ["inspect", "cite", "validate"])
+@pytest.mark.parametrize("src", sorted({case["src"] for case in CASES.values()}))
+def test_stats_with_a_head_start_ends_as_the_bytes_alone(
+        src: str, tmp_path: Path, head_start_on_every_file: list[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # ``urna stats`` reads the head start's map through the verdicts; what it prints or
+    # refuses is what the bytes alone give (no map, no verdict cache).
+    from urna.runtime.stats import stats_document
+
+    monkeypatch.setenv("URNA_CACHE_DIR", str(tmp_path / "cache"))
+    path = tmp_path / "case.urna"
+    for key, case in CASES.items():
+        if case["src"] != src:
+            continue
+        data = apply_case(case)
+        write_case(data, path)
+        with monkeypatch.context() as m:
+            m.setenv("URNA_OPEN_CACHE", "0")
+            want = check_outcome(lambda d: stats_document(path, d), data)
+        result = invoke(["stats", str(path), "--json"])
+        if want is None:
+            assert result.exit_code == 0, (key, result.output)
+        else:
+            assert result.exit_code == 1, (key, result.output)
+            assert result.stderr.startswith(f"Error: {want[0]}: {want[1]}"), (key, result.stderr)
+        assert _nothing_left(), key
+
+
+@pytest.mark.parametrize("verb", ["inspect", "stats", "cite", "validate"])
 def test_every_light_verb_takes_the_head_starts_digest(
         verb: str, monkeypatch: pytest.MonkeyPatch) -> None:
     path = str(REF / "quickstart-hybrid.urna")
