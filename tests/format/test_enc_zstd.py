@@ -7,7 +7,7 @@ zstd-encoded 0x05 section.
 
 from __future__ import annotations
 
-import contextlib
+import gc
 import json
 import os
 import struct
@@ -27,6 +27,7 @@ from urna.format.encodings.zstd import (
     decompress_cap,
     zstd_compress,
     zstd_decompress,
+    zstd_decompress_view,
 )
 
 
@@ -34,6 +35,9 @@ def _reason(payload: bytes) -> str:
     with pytest.raises(MalformedSectionPayload) as info:
         zstd_decompress(payload)
     assert info.value.section_id == 0
+    with pytest.raises(MalformedSectionPayload) as viewed:  # the no-copy decoder alike
+        zstd_decompress_view(payload)
+    assert (viewed.value.section_id, viewed.value.reason) == (0, info.value.reason)
     return info.value.reason
 
 
@@ -164,6 +168,9 @@ def test_roundtrip_and_determinism(data):
     frame = zstd_compress(data)
     assert zstd_decompress(frame) == data
     assert zstd_compress(data) == frame
+    view = zstd_decompress_view(frame)
+    gc.collect()  # the view alone keeps the decoder's buffer alive
+    assert isinstance(view, memoryview) and view.tobytes() == data
 
 
 @settings(max_examples=80, deadline=None)
@@ -173,8 +180,13 @@ def test_corruption_raises_only_typed_errors(data, draw):
     pos = draw.draw(st.integers(0, len(frame) - 1))
     frame[pos] ^= draw.draw(st.integers(1, 255))
     cut = draw.draw(st.integers(0, len(frame)))
-    with contextlib.suppress(MalformedSectionPayload):
-        zstd_decompress(bytes(frame[:cut]))
+    outcomes = []
+    for decode in (zstd_decompress, zstd_decompress_view):
+        try:
+            outcomes.append(bytes(decode(bytes(frame[:cut]))))
+        except MalformedSectionPayload as exc:
+            outcomes.append(exc.reason)
+    assert outcomes[0] == outcomes[1]
 
 
 def test_encode_smallest_keeps_the_earliest_on_ties():

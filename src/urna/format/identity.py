@@ -18,7 +18,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Iterator
 
-    SectionBytes = Callable[[int], bytes | memoryview | tuple[int, Iterable[bytes]]]
+    SectionBytes = Callable[[int], bytes | memoryview | tuple[int, Iterable[bytes | memoryview]]]
 
 _U32 = struct.Struct("<I")
 _U64 = struct.Struct("<Q")

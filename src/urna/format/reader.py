@@ -658,7 +658,7 @@ class UrnaView:
         return self._content_hash
 
     def _hash_input(self, section_id: int, keep_texts: bool = False
-                    ) -> bytes | memoryview | tuple[int, Iterable[bytes]]:
+                    ) -> bytes | memoryview | tuple[int, Iterable[bytes | memoryview]]:
         # 0x02 is hashed piece by piece: a dedup expansion may be far larger than the file (a
         # hostile map can point every chunk at one pool text), so it is never held whole here
         # unless asked for (and then only without a dedup map). Sections decode in hash order.
@@ -678,7 +678,7 @@ class UrnaView:
                     raise exc.retag(section_id) from None
         return self.decoded(section_id)
 
-    def _canonical_pieces(self) -> tuple[int, Iterable[bytes]]:
+    def _canonical_pieces(self) -> tuple[int, Iterable[bytes | memoryview]]:
         entry = self.entry(SECTION_CHUNKS_CANONICAL)
         assert entry is not None  # a required section, present since step 15
         dictionary = self.entry(SECTION_DICTIONARY)

@@ -58,7 +58,9 @@ def _load(module: str, name: str) -> Any:
 
 
 _IDENTITY = VECTOR_ENCODINGS  # raw and the fixed-stride vector layouts are stored as is
-_DECODERS = {1: ("zstd", "zstd_decompress"), 4: ("repack", "decode_repack"),
+# zstd decodes to a view of its own buffer: ``decode_section`` makes bytes of it, the 0x02
+# pieces hash it in place.
+_DECODERS = {1: ("zstd", "zstd_decompress_view"), 4: ("repack", "decode_repack"),
              9: ("fsst", "decode_fsst"), 10: ("textcontainer", "decode_txt_streams")}
 
 
@@ -90,7 +92,8 @@ def decode_section(section_id: int, encoding: int, payload: bytes | memoryview) 
 
 
 def chunks_canonical_pieces(encoding: int, payload: bytes | memoryview, dictionary: bytes | None,
-                            dedup_map: bytes | None) -> tuple[int, Iterable[bytes]]:
+                            dedup_map: bytes | None
+                            ) -> tuple[int, Iterable[bytes | memoryview]]:
     """Length and byte pieces of the decoded 0x02 payload (a dedup expansion is never joined)."""
     out: bytes | memoryview
     try:
@@ -105,8 +108,7 @@ def chunks_canonical_pieces(encoding: int, payload: bytes | memoryview, dictiona
     except (MalformedSectionPayload, UnsupportedSectionEncoding) as exc:
         raise _retag(exc, SECTION_CHUNKS_CANONICAL) from None
     if dedup_map is None:
-        whole = out if isinstance(out, bytes) else bytes(out)
-        return len(whole), (whole,)
+        return len(out), (out,)  # a view (of the map, of the decoder's buffer) is not copied
     from .dedup import decode_map, expansion
 
     try:
