@@ -55,6 +55,15 @@ def _headed(data: bytes) -> bool:
             and data[:4] in (URNA_MAGIC, LEGACY_MAGIC))
 
 
+def _ends_as(result, want: tuple[str, str] | None, key: str) -> None:
+    """The call printed its answer (``want`` None) or failed with ``want``'s class and message."""
+    if want is None:
+        assert result.exit_code == 0, (key, result.output)
+    else:
+        assert result.exit_code == 1, (key, result.output)
+        assert result.stderr.startswith(f"Error: {want[0]}: {want[1]}"), (key, result.stderr)
+
+
 def _nothing_left() -> bool:
     return not ahead._OFFERED and not mapping._started
 
@@ -78,11 +87,7 @@ def test_validate_with_a_head_start_ends_as_the_reference(
             want = check_outcome(validate_bytes, data)
         else:
             want = (case["variant"], case["message"])
-        if want is None:
-            assert result.exit_code == 0, (key, result.output)
-        else:
-            assert result.exit_code == 1, (key, result.output)
-            assert result.stderr.startswith(f"Error: {want[0]}: {want[1]}"), (key, result.stderr)
+        _ends_as(result, want, key)
         assert _nothing_left(), key
     assert headed > 0
 
@@ -106,11 +111,7 @@ def test_stats_with_a_head_start_ends_as_the_bytes_alone(
             m.setenv("URNA_OPEN_CACHE", "0")
             want = check_outcome(lambda d: stats_document(path, d), data)
         result = invoke(["stats", str(path), "--json"])
-        if want is None:
-            assert result.exit_code == 0, (key, result.output)
-        else:
-            assert result.exit_code == 1, (key, result.output)
-            assert result.stderr.startswith(f"Error: {want[0]}: {want[1]}"), (key, result.stderr)
+        _ends_as(result, want, key)
         assert _nothing_left(), key
 
 
