@@ -48,3 +48,27 @@ def test_exact_search_of_a_large_float32_slab_stays_on_numpy() -> None:
                "ids, _ = exact.search(exact.Slab.float32(m), m[7], 5)\n"
                "print(ids[0], 'numba' in sys.modules)")
     assert out == "7 False"
+
+
+def test_rescoring_loads_the_kernels_once_it_has_cost_their_load() -> None:
+    # A resident process rescoring small pools query after query (a library's hybrid asks)
+    # pays numpy's rescoring every time: once that has cost the kernels' load (the exact
+    # family's rent, made small here), they load, and score the same bits.
+    out = _run("import sys\nimport numpy as np\nfrom urna.index import exact\n"
+               "exact._RENT.budget = 0.02\n"
+               "rng = np.random.default_rng(5)\n"
+               "m = rng.standard_normal((2000, 64)).astype(np.float32)\n"
+               "slab = exact.Slab.float32(m)\n"
+               "q = m[3] / np.linalg.norm(m[3])\n"
+               "rows = rng.integers(0, 2000, 200)\n"
+               "first = exact.score_rows(slab, q, rows)\n"
+               "early = 'numba' in sys.modules\n"
+               "calls = 0\n"
+               "while not exact._NUMBA_LOADED and calls < 20000:\n"
+               "    exact.score_rows(slab, q, rows)\n"
+               "    calls += 1\n"
+               "loaded = exact._NUMBA_LOADED and exact._NUMBA is not None\n"
+               "later = exact.score_rows(slab, q, rows)\n"
+               "print(early, loaded, first.view(np.uint32).tolist() == "
+               "later.view(np.uint32).tolist())")
+    assert out == "False True True"

@@ -199,10 +199,13 @@ def _score_numpy(slab: Slab, q: np.ndarray, rows: np.ndarray) -> np.ndarray:
 
 
 def _use_numba(rows: int, dim: int) -> bool:
-    """Long scans go to the compiled kernels (same bits); short ones never import numba."""
+    """Long scans go to the compiled kernels (same bits), and every scoring once the numpy
+    paths have spent their load (``_RENT``: a resident process rescoring pools query after
+    query); a short process never imports numba."""
     if _NUMBA_LOADED:
         return _NUMBA is not None
-    return rows * dim >= NUMBA_MIN_VALUES and _order() == "lanes" and _kernels() is not None
+    return ((rows * dim >= NUMBA_MIN_VALUES or _RENT.paid()) and _order() == "lanes"
+            and _kernels() is not None)
 
 
 def score_rows(slab: Slab, q: np.ndarray, rows: np.ndarray | None = None) -> np.ndarray:
@@ -215,7 +218,10 @@ def score_rows(slab: Slab, q: np.ndarray, rows: np.ndarray | None = None) -> np.
     if len(rows) and (rows.min() < 0 or rows.max() >= slab.n):
         raise IndexError("row index out of range")
     if not len(rows) or not _use_numba(len(rows), slab.dim):
-        return _score_numpy(slab, q, rows)
+        t0 = time.perf_counter()
+        scores = _score_numpy(slab, q, rows)
+        _RENT.charge(t0)
+        return scores
     from ._hnsw_dist import vectorizing  # numba is loaded by now
 
     with vectorizing():  # a new array layout compiles on this call: lanes into SIMD
@@ -342,7 +348,8 @@ _UNDERFLOW = 2.0 ** -120  # per-rounding absolute slack for subnormal products, 
 _ROWS_PER_TASK = 16384  # a thread hop costs ~50 us: each task scans at least this many rows
 # Loading numba and the cached kernels costs ~1-1.7 s of wall time here (bench_exact.py's
 # "kernel break-even" line; they save ~0.1 ms per MB scanned, so one query pays it back only
-# past ~10 GB): numpy / BLAS screens run until they have cost that (index.kernel_rent).
+# past ~10 GB): numpy / BLAS screens and numpy rescoring run until together they have cost
+# that (index.kernel_rent).
 _RENT = KernelRent()
 _SCAN: list = []  # [kernels dict or None] once tried
 _POOL: list = []
