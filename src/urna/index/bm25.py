@@ -41,6 +41,7 @@ from ..format.sections.bm25 import (
     encode_bm25,
 )
 from ..format.sections.bm25_terms import NameOrder
+from .arrays import sorted_distinct
 from .cpu import force_scalar
 
 DEFAULT_K1 = 1.5
@@ -564,6 +565,27 @@ def rrf_union(vector_ids: Sequence[int], lexical_ids: Sequence[int]) -> list[int
     Rank ``r`` (0-based) contributes ``1 / (60 + r + 1)`` in f32, vector list first; the union
     is sorted by fused score descending, ties by id ascending.
     """
+    vec = np.asarray(vector_ids, dtype=np.int64).reshape(-1)
+    lex = np.asarray(lexical_ids, dtype=np.int64).reshape(-1)
+    ids = sorted_distinct(np.concatenate((vec, lex)))
+    if len(sorted_distinct(vec)) != len(vec) or len(sorted_distinct(lex)) != len(lex):
+        return _rrf_union_in_turn(vec.tolist(), lex.tolist())  # a list repeats an id
+    # Each id has at most one contribution from each list: the vector one, then the lexical
+    # one, added in f32 to 0 in that order, as the sum in turn does.
+    fused = np.zeros(len(ids), dtype=_F32)
+    fused[np.searchsorted(ids, vec)] += _rrf_contributions(len(vec))
+    fused[np.searchsorted(ids, lex)] += _rrf_contributions(len(lex))
+    return ids[np.lexsort((ids, -fused))].tolist()
+
+
+def _rrf_contributions(n: int) -> np.ndarray:
+    """``1 / (60 + r + 1)`` in f32 for ranks ``r`` below ``n`` (elementwise IEEE f32, as the
+    scalar sum)."""
+    one = _F32(1.0)
+    return one / (_F32(RRF_K) + np.arange(n, dtype=np.int64).astype(_F32) + one)
+
+
+def _rrf_union_in_turn(vector_ids: list[int], lexical_ids: list[int]) -> list[int]:
     fused: dict[int, np.float32] = {}
     one = _F32(1.0)
     for ids in (vector_ids, lexical_ids):
