@@ -6,8 +6,8 @@ Each side runs in its own process for ``--seconds``, asking the same questions i
 
 * ``urna search_hybrid``: ``f.search_hybrid(vec, text, 10, 64)``, the reference's algorithm
   (vector shortlist + BM25 shortlist, exact rerank); the wheel runs the same call;
-* ``urna retrieve fused``: ``f.retrieve(vec, 10, query_text=text)``, what ``urna ask`` returns
-  by default (the fused ranking);
+* ``urna retrieve fused``: ``f.retrieve(vec, 10, query_text=text, rank="fused")``, what
+  ``urna ask`` returns by default (the fused ranking);
 * ``--baseline SRC`` adds both from another source tree (e.g. ``git archive`` of an earlier
   commit), labelled ``(baseline)``.
 
@@ -44,7 +44,7 @@ f = urna.open(path)
 if call == "search_hybrid":
     def one(v, t): f.search_hybrid(v, t, 10, 64)
 else:
-    def one(v, t): f.retrieve(v, 10, query_text=t)
+    def one(v, t): f.retrieve(v, 10, query_text=t, rank="fused")
 t0 = time.perf_counter()
 times = []
 while time.perf_counter() - t0 < seconds:
