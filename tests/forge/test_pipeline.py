@@ -319,3 +319,46 @@ def test_duplicate_texts_are_embedded_once(tmp_path: Path, monkeypatch: pytest.M
     want = FloorEmbedder().embed(["alpha", "beta"])
     assert all(np.array_equal(m[i], want[int(k) % 2]) for i, k in
                enumerate(sorted(str(j) for j in range(10))))
+
+
+def test_a_build_keeps_the_verdicts_its_first_query_takes(verdict_cache: Path,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    # The first query after `urna build` opens the file as a repeat open would: the build
+    # opened it with every check and proved its texts (runtime.file.keep_verdicts).
+    import urna
+    from urna.runtime import verdicts
+
+    monkeypatch.chdir(ROOT)
+    out = verdict_cache / "out"
+    res = _run(["build", "--spec", "examples/quickstart/corpus.toml", "--out-dir", str(out),
+                "--cache-dir", str(verdict_cache / "embed")])
+    assert res.exit_code == 0, res.output
+    path = out / "quickstart.urna"
+    kept = verdicts.lookup(str(path), os.stat(path))
+    assert kept is not None and verdicts.TEXT_RECORDS in kept.checks
+    with urna.open(path) as f:
+        assert f._state.view.trusted and f._state.texts_proven
+        assert f.content_hash == UrnaView.from_bytes(path.read_bytes()).content_hash()
+    before = os.stat(path)
+    with open(path, "r+b") as fh:  # a byte changed after the build, the stat kept as it was
+        fh.seek(before.st_size // 2)
+        byte = fh.read(1)
+        fh.seek(-1, os.SEEK_CUR)
+        fh.write(bytes([byte[0] ^ 0x01]))
+    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
+    with pytest.raises(urna.UrnaError):  # the body digest differs: every check again
+        urna.open(path)
+
+
+def test_a_build_below_the_cache_floor_keeps_no_verdict(tmp_path: Path,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    from urna.runtime import verdicts
+
+    monkeypatch.chdir(ROOT)
+    monkeypatch.setenv("URNA_CACHE_DIR", str(tmp_path / "cache"))
+    out = tmp_path / "out"
+    res = _run(["build", "--spec", "examples/quickstart/corpus.toml", "--out-dir", str(out),
+                "--cache-dir", str(tmp_path / "embed")])
+    assert res.exit_code == 0, res.output
+    assert os.path.getsize(out / "quickstart.urna") < verdicts.MIN_BYTES
+    assert not (tmp_path / "cache" / "opened").exists()

@@ -16,7 +16,8 @@ from hypothesis import strategies as st
 from urna.errors import InvalidInput
 from urna.index.bm25 import Bm25Index
 from urna.index.fusion import fuse
-from urna.index.proximity import WINDOW, proximity_scores
+from urna.index.proximity import WINDOW, pair_accumulators, proximity_scores
+from urna.index.tokenize import tokenize
 
 K1, B = 1.5, 0.75
 # Every row holds "copy" and "files" once, at a distance of 1, 3, 5 and 6 tokens; row 4 holds
@@ -171,3 +172,26 @@ def test_a_row_made_of_query_words_costs_linear_work() -> None:
     index = Bm25Index.build(docs)
     got = _scores(index, "copy files", docs=docs)
     assert got[0] > 0.0 and got[1] == 0.0
+
+
+def _accumulators_written_out(words: dict[str, int], text: str) -> dict:
+    """The pair accumulators as the paper states them: every two different query stems
+    within WINDOW tokens, ``1 / d ** 2`` each, in text order."""
+    toks = tokenize(text)
+    acc: dict = {}
+    for i, a in enumerate(toks):
+        for j in range(i + 1, min(i + 1 + WINDOW, len(toks))):
+            sa, sb = words.get(a), words.get(toks[j])
+            if sa is None or sb is None or sa == sb:
+                continue
+            key = (min(sa, sb), max(sa, sb))
+            acc[key] = acc.get(key, 0.0) + 1.0 / ((j - i) * (j - i))
+    return acc
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(WORDS + ["Copy", "FILES", "x", "über", "the"]), max_size=40),
+       st.dictionaries(st.sampled_from(WORDS + ["über"]), st.integers(0, 3), max_size=5))
+def test_pair_accumulators_are_the_sums_written_out(tokens, words) -> None:
+    text = " ".join(tokens)
+    assert pair_accumulators(words, text) == _accumulators_written_out(words, text)

@@ -470,3 +470,19 @@ class UrnaFile:
 def open_file(path: str | os.PathLike) -> UrnaFile:
     """Open a .urna file read-only (mmap) and validate it; the reference's open errors."""
     return UrnaFile(path)
+
+
+def keep_verdicts(path: str | os.PathLike) -> bool:
+    """Open ``path`` with every check and prove its stored texts, as a first open and a first
+    retrieve do, so their verdicts are kept (``runtime.verdicts``) and the next open of these
+    bytes is a repeat one; False when the cache keeps none (turned off, or a small file).
+
+    For a writer that has just written ``path`` (``forge.emit``): the first query after a
+    build then costs what every later one does. The checks read the file as written; a byte
+    changed afterwards changes the body digest, so that open gets every check again.
+    """
+    if not verdicts.enabled() or os.path.getsize(path) < verdicts.MIN_BYTES:
+        return False
+    with UrnaFile(path) as f:
+        f._state.texts  # noqa: B018 - the proof of 0x02 (lazy_tables) keeps TEXT_RECORDS
+    return True
