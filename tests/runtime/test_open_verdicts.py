@@ -19,6 +19,7 @@ import pytest
 
 import urna
 from helpers.vectors import REF
+from urna.format.reader import UrnaView
 from urna.runtime import verdicts
 
 FILES = ["quickstart-hybrid.urna", "quickstart-f16_hnsw.urna", "quickstart-int8_bm25.urna",
@@ -227,3 +228,57 @@ def test_stats_of_a_changed_file_checks_it_again(verdict_cache: Path) -> None:
     with pytest.raises(type(full.value)) as err:
         stats_document(path)
     assert str(err.value) == str(full.value)
+
+
+def test_a_full_open_hashes_its_content_beside_the_index_decodes(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # quickstart-hybrid's 0x02 is zstd and its 0x01 intpack: the content hash cannot start
+    # with the checksums (it decodes), so the open starts it before its own decodes and
+    # claims it after them; the hash is the reference's all the same.
+    from urna.runtime import opening
+
+    monkeypatch.setenv("URNA_OPEN_CACHE", "0")
+    started: list[bool] = []
+    real = opening.open_steps
+
+    def spy(view, *args, **kwargs):
+        started.append(view._content_job is not None or view._content_hash is not None)
+        return real(view, *args, **kwargs)
+
+    monkeypatch.setattr(opening, "open_steps", spy)
+    with urna.open(REF / "quickstart-hybrid.urna") as f:
+        assert started == [True]
+        assert f.content_hash == UrnaView.from_bytes(
+            (REF / "quickstart-hybrid.urna").read_bytes()).content_hash()
+
+
+def test_two_threads_asking_for_a_section_decode_it_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    import threading
+    import time
+
+    from urna.format import encodings
+
+    data = (REF / "quickstart-compressed.urna").read_bytes()
+    view = UrnaView.from_bytes(data)
+    calls: list[int] = []
+    real = encodings.decode_section
+    gate = threading.Barrier(2)
+
+    def slow(section_id, encoding, payload):
+        calls.append(section_id)
+        time.sleep(0.05)  # the other thread asks while this decode runs
+        return real(section_id, encoding, payload)
+
+    monkeypatch.setattr(encodings, "decode_section", slow)
+    out: list = []
+
+    def ask() -> None:
+        gate.wait()
+        out.append(bytes(view.decoded(0x01)))
+
+    threads = [threading.Thread(target=ask) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert calls == [0x01] and out[0] == out[1] == bytes(UrnaView.from_bytes(data).decoded(0x01))

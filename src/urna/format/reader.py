@@ -11,6 +11,7 @@ n_chunks, and the contents of 0x01..0x05 (decoded on demand).
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Generator, Iterable, Iterator
 
 from ..errors import (
@@ -416,6 +417,9 @@ class UrnaView:
         self.manifest = manifest
         self.manifest_bytes = manifest_bytes
         self._decoded: dict[int, bytes | memoryview] = {}
+        # one lock a section: a decode started on one thread (the content hash's) is waited
+        # for, not repeated, by another (the open's steps)
+        self._decoding: dict[int, threading.Lock] = {}
         self._content_hash: str | None = None
         self._body_hash = None  # SHA-256 state after the body, kept from the footer check
         self._content_job: Job | None = None  # the content hash started with the checksums
@@ -551,15 +555,18 @@ class UrnaView:
         if entry is None:
             from ..errors import SectionNotFound
             raise SectionNotFound(section_id)
-        payload = self.payload(entry)
-        out: bytes | memoryview
-        if section_id == SECTION_CHUNKS_CANONICAL:
-            out = b"".join(self._canonical_pieces()[1])
-        elif entry.encoding in VECTOR_ENCODINGS:
-            out = payload  # identity encodings: no copy (0x04 can be large)
-        else:
-            out = encodings.decode_section(section_id, entry.encoding, payload)
-        self._decoded[section_id] = out
+        with self._decoding.setdefault(section_id, threading.Lock()):
+            if section_id in self._decoded:  # another thread's decode, over meanwhile
+                return self._decoded[section_id]
+            payload = self.payload(entry)
+            out: bytes | memoryview
+            if section_id == SECTION_CHUNKS_CANONICAL:
+                out = b"".join(self._canonical_pieces()[1])
+            elif entry.encoding in VECTOR_ENCODINGS:
+                out = payload  # identity encodings: no copy (0x04 can be large)
+            else:
+                out = encodings.decode_section(section_id, entry.encoding, payload)
+            self._decoded[section_id] = out
         return out
 
     def decoded_prefix(self, section_id: int) -> Prefix:
@@ -653,9 +660,21 @@ class UrnaView:
             job, self._content_job = self._content_job, None
             self._content_hash = job.result()
         if self._content_hash is None:
-            keep = keep_texts and self.entry(SECTION_DEDUP_MAP) is None
-            self._content_hash = _content_hash(lambda sid: self._hash_input(sid, keep))
+            self._content_hash = self._computed_content_hash(keep_texts)
         return self._content_hash
+
+    def start_content_hash(self, lane: Lane) -> None:
+        """Start the content hash on ``lane`` now, for ``content_hash()`` to claim later: a
+        full open that asks for it after its decodes has it computed beside them. Its error,
+        if any, is raised by that claim, so the checks still fail in their order."""
+        if self._content_hash is None and self._content_job is None:
+            canonical = {section_id for section_id, _ in CANONICAL_SECTIONS}
+            size = sum(e.size for e in self.entries if e.section_id in canonical)
+            self._content_job = lane.start(size, self._computed_content_hash)
+
+    def _computed_content_hash(self, keep_texts: bool = False) -> str:
+        keep = keep_texts and self.entry(SECTION_DEDUP_MAP) is None
+        return _content_hash(lambda sid: self._hash_input(sid, keep))
 
     def _hash_input(self, section_id: int, keep_texts: bool = False
                     ) -> bytes | memoryview | tuple[int, Iterable[bytes | memoryview]]:

@@ -404,6 +404,9 @@ def open_state(buf: bytes | bytearray | memoryview, verdict: Verdict | None = No
             return state
         vectors = view.check_embeddings_layout().size  # the first 0x04 entry (checked at parse)
         finite = lane.start(vectors, view.validate_embeddings_values)
+        # The content hash decodes 0x02 (zstd) and rebuilds 0x01 / 0x03 beside the index
+        # decodes below; it is claimed after them, as it was computed before.
+        view.start_content_hash(lane)
         try:
             state = open_steps(view)
         except BaseException:
