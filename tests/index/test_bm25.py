@@ -23,6 +23,7 @@ import zstandard
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from helpers.budget import examples
 from helpers.vectors import DATA
 from urna.format import layout as L
 from urna.format.sections.bm25 import Bm25Payload, decode_bm25, encode_bm25
@@ -292,7 +293,7 @@ _RRF_LISTS = st.one_of(st.lists(st.integers(0, 3000), unique=True, max_size=300)
                        st.lists(st.integers(0, 3000), max_size=300))
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(2000, 300), deadline=None)
 @given(_RRF_LISTS, _RRF_LISTS)
 def test_rrf_union_orders_as_the_f32_sum_in_turn(a: list[int], b: list[int]) -> None:
     # repeated ids too (a list that repeats one is summed in turn); ties by id

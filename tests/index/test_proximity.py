@@ -13,6 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from helpers.budget import examples
 from urna.errors import InvalidInput
 from urna.index.bm25 import Bm25Index
 from urna.index.fusion import fuse
@@ -189,7 +190,7 @@ def _accumulators_written_out(words: dict[str, int], text: str) -> dict:
     return acc
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(2000, 300), deadline=None)
 @given(st.lists(st.sampled_from(WORDS + ["Copy", "FILES", "x", "über", "the"]), max_size=40),
        st.dictionaries(st.sampled_from(WORDS + ["über"]), st.integers(0, 3), max_size=5))
 def test_pair_accumulators_are_the_sums_written_out(tokens, words) -> None:
