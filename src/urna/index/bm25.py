@@ -587,9 +587,7 @@ def _rrf_contributions(n: int) -> np.ndarray:
 
 def _rrf_union_in_turn(vector_ids: list[int], lexical_ids: list[int]) -> list[int]:
     fused: dict[int, np.float32] = {}
-    one = _F32(1.0)
     for ids in (vector_ids, lexical_ids):
-        for rank, i in enumerate(ids):
-            c = one / (_F32(RRF_K) + _F32(rank) + one)
+        for i, c in zip(ids, _rrf_contributions(len(ids)), strict=True):
             fused[int(i)] = fused.get(int(i), _F32(0.0)) + c
     return sorted(fused, key=lambda i: (-fused[i], i))

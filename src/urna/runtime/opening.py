@@ -303,7 +303,7 @@ def _spans(view: UrnaView, n: int, proven: SpanRecords | ColumnSpans | None = No
     """Step 8: 0x03 as a fresh sequence (the blob overlay may replace entries); ``proven`` as
     for ``_chunk_ids``."""
     entry = view.entry(SECTION_CHUNKS_ORIGINAL_SPANS)
-    if entry is not None and entry.encoding != 4 and view.trusted:  # decoded whole before
+    if entry is not None and entry.encoding != ENCODING_INTPACK and view.trusted:  # whole before
         # a zstd 0x03 decoded only as far as the rows read
         digest = view.body_digest()
         return WalkedSpans(lambda: view.decoded_prefix(SECTION_CHUNKS_ORIGINAL_SPANS), n,
@@ -311,11 +311,12 @@ def _spans(view: UrnaView, n: int, proven: SpanRecords | ColumnSpans | None = No
                            None if digest is None else (digest, SECTION_CHUNKS_ORIGINAL_SPANS))
     if proven is not None:  # the records validate proved (a repack's: its checked columns)
         return LazySpans(proven)
-    if entry is not None and entry.encoding == 4 and view.trusted:  # a repack decoded before:
-        blocks = BlockSpans.of(view.payload(entry))  # each record read when asked
+    if entry is not None and entry.encoding == ENCODING_INTPACK and view.trusted:
+        # a repack decoded whole before: each record read when asked
+        blocks = BlockSpans.of(view.payload(entry))
         if blocks is not None and len(blocks) == n:
             return LazySpans(blocks)
-    if entry is not None and entry.encoding != 4:  # the repack keeps its own column path
+    if entry is not None and entry.encoding != ENCODING_INTPACK:  # a repack: view.spans below
         lazy = lazy_spans(view.decoded(SECTION_CHUNKS_ORIGINAL_SPANS), n)
         if lazy is not None:
             return lazy

@@ -200,7 +200,7 @@ def _decoded_view(dctx: Any, payload: bytes | memoryview) -> memoryview:
 
 def zstd_decompress(payload: bytes | memoryview) -> bytes:
     """Decode one or more concatenated zstd frames under the reference's size cap (§5.2)."""
-    return _decoded_view(new_dctx(), payload).tobytes()
+    return decompress_with(new_dctx(), payload)
 
 
 def zstd_decompress_view(payload: bytes | memoryview) -> memoryview:
