@@ -186,7 +186,8 @@ def scalar_int8(row: list[float]) -> bytes:
         return struct.pack("<f", 1.0), bytes(len(row))
     scale = F32(m / F32(127))
     codes = []
-    with np.errstate(over="ignore", invalid="ignore"):  # a subnormal scale: inv = inf, 0 * inf
+    # a subnormal (or underflowed, 0) scale: inv = inf, 0 * inf
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
         inv = F32(F32(1) / scale)
         for v in row:
             q = F32(F32(v) * inv)
