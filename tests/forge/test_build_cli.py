@@ -13,12 +13,15 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from helpers.cli_runner import invoke
 from helpers.specs import write_jsonl_spec
 from urna.forge import pipeline
 from urna.forge.kernels import MESSAGE
 from urna.forge.shard import build_sharded
 from urna.forge.spec import load_spec
+from urna.index.hnsw_small_build import SMALL_BUILD_ROWS
 
 ROOT = Path(__file__).resolve().parents[2]
 URNA = [sys.executable, "-c", "from urna.cli import main; main()"]
@@ -164,8 +167,9 @@ def test_a_pipe_gets_the_json_document_and_no_bars(tmp_path: Path) -> None:
 
 
 def test_kernel_compilation_is_announced_once_then_not_on_a_warm_run(tmp_path: Path) -> None:
-    spec = write_jsonl_spec(tmp_path, _rows(8), name="k", model="floor", with_graph=True,
-                            mode="both")
+    # past the rows a graph is built without the compiled builder (index.hnsw_small_build)
+    spec = write_jsonl_spec(tmp_path, _rows(SMALL_BUILD_ROWS + 1), name="k", model="floor",
+                            with_graph=True, mode="both")
     env = _env(tmp_path, NUMBA_CACHE_DIR=str(tmp_path / "numba"))
     cmd = [*URNA, "build", "--spec", str(spec)]
     cold = subprocess.run(cmd, capture_output=True, text=True, env=env, check=True)
@@ -176,9 +180,12 @@ def test_kernel_compilation_is_announced_once_then_not_on_a_warm_run(tmp_path: P
         json.loads(cold.stdout)["outputs"]["k.urna"]["file_hash"]
 
 
-def test_no_notice_when_the_build_compiles_nothing(tmp_path: Path) -> None:
-    spec = write_jsonl_spec(tmp_path, _rows(8), name="n", model="floor", with_graph=False)
+@pytest.mark.parametrize("with_graph", [False, True])
+def test_no_notice_when_the_build_compiles_nothing(tmp_path: Path, with_graph: bool) -> None:
+    # no graph, or a graph small enough to build without numba (index.hnsw_small_build)
+    spec = write_jsonl_spec(tmp_path, _rows(8), name="n", model="floor", with_graph=with_graph)
     env = _env(tmp_path, NUMBA_CACHE_DIR=str(tmp_path / "numba"))
     res = subprocess.run([*URNA, "build", "--spec", str(spec)],
                          capture_output=True, text=True, env=env, check=True)
     assert MESSAGE not in res.stderr
+    assert not list((tmp_path / "numba").rglob("*.nbi"))  # nothing compiled nor cached

@@ -25,6 +25,8 @@ from helpers.vectors import sections
 from urna.format.layout import Header
 from urna.format.sections.hnsw import decode_hnsw, encode_hnsw, payload_from_lists
 from urna.index import _hnsw_kernels as K
+from urna.index import hnsw as hnsw_module
+from urna.index import hnsw_small_build
 from urna.index.hnsw import Lcg, build_hnsw, hnsw_search, level0_neighbors, sample_levels
 
 REF = Path(__file__).resolve().parent.parent / "data" / "ref-0.5.1"
@@ -114,14 +116,33 @@ def test_pinned_digest_2000x128(pinned_graph) -> None:
     assert hashlib.sha256(encode_hnsw(g)).hexdigest() == PIN_2000x128
 
 
-@pytest.mark.parametrize("name", HNSW_FILES)
-def test_rebuild_gives_the_reference_payload(name: str) -> None:
+# Each reference graph rebuilt by the compiled builder, and (up to 400 rows: it is O(n^2)) by
+# the numba-free one a process uses for small corpora (``hnsw_small_build``).
+BUILDS = [(name, compiled) for name in HNSW_FILES for compiled in (True, False)
+          if compiled or len(corpus_vectors(EXPECTED[name]["corpus"])) <= 400]
+
+
+@pytest.mark.parametrize("name,compiled", BUILDS)
+def test_rebuild_gives_the_reference_payload(name: str, compiled: bool,
+                                             monkeypatch: pytest.MonkeyPatch) -> None:
     info = EXPECTED[name]
     opts = info["build_options"]
     vecs = corpus_vectors(info["corpus"])
+    monkeypatch.setattr(hnsw_module, "compiled_build", lambda n: compiled)
+    monkeypatch.setattr(hnsw_small_build, "build_graph", _counted(hnsw_small_build.build_graph))
     g = build_hnsw(vecs, opts.get("hnsw_m", 16), opts.get("hnsw_ef_construction", 400),
                    opts.get("hnsw_seed", 42))
     assert encode_hnsw(g) == sections((REF / name).read_bytes())[0x07][1]
+    assert hnsw_small_build.build_graph.calls == (0 if compiled else 1)  # type: ignore[attr-defined]
+
+
+def _counted(fn):
+    """``fn`` counting its calls (which builder ran)."""
+    def call(*args):
+        call.calls += 1
+        return fn(*args)
+    call.calls = 0
+    return call
 
 
 @pytest.mark.parametrize("name,m,seed", [("dedup-hybrid.urna", 16, 42),
@@ -165,9 +186,11 @@ import sys
 sys.modules["numba"] = None  # as if numba were not installed
 import numpy as np
 from urna.index import _hnsw_kernels
+from urna.index import hnsw
 from urna.index.hnsw import build_hnsw, hnsw_search
 from urna.format.sections.hnsw import encode_hnsw
 assert not _hnsw_kernels.HAVE_NUMBA
+hnsw.compiled_build = lambda n: True  # the kernels' build run as plain Python, not the small one
 x = np.frombuffer(sys.stdin.buffer.read(), dtype=np.float32).reshape(60, 12)
 g = build_hnsw(x, 4, 12, 9)
 sys.stdout.write(encode_hnsw(g).hex() + " " + ",".join(map(str, hnsw_search(g, x, x[7], 5))))

@@ -70,7 +70,7 @@ def emit_file(spec: CorpusSpec, path: Path, rows: Sequence[Row],
     chunks = [dict(r.as_chunk(), embedding=text[i]) for i, r in enumerate(rows)]
     metadata, metadata_types = metadata_of(spec, rows)
     t0 = time.perf_counter()
-    announce_compile(spec, progress)
+    announce_compile(spec, progress, len(chunks))
     options = BuildOptions(
         title=spec.title or spec.name, version=spec.version, reproducible=spec.reproducible,
         preset=spec.build.preset, dtype=spec.build.dtype or None,

@@ -1,11 +1,12 @@
 """Telling the user why a first run is slow: numba compiling the graph kernels (#21 item 3).
 
-Building the HNSW index or the graph section compiles ``urna.index._hnsw_kernels`` on first
-use (about ten seconds); numba then keeps the machine code in its cache and later runs load
-it in well under a second. numba already compiles only the functions a verb calls, so the
-build compiles the graph builder; queries start on the numba-free beam. Whether a
-kernel is cached is read from numba's own cache index for that function; if that cannot be
-read, nothing is said (a missing line is better than a false one).
+Building the HNSW index or the graph section of more rows than
+``hnsw_small_build.SMALL_BUILD_ROWS`` compiles ``urna.index._hnsw_kernels`` on first use
+(about fifteen seconds here); numba then keeps the machine code in its cache and later runs
+load it in well under a second. A smaller graph is built without numba
+(``index.hnsw_small_build``), and queries start on the numba-free beam, so neither compiles.
+Whether a kernel is cached is read from numba's own cache index for that function; if that
+cannot be read, nothing is said (a missing line is better than a false one).
 """
 
 from __future__ import annotations
@@ -28,13 +29,18 @@ def is_cached(dispatcher: Any) -> bool:
         return True
 
 
-def build_kernels(spec: CorpusSpec) -> list[Any]:
-    """The compiled kernels building ``spec``'s file calls (none without HNSW or graph)."""
+def build_kernels(spec: CorpusSpec, n: int) -> list[Any]:
+    """The compiled kernels building ``spec``'s file of ``n`` rows calls (none without HNSW or
+    graph, nor for a graph small enough to build without them: ``index.hnsw.compiled_build``)."""
     from urna.build_options import PRESETS
 
     storage = PRESETS.get(spec.build.preset)
     hnsw = storage is not None and storage.with_hnsw
     if not (hnsw or spec.build.with_graph):
+        return []
+    from urna.index.hnsw import compiled_build
+
+    if not compiled_build(n):
         return []
     from urna.index import _hnsw_dist, _hnsw_kernels
 
@@ -51,9 +57,9 @@ def announce(kernels: list[Any], progress: Progress) -> None:
         progress.note(MESSAGE)
 
 
-def announce_compile(spec: CorpusSpec, progress: Progress) -> None:
-    """``announce`` for the kernels a build of ``spec`` compiles."""
-    announce(build_kernels(spec), progress)
+def announce_compile(spec: CorpusSpec, progress: Progress, n: int) -> None:
+    """``announce`` for the kernels a build of ``spec``'s file of ``n`` rows compiles."""
+    announce(build_kernels(spec, n), progress)
 
 
 def file_kernels(manifest: dict[str, Any]) -> list[Any]:

@@ -6,10 +6,12 @@ pruning), so ``encode_hnsw(build_hnsw(...))`` is the reference's 0x07 payload.
 ``hnsw_search`` returns candidate ids only; scoring them (the exact rerank) is the caller's job.
 
 This module never parses a file: it takes vectors and an ``HnswPayload``; the loops live in
-``_hnsw_kernels`` (numba when installed). A query on float32 rows walks the graph with the
-numba-free ``hnsw_beam`` (same ids, same order) until a process has spent
-``kernel_rent.KERNEL_RENT_SECONDS`` in such walks, then with the compiled kernels: a CLI query
-never pays for importing numba, a server switches after its first second of graph walking.
+``_hnsw_kernels`` (numba when installed). A graph of a few hundred rows is built without them
+(``hnsw_small_build``, the same graph) unless the process has loaded them already. A query
+on float32 rows walks the graph with the numba-free ``hnsw_beam`` (same ids, same order) until
+a process has spent ``kernel_rent.KERNEL_RENT_SECONDS`` in such walks, then with the compiled
+kernels: a CLI query never pays for importing numba, a server switches after its first second
+of graph walking.
 The kernels read layer 0 from ``layer0_table`` (one row per node: the list's length, then its
 ids), made once per graph and kept while it lives.
 """
@@ -27,7 +29,7 @@ import numpy as np
 
 from ..format.record import FrozenRecord
 from ..format.sections.hnsw import HnswPayload
-from . import hnsw_beam
+from . import hnsw_beam, hnsw_small_build
 from ._hnsw_heap import EPOCH_LIMIT
 from .kernel_rent import KernelRent
 
@@ -124,10 +126,14 @@ def build_hnsw(vectors: np.ndarray, m: int = DEFAULT_M,
     # A beam wider than n+1 behaves exactly like n+1 (nothing is ever evicted); clamping
     # keeps a huge ef_construction from allocating.
     ef_eff = min(ef_construction, n + 1)
-    _k = _kernels()
-    with _k.vectorizing():
-        entry_point, max_level = _k.build_graph(vecs, levels, m, ef_eff, node_ptr, row_start,
-                                                row_end, ids, adj0)
+    if compiled_build(n):
+        _k = _kernels()
+        with _k.vectorizing():
+            entry_point, max_level = _k.build_graph(vecs, levels, m, ef_eff, node_ptr,
+                                                    row_start, row_end, ids, adj0)
+    else:
+        entry_point, max_level = hnsw_small_build.build_graph(
+            vecs, levels, m, ef_eff, node_ptr, row_start, row_end, ids, adj0)
     counts = row_end - row_start
     counts[node_ptr[:-1]] = adj0[:, 0]
     nbr_ptr = np.zeros(n_rows + 1, dtype=np.int64)
@@ -303,6 +309,12 @@ def _kernels() -> ModuleType:
 
         _loaded.append(_hnsw_kernels)
     return _loaded[0]
+
+
+def compiled_build(n: int) -> bool:
+    """Whether ``build_hnsw`` of ``n`` rows runs the compiled builder: past
+    ``hnsw_small_build.SMALL_BUILD_ROWS``, or once this process has loaded the kernels."""
+    return n > hnsw_small_build.SMALL_BUILD_ROWS or "urna.index._hnsw_kernels" in sys.modules
 
 
 def _kernels_ready() -> bool:

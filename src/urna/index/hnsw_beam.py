@@ -84,16 +84,22 @@ def _greedy(curr: int, q: np.ndarray, layer: int, rows: np.ndarray, node_ptr: np
         curr, cd = best, bd
 
 
-def _by_distance(dist: np.ndarray) -> np.ndarray:
-    """The positions of ``dist`` sorted as ``_hnsw_heap.order_key`` sorts them: by distance in
-    total order, NaN last, ties by position (its keys, computed for all at once)."""
+def total_order(dist: np.ndarray) -> np.ndarray:
+    """int64 keys of float32 ``dist`` that sort as ``_hnsw_heap.order_key``'s distance part:
+    IEEE total order (-0.0 before +0.0), NaN last."""
     bits = dist.view(np.uint32).astype(np.int64)
     key = np.where(bits >= 0x80000000, 0x7FFFFFFF - bits, bits)
     key[np.isnan(dist)] = 0x7FFFFFFF
-    return np.argsort(key, kind="stable")
+    return key
 
 
-class _Node(int):
+def _by_distance(dist: np.ndarray) -> np.ndarray:
+    """The positions of ``dist`` sorted as ``_hnsw_heap.order_key`` sorts them: by distance in
+    total order, NaN last, ties by position (its keys, computed for all at once)."""
+    return np.argsort(total_order(dist), kind="stable")
+
+
+class Node(int):
     """A node id riding in a heap item ``(key, node)``: it never orders two items. Tuples compare
     their keys first; on equal keys they would compare the ids, and this ``<`` is always false,
     so equal keys stay Equal, as ``_hnsw_heap`` (Rust's ``BinaryHeap``) compares them."""
@@ -131,7 +137,7 @@ def search_graph(q: np.ndarray, ef: int, entry_point: int, max_level: int, rows:
     ok = allowed.tolist() if allowed.shape[0] else None  # None: every row may be a result
     mark = bytearray(n)
     d0 = float(dist8_rows(q, rows[curr:curr + 1])[0])
-    first = (d0, _Node(curr))
+    first = (d0, Node(curr))
     frontier = [first]
     results = [(-d0, first[1])] if ok is None or ok[curr] else []
     mark[curr] = 1
@@ -155,7 +161,7 @@ def search_graph(q: np.ndarray, ef: int, entry_point: int, max_level: int, rows:
             for nb, d in zip(batch, dist8_rows(q, rows[batch]).tolist(), strict=True):
                 # no result yet (the entry masked out, or ef 0): the worst is +inf
                 if len(results) < ef or d < (-results[0][0] if results else _INF):
-                    node = _Node(nb)
+                    node = Node(nb)
                     heappush(frontier, (d, node))
                     if ok is None or ok[nb]:
                         heappush(results, (-d, node))

@@ -1,0 +1,129 @@
+"""Small hybrid builds, process start to exit: this tree vs the reference wheel (and a baseline).
+
+What an agent indexing a few documents, a living corpus's new segment or ``make quickstart``
+pays: one fresh process per build calling ``urna.build(..., preset="hybrid")`` (HNSW + BM25)
+on the first ``n`` of ``bench_embed``'s synthetic chunks, embedded once with potion (256-d,
+cached in ``--dir``). For each size the commands take turns for ``--runs`` rounds:
+
+* ``urna`` (this tree) with numba's kernel cache warm, and again with an empty one
+  (``NUMBA_CACHE_DIR`` a new folder each run: a machine's first build, which compiles the
+  graph builder when it is used);
+* ``reference``: the wheel's ``urna.build`` on the same chunks (``/work/refvenv``);
+* ``--baseline SRC``: the same two ``urna`` rows from another source tree (e.g. a ``git
+  archive`` of an earlier commit).
+
+Prints the median wall time of each and its ratio to the reference's, and checks that every
+file is the reference's bytes.
+
+    .venv/bin/python benchmarks/bench_small_build.py
+    .venv/bin/python benchmarks/bench_small_build.py --sizes 12,256,400 --runs 3 \
+        --baseline /tmp/old/src
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+from bench_embed import synthetic_texts  # noqa: E402  (the same corpus as bench_embed)
+from scratch import scratch_dir  # noqa: E402
+
+SRC = str(HERE.parent / "src")
+REF_PYTHON = "/work/refvenv/bin/python"
+_BUILD = """
+import json, sys
+import urna
+meta = json.load(open(sys.argv[1]))
+urna.build(sys.argv[2], meta["model"], meta["dim"], "bench/1", meta["model_hash"],
+           meta["chunks"], preset="hybrid", reproducible=True)
+"""
+
+
+def chunk_file(n: int, work: Path) -> Path:
+    """The first ``n`` synthetic chunks with their potion vectors, as JSON (cached)."""
+    path = work / f"small-build-{n}.json"
+    if path.exists():
+        return path
+    from urna.forge.embed import potion_embedder
+
+    texts = synthetic_texts(n)
+    emb = potion_embedder()
+    vecs = np.asarray(emb.embed(texts), dtype=np.float32)
+    chunks, offset = [], 0
+    for i, text in enumerate(texts):
+        size = len(text.encode("utf-8"))
+        chunks.append({"canonical_text": text, "source_uri": f"doc{i // 10}.txt",
+                       "byte_start": offset, "byte_end": offset + size,
+                       "embedding": vecs[i].tolist()})
+        offset += size + 1
+    path.write_text(json.dumps({"model": emb.embedding_model, "dim": emb.embedding_dim,
+                                "model_hash": emb.model_hash(), "chunks": chunks}))
+    return path
+
+
+def timed(argv: list[str], env: dict[str, str]) -> float:
+    """Wall seconds of one process."""
+    t0 = time.perf_counter()
+    subprocess.run(argv, env=env, check=True, stdout=subprocess.DEVNULL)
+    return time.perf_counter() - t0
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--sizes", default="12,64,256")
+    ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--baseline", default=None, help="another tree's src/ to time beside")
+    ap.add_argument("--dir", default=os.path.join(tempfile.gettempdir(), "urna-bench-small"))
+    args = ap.parse_args()
+    work = Path(args.dir)
+    work.mkdir(parents=True, exist_ok=True)
+    scratch = Path(scratch_dir("urna-small-build-"))
+    trees = {"urna": SRC, **({"baseline": args.baseline} if args.baseline else {})}
+    for n in (int(s) for s in args.sizes.split(",")):
+        chunks = chunk_file(n, work)
+        commands: dict[str, tuple[list[str], str | None, bool]] = {}
+        for label, src in trees.items():
+            commands[f"{label}, kernel cache warm"] = ([sys.executable, "-c", _BUILD], src, False)
+            commands[f"{label}, first build (empty kernel cache)"] = (
+                [sys.executable, "-c", _BUILD], src, True)
+        commands["reference"] = ([REF_PYTHON, "-c", _BUILD], None, False)
+        times: dict[str, list[float]] = {name: [] for name in commands}
+        digests: dict[str, set[str]] = {name: set() for name in commands}
+        for r in range(args.runs + 1):  # round 0 warms the page cache and the kernel cache
+            for name, (argv, src, cold) in commands.items():
+                out = scratch / f"{n}-{len(times[name])}.urna"
+                env = dict(os.environ, URNA_CACHE_DIR=str(scratch / "cache"))
+                env.pop("PYTHONPATH", None)
+                if src is not None:
+                    env["PYTHONPATH"] = src
+                if cold:
+                    env["NUMBA_CACHE_DIR"] = scratch_dir("urna-numba-")
+                took = timed([*argv, str(chunks), str(out)], env)
+                digests[name].add(hashlib.sha256(out.read_bytes()).hexdigest())
+                out.unlink()
+                if r:
+                    times[name].append(took)
+        ref = statistics.median(times["reference"])
+        same = all(d == digests["reference"] for d in digests.values())
+        print(f"\n{n} chunks (potion, 256-d), preset hybrid, {args.runs} runs; every file the "
+              f"reference's bytes: {'yes' if same else 'NO'}")
+        print(f"  {'command':<48}{'median ms':>10}{'min ms':>9}   vs reference")
+        for name, ts in times.items():
+            med = statistics.median(ts)
+            print(f"  {name:<48}{med * 1e3:>10.0f}{min(ts) * 1e3:>9.0f}   {med / ref:.2f}x")
+
+
+if __name__ == "__main__":
+    main()
