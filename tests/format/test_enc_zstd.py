@@ -13,6 +13,7 @@ import os
 import struct
 import subprocess
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -171,6 +172,23 @@ def test_roundtrip_and_determinism(data):
     view = zstd_decompress_view(frame)
     gc.collect()  # the view alone keeps the decoder's buffer alive
     assert isinstance(view, memoryview) and view.tobytes() == data
+
+
+def test_frames_are_the_same_whichever_thread_or_context_compresses():
+    # Threads share idle level-19 contexts: compressions at once and in turn, on inputs of
+    # every size, give the frames one thread gives (a fresh process's first context).
+    inputs = [bytes(range(256)) * k + b"tail %d" % k for k in (0, 1, 3, 40, 400)] + [b""]
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
+    fresh = subprocess.run(
+        [sys.executable, "-c", "import json, sys; from urna.format.encodings.zstd import "
+         "zstd_compress; sys.stdout.write(','.join(zstd_compress(bytes.fromhex(x)).hex() "
+         "for x in json.load(sys.stdin)))"],
+        input=json.dumps([x.hex() for x in inputs]), env=env, check=True, capture_output=True,
+        text=True).stdout.split(",")
+    with ThreadPoolExecutor(4) as pool:
+        for _ in range(3):
+            got = list(pool.map(zstd_compress, inputs * 4))
+            assert [f.hex() for f in got] == fresh * 4
 
 
 @settings(max_examples=80, deadline=None)

@@ -78,7 +78,6 @@ ZSTD_VERSION = _version(int(lib.ZSTD_versionNumber()))
 # Output buffers are filled by libzstd; clearing them first would cost a memset per call.
 _alloc = ffi.new_allocator(should_clear_after_alloc=False)
 _CONTENTSIZE_ERROR = int(lib.ZSTD_CONTENTSIZE_ERROR)
-_local = threading.local()
 
 
 def error_name(code: int) -> str:
@@ -113,15 +112,24 @@ def _drain(cctx: Any, inbuf: Any, outbuf: Any, out: Any, directive: int, parts: 
     return int(rc)
 
 
-def _stream_cctx() -> Any:
-    """This thread's level-19 streaming context (creating one per call costs ~80 ms at level 19)."""
-    cctx = getattr(_local, "cctx", None)
+# The level-19 streaming context not in use, shared by every thread: a context's first frame
+# zeroes its ~90 MB of match tables (16-80 ms of page faults here) and a later frame reuses
+# them, so a build whose sections compress on several workers in turn pays that once, not once
+# a thread. One is kept (what a process held before, in its main thread's context); a second
+# compression at once makes its own, freed after it.
+_idle_cctx: list[Any] = []
+_idle_lock = threading.Lock()
+
+
+def _take_cctx() -> Any:
+    """An idle level-19 streaming context, session reset (a new one when none is idle)."""
+    with _idle_lock:
+        cctx = _idle_cctx.pop() if _idle_cctx else None
     if cctx is None:
         cctx = ffi.gc(lib.ZSTD_createCCtx(), lib.ZSTD_freeCCtx)
         rc = lib.ZSTD_CCtx_setParameter(cctx, lib.ZSTD_c_compressionLevel, LEVEL)
         if is_error(rc):
             raise InvalidInput(f"zstd compression failed: {error_name(rc)}")
-        _local.cctx = cctx
     # A session reset keeps the parameters and gives the same bytes as a fresh context.
     lib.ZSTD_CCtx_reset(cctx, lib.ZSTD_reset_session_only)
     return cctx
@@ -129,7 +137,7 @@ def _stream_cctx() -> Any:
 
 def zstd_compress(data: bytes | memoryview) -> bytes:
     """Compress ``data`` into one level-19 frame exactly as the reference writer does (§5.1)."""
-    cctx = _stream_cctx()
+    cctx = _take_cctx()
     out_size = int(lib.ZSTD_CStreamOutSize())
     out = _alloc("char[]", out_size)
     outbuf = ffi.new("ZSTD_outBuffer *")
@@ -138,18 +146,17 @@ def zstd_compress(data: bytes | memoryview) -> bytes:
     keep = ffi.from_buffer(data) if len(data) else ffi.NULL
     inbuf.src, inbuf.size, inbuf.pos = keep, len(data), 0
     parts: list[bytes] = []
-    try:
-        # Feeding with e_continue first is what makes libzstd write an unsized frame; an empty
-        # input skips it, so libzstd sees the end at once and records content size 0.
-        while inbuf.pos < inbuf.size:
-            _drain(cctx, inbuf, outbuf, out, lib.ZSTD_e_continue, parts)
-        empty = ffi.new("ZSTD_inBuffer *")
-        empty.src, empty.size, empty.pos = ffi.NULL, 0, 0
-        while _drain(cctx, empty, outbuf, out, lib.ZSTD_e_end, parts):
-            pass
-    except BaseException:
-        _local.cctx = None  # never reuse a context left mid-frame
-        raise
+    # Feeding with e_continue first is what makes libzstd write an unsized frame; an empty
+    # input skips it, so libzstd sees the end at once and records content size 0.
+    while inbuf.pos < inbuf.size:
+        _drain(cctx, inbuf, outbuf, out, lib.ZSTD_e_continue, parts)
+    empty = ffi.new("ZSTD_inBuffer *")
+    empty.src, empty.size, empty.pos = ffi.NULL, 0, 0
+    while _drain(cctx, empty, outbuf, out, lib.ZSTD_e_end, parts):
+        pass
+    with _idle_lock:  # only after a whole frame: a context a failure left mid-frame is dropped
+        if not _idle_cctx:
+            _idle_cctx.append(cctx)
     return b"".join(parts)
 
 
