@@ -15,9 +15,15 @@ cached in ``--dir``). For each size the commands take turns for ``--runs`` round
 Prints the median wall time of each and its ratio to the reference's, and checks that every
 file is the reference's bytes.
 
+``--add N`` times instead one chunk added to a living corpus of ``N`` chunks (built with the
+forge's default preset, hybrid, by ``urna build --spec --update``): a fresh process opens the
+catalog and calls ``add`` with one potion-embedded note, as an agent keeping notes would; this
+tree and the baseline take turns on the same catalog (the reference has no living corpora).
+
     .venv/bin/python benchmarks/bench_small_build.py
     .venv/bin/python benchmarks/bench_small_build.py --sizes 12,256,400 --runs 3 \
         --baseline /tmp/old/src
+    .venv/bin/python benchmarks/bench_small_build.py --add 12 --runs 5 --baseline /tmp/old/src
 """
 
 from __future__ import annotations
@@ -73,6 +79,52 @@ def chunk_file(n: int, work: Path) -> Path:
     return path
 
 
+_ADD = """
+import sys
+import urna
+from urna.forge.embed import potion_embedder
+text = "a note an agent keeps, number " + sys.argv[2]
+vector = potion_embedder().embed([text])[0].tolist()
+urna.open_catalog(sys.argv[1]).add([{"canonical_text": text, "source_uri": "note.md",
+                                     "byte_start": 0, "byte_end": len(text),
+                                     "embedding": vector}])
+"""
+
+
+def living_catalog(n: int, work: Path) -> Path:
+    """A living corpus of ``n`` synthetic chunks (the forge's default preset), new each run."""
+    rows = work / "rows.jsonl"
+    rows.write_text("".join(json.dumps({"id": f"{i:06d}", "text": t}) + "\n"
+                            for i, t in enumerate(synthetic_texts(n))))
+    spec = work / "corpus.toml"
+    spec.write_text("\n".join([
+        "[corpus]", 'name = "living"', 'chunker_version = "living/1"',
+        "[source]", 'kind = "jsonl"', f'path = "{rows.as_posix()}"', 'order_by = ["id"]',
+        "[source.text]", 'template = "{text}"',
+        "[[models]]", 'preset = "potion"', 'text = "default"',
+        "[output]", f'dir = "{(work / "out").as_posix()}"', ""]))
+    env = dict(os.environ, PYTHONPATH=SRC, URNA_CACHE_DIR=str(work / "cache"))
+    subprocess.run([sys.executable, "-m", "urna.cli", "build", "--spec", str(spec), "--update"],
+                   env=env, check=True, stdout=subprocess.DEVNULL)
+    return work / "out" / "living.catalog.json"
+
+
+def time_adds(n: int, runs: int, trees: dict[str, str], scratch: Path) -> None:
+    """``--add``: one chunk added to a living corpus of ``n``, each tree in turn."""
+    catalog = living_catalog(n, scratch)
+    times: dict[str, list[float]] = {label: [] for label in trees}
+    for r in range(runs + 1):  # round 0 warms the page cache
+        for label, src in trees.items():
+            env = dict(os.environ, PYTHONPATH=src, URNA_CACHE_DIR=str(scratch / "cache"))
+            took = timed([sys.executable, "-c", _ADD, str(catalog), f"{label}-{r}"], env)
+            if r:
+                times[label].append(took)
+    print(f"\none chunk added to a living corpus of {n} chunks (hybrid), {runs} runs each")
+    print(f"  {'tree':<12}{'median ms':>10}{'min ms':>9}")
+    for label, ts in times.items():
+        print(f"  {label:<12}{statistics.median(ts) * 1e3:>10.0f}{min(ts) * 1e3:>9.0f}")
+
+
 def timed(argv: list[str], env: dict[str, str]) -> float:
     """Wall seconds of one process."""
     t0 = time.perf_counter()
@@ -85,12 +137,16 @@ def main() -> None:
     ap.add_argument("--sizes", default="12,64,256")
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--baseline", default=None, help="another tree's src/ to time beside")
+    ap.add_argument("--add", type=int, default=0, help="time adds to a living corpus of N")
     ap.add_argument("--dir", default=os.path.join(tempfile.gettempdir(), "urna-bench-small"))
     args = ap.parse_args()
     work = Path(args.dir)
     work.mkdir(parents=True, exist_ok=True)
     scratch = Path(scratch_dir("urna-small-build-"))
     trees = {"urna": SRC, **({"baseline": args.baseline} if args.baseline else {})}
+    if args.add:
+        time_adds(args.add, args.runs, trees, scratch)
+        return
     for n in (int(s) for s in args.sizes.split(",")):
         chunks = chunk_file(n, work)
         commands: dict[str, tuple[list[str], str | None, bool]] = {}
