@@ -59,6 +59,10 @@ def _cite(path: Path, citation: str) -> dict[str, Any]:
               ("compact", "", 0)], keep=1)
 # a removed chunk added back: its old citation must stay removed, not follow the new row
 @example(ops=[("remove", "doc0.txt", 0), ("add", "doc0.txt", 0), ("compact", "", 0)], keep=1)
+# the same content written again restores its removed chunks: the removal in force is the
+# second one, before and after the squash
+@example(ops=[("replace", "doc0.txt", 1), ("remove", "doc0.txt", 0), ("replace", "doc0.txt", 1),
+              ("remove", "doc0.txt", 0)], keep=1)
 def test_kept_versions_and_every_citation_survive_a_squash(ops, keep) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)

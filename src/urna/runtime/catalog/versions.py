@@ -348,7 +348,8 @@ class History:
     A segment is named by its content_hash, and one may come back: a compaction that leaves
     exactly an earlier segment's chunks writes that segment again. So removals and moves are
     kept per segment in version order, and a citation follows only those after the version
-    it reached the segment in (``removed_after``, ``moved_after``).
+    it reached the segment in (``removed_after``, ``moved_after``). A removal that a later
+    version restored (the same segment written again) is not kept: the chunk lived on.
     """
 
     removed_in: dict[tuple[str, str], list[int]] = field(default_factory=dict)
@@ -375,6 +376,7 @@ def history(versions: Sequence[dict[str, Any]]) -> History:
     log)."""
     out = History()
     removed: dict[tuple[str, str], set[int]] = {}
+    restored: dict[tuple[str, str], int] = {}  # the last version that restored each chunk
     for rec in versions:
         squashed = rec.get("squashed")
         if squashed is not None:  # what versions before a squash knew of their segments
@@ -390,9 +392,14 @@ def history(versions: Sequence[dict[str, Any]]) -> History:
                 removed.setdefault((h, cid), set()).add(v)
         for h, cid in rec.get("removed", ()):
             removed.setdefault((h, cid), set()).add(rec["version"])
+        for h, cid in rec.get("restored", ()):
+            restored[(h, cid)] = rec["version"]
         for old, new in rec["compacted"]:
             out.moved.setdefault(old, []).append((new, rec["version"]))
-    out.removed_in = {key: sorted(vs) for key, vs in removed.items()}
+    # A removal that a later version undid (its segment written again, the chunk live once
+    # more) no longer stands: a citation follows the chunk past it.
+    out.removed_in = {key: kept for key, vs in removed.items()
+                      if (kept := [v for v in sorted(vs) if v > restored.get(key, 0)])}
     for moves in out.moved.values():
         moves.sort(key=lambda m: m[1])
     return out
