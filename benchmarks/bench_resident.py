@@ -13,11 +13,19 @@ Each side runs in its own process for ``--seconds``, asking the same questions i
 
 The processes run one after another (two at once would share the two cores). Prints each
 side's median latency per ``--window`` seconds (the first windows pay for loading what the
-process loads on the way: the compiled kernels once their rent is paid, ``index.kernel_rent``)
-and the median over the last third of its life, with its ratio to the wheel's.
+process loads on the way: the compiled kernels once their rent is paid, ``index.kernel_rent``),
+the median over the last third of its life with its ratio to the wheel's, and its slowest
+call.
+
+``--server``: each urna side starts as ``urna serve`` and ``urna mcp`` do
+(``runtime.resident.prepare_resident_server`` on the opened file: the kernels prepared on a
+background thread). ``--cold-kernels``: the urna sides run with an empty numba cache
+(``NUMBA_CACHE_DIR``), as a machine's first run or the first after an upgrade, which compiles
+every kernel it uses.
 
     .venv/bin/python benchmarks/bench_resident.py                    # the 20,000-doc bench file
     .venv/bin/python benchmarks/bench_resident.py --file F.urna --seconds 20 --baseline /tmp/old/src
+    .venv/bin/python benchmarks/bench_resident.py --server --cold-kernels --seconds 60
 """
 
 from __future__ import annotations
@@ -41,6 +49,12 @@ import urna
 path, call, seconds, queries = sys.argv[1], sys.argv[2], float(sys.argv[3]), sys.argv[4]
 asked = [(np.asarray(v, dtype=np.float32), t) for v, t in json.loads(open(queries).read())]
 f = urna.open(path)
+if sys.argv[5] == "server":
+    from urna.runtime.resident import prepare_resident_server
+    try:
+        prepare_resident_server([f])
+    except TypeError:  # a tree from before it took the served files
+        prepare_resident_server()
 if call == "search_hybrid":
     def one(v, t): f.search_hybrid(v, t, 10, 64)
 else:
@@ -70,12 +84,15 @@ def _queries(path: str, folder: str) -> str:
 
 
 def _run(python: str, src: str | None, path: str, call: str, seconds: float,
-         queries: str, cache: str) -> list[tuple[float, float]]:
+         queries: str, cache: str, server: bool, cold: bool) -> list[tuple[float, float]]:
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     if src is not None:
         env.update(PYTHONPATH=src, URNA_CACHE_DIR=cache)
-    out = subprocess.run([python, "-c", _LOOP, path, call, str(seconds), queries], env=env,
-                         check=True, capture_output=True, text=True).stdout
+        if cold:
+            env["NUMBA_CACHE_DIR"] = scratch_dir("urna-bench-resident-numba-")
+    mode = "server" if server and src is not None else "library"
+    out = subprocess.run([python, "-c", _LOOP, path, call, str(seconds), queries, mode],
+                         env=env, check=True, capture_output=True, text=True).stdout
     return [(float(a), float(b)) for a, b in json.loads(out)]
 
 
@@ -87,6 +104,8 @@ def main() -> None:
     ap.add_argument("--seconds", type=float, default=15.0)
     ap.add_argument("--window", type=float, default=2.0)
     ap.add_argument("--baseline", default=None, help="another tree's src folder")
+    ap.add_argument("--server", action="store_true", help="start as urna serve / mcp do")
+    ap.add_argument("--cold-kernels", action="store_true", help="an empty numba cache")
     args = ap.parse_args()
     path = args.file or build_file(scratch_dir("urna-bench-resident-"), args.docs)
     folder = scratch_dir("urna-bench-resident-q-")
@@ -98,13 +117,14 @@ def main() -> None:
         sides["urna search_hybrid (baseline)"] = (sys.executable, args.baseline, "search_hybrid")
         sides["urna retrieve fused (baseline)"] = (sys.executable, args.baseline, "retrieve")
     results = {name: _run(python, src, path, call, args.seconds, queries,
-                          scratch_dir("urna-bench-resident-cache-"))
+                          scratch_dir("urna-bench-resident-cache-"), args.server,
+                          args.cold_kernels)
                for name, (python, src, call) in sides.items()}
     windows = int(args.seconds // args.window)
     print(f"{path}: one process per side, {args.seconds:.0f} s each; median ms per call by "
           f"window of its life")
     print(f"  {'side':<32}" + "".join(f"{f'{w * args.window:.0f}-{(w + 1) * args.window:.0f} s':>9}"
-                                      for w in range(windows)) + "   steady   vs ref")
+                                      for w in range(windows)) + "   steady   vs ref  slowest")
     tail = {name: statistics.median(d for s, d in times if s >= args.seconds * 2 / 3) * 1e3
             for name, times in results.items()}
     ref = tail["reference search_hybrid"]
@@ -113,7 +133,9 @@ def main() -> None:
         for w in range(windows):
             sel = [d for s, d in times if w * args.window <= s < (w + 1) * args.window]
             cells.append(f"{statistics.median(sel) * 1e3:9.2f}" if sel else f"{'-':>9}")
-        print(f"  {name:<32}" + "".join(cells) + f"{tail[name]:9.2f}  {tail[name] / ref:6.2f}x")
+        slowest = max(d for _, d in times) * 1e3
+        print(f"  {name:<32}" + "".join(cells) + f"{tail[name]:9.2f}  {tail[name] / ref:6.2f}x"
+              f"{slowest:9.0f}")
 
 
 if __name__ == "__main__":

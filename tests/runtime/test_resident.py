@@ -79,3 +79,77 @@ def test_opting_out_leaves_the_kernels_unloaded(exact_file: Path) -> None:
     got = _run(exact_file, URNA_PRELOAD_KERNELS="0")
     assert not got["started"] and not got["loaded"]
     assert got["after"] == got["before"]
+
+
+# A hybrid file served while its kernels are prepared: every numba dispatcher's compile (or
+# cache load) is recorded with the thread that asked for it.
+PREPARED = r'''
+import json, sys, threading
+import numpy as np
+import urna
+from urna.index import exact, hnsw
+from urna.runtime.resident import prepare_resident_server
+compiles = []
+def watch(frame, event, arg):  # numba is not imported before the preparation, as in a server
+    code = frame.f_code
+    if event == "call" and code.co_name == "compile" and code.co_filename.endswith(
+            "numba/core/dispatcher.py") and hasattr(frame.f_locals.get("self"), "py_func"):
+        compiles.append([threading.current_thread().name,
+                         frame.f_locals["self"].py_func.__name__])
+sys.setprofile(watch)
+threading.setprofile(watch)
+queries = np.random.default_rng(2).standard_normal((3, 64)).astype(np.float32)
+def answers(f):
+    out = []
+    for q in queries:
+        for hits in (f.search(q, 5), f.search_ann(q, 5, 32),
+                     f.search_hybrid(q, "alpha beta gamma", 5, 32),
+                     f.retrieve(q, 5, query_text="delta alpha", rank="fused")):
+            out.append([(h.chunk_id, float(h.score).hex()) for h in hits])
+    return out
+with urna.open(sys.argv[1]) as f:
+    before = answers(f)
+    loaded_before = "numba" in sys.modules
+    thread = prepare_resident_server([f])
+    during = []
+    while thread.is_alive():
+        during.append(answers(f))
+    thread.join()
+    after = answers(f)
+    print(json.dumps({"before": before, "during": during, "after": after, "compiles": compiles,
+                      "loaded_before": loaded_before,
+                      "walks_compiled": hnsw._kernels_ready(),
+                      "scores_compiled": exact._use_numba(1, 64)}))
+'''
+
+_WORDS = ["alpha", "beta", "gamma", "delta", "epsilon"] + [f"word{i}" for i in range(400)]
+
+
+@pytest.fixture(scope="module")
+def hybrid_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """3,000 x 64 rows with HNSW and BM25 (past the postings the BM25 kernel takes)."""
+    rng = np.random.default_rng(5)
+    vecs = rng.standard_normal((3000, 64)).astype(np.float32)
+    chunks = [{"canonical_text": " ".join(rng.choice(_WORDS, 30)), "source_uri": f"d{i}.txt",
+               "byte_start": 0, "byte_end": 1, "embedding": vecs[i].tolist()}
+              for i in range(3000)]
+    path = tmp_path_factory.mktemp("resident") / "hybrid.urna"
+    urna.build(str(path), "m", 64, "v1", "sha256:" + "00" * 32, chunks, preset="hybrid",
+               reproducible=True)
+    return path
+
+
+def test_no_request_waits_on_a_compile_while_the_kernels_are_prepared(
+        hybrid_file: Path) -> None:
+    out = subprocess.run([sys.executable, "-c", PREPARED, str(hybrid_file)],
+                         capture_output=True, text=True, timeout=600, check=True,
+                         env={**os.environ, "PYTHONPATH": SRC})
+    got = json.loads(out.stdout)
+    assert not got["loaded_before"]  # the first answers ran without numba
+    # every kernel the queries need was compiled (or loaded) by the preparing thread alone
+    assert got["compiles"] and {name for name, _ in got["compiles"]} == {"urna-kernels"}
+    kernels = {fn for _, fn in got["compiles"]}
+    assert {"search_graph", "_topk_kernel"} <= kernels, kernels
+    assert got["walks_compiled"] and got["scores_compiled"]  # then every thread runs them
+    assert got["after"] == got["before"]
+    assert all(answers == got["before"] for answers in got["during"])

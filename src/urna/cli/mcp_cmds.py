@@ -52,9 +52,10 @@ def mcp_cmd(files: tuple[str, ...], use_http: bool, host: str, port: int, expose
         check_bind(host, expose, token)
     from urna.runtime.resident import prepare_resident_server
 
-    prepare_resident_server()  # kept heap pages, compiled kernels loading meanwhile
     corpora = OpenCorpora(list(files))  # every file opened and verified before serving
     try:
+        # kept heap pages; the kernels prepared on the served files meanwhile
+        prepare_resident_server(corpora.by_name.values())
         for f in corpora.by_name.values():
             # Load each query embedder now, not in the first search; a model that cannot
             # load is reported by each search on that corpus instead.

@@ -41,6 +41,7 @@ from ..format.sections.bm25 import (
     encode_bm25,
 )
 from ..format.sections.bm25_terms import NameOrder
+from . import kernel_rent
 from .arrays import sorted_distinct
 from .cpu import force_scalar
 
@@ -499,9 +500,12 @@ class Bm25Index:
         if k <= 0 or self.n_docs == 0:
             return np.zeros(0, np.intp), np.zeros(0, _F32)
         n_posts = int(self.offsets[-1]) if len(self.offsets) else 0
-        use_kernel = mask is None and (n_posts >= NUMBA_MIN_POSTINGS or (
-            n_posts >= NUMBA_LOADED_MIN_POSTINGS and "numba" in sys.modules
-            and self._kernel_pays()))
+        # a thread preparing the kernels (kernel_rent) compiles this one too; the others wait
+        # for it on numpy
+        use_kernel = mask is None and kernel_rent.allowed() and (
+            n_posts >= NUMBA_MIN_POSTINGS or (
+                n_posts >= NUMBA_LOADED_MIN_POSTINGS and "numba" in sys.modules
+                and (kernel_rent.forced() or self._kernel_pays())))
         kernel = _numba_kernel() if use_kernel else None
         if kernel is not None:
             tids = np.asarray([t for t in map(self.term_id, tokenize(text)) if t is not None],

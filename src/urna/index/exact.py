@@ -39,6 +39,7 @@ import numpy as np
 
 from ..errors import InvalidInput
 from ..format.record import Record
+from . import kernel_rent
 from .arrays import negative_zeros, sorted_distinct
 from .cpu import simd_backend
 from .kernel_rent import KernelRent
@@ -201,7 +202,10 @@ def _score_numpy(slab: Slab, q: np.ndarray, rows: np.ndarray) -> np.ndarray:
 def _use_numba(rows: int, dim: int) -> bool:
     """Long scans go to the compiled kernels (same bits), and every scoring once the numpy
     paths have spent their load (``_RENT``: a resident process rescoring pools query after
-    query); a short process never imports numba."""
+    query); a short process never imports numba, nor one whose kernels another thread is
+    preparing (``kernel_rent.allowed``)."""
+    if not kernel_rent.allowed():
+        return False
     if _NUMBA_LOADED:
         return _NUMBA is not None
     return ((rows * dim >= NUMBA_MIN_VALUES or _RENT.paid()) and _order() == "lanes"
@@ -371,7 +375,10 @@ def resolve_threads(threads: int | None) -> int:
 
 
 def _scan_kernels() -> dict | None:
-    """The numba screens once rented out (or numba already loaded), else None (numpy)."""
+    """The numba screens once rented out (or numba already loaded), else None (numpy); None
+    while another thread prepares them (``kernel_rent.allowed``)."""
+    if not kernel_rent.allowed():
+        return None
     if _SCAN:
         return _SCAN[0]
     loaded = _NUMBA_LOADED and _NUMBA is not None
@@ -385,6 +392,12 @@ def _scan_kernels() -> dict | None:
             except Exception:  # an optional extra that fails to compile means numpy screens
                 _SCAN.append(None)
     return _SCAN[0]
+
+
+def _loaded_screens() -> dict | None:
+    """The compiled screens if this process has loaded them (never loads them), else None;
+    None while another thread prepares them (``kernel_rent.allowed``)."""
+    return _SCAN[0] if _SCAN and kernel_rent.allowed() else None
 
 
 def _run_tasks(fn, tasks: list, threads: int) -> None:
@@ -623,7 +636,7 @@ def _gathered(slab: Slab, rows: np.ndarray) -> Slab:
 
 
 def _kth(s: np.ndarray, k: int) -> float:
-    kern = _SCAN[0] if _SCAN else None
+    kern = _loaded_screens()
     if kern is not None and k <= 4096:
         return float(kern["kth"](s, k))
     return float(np.partition(s, len(s) - k)[len(s) - k])
@@ -641,7 +654,7 @@ def _finish(slab: Slab, q: np.ndarray, s: np.ndarray, delta: float, k: int,
     None when they are unusable."""
     if not math.isfinite(delta):
         return None
-    kern = _SCAN[0] if _SCAN else None
+    kern = _loaded_screens()
     if kern is not None and "finish" in kern and k <= 4096:
         ids, best = np.empty(k, dtype=np.int64), np.empty(k, dtype=F32)
         got = kern["finish"][slab.dtype](

@@ -29,7 +29,7 @@ import numpy as np
 
 from ..format.record import FrozenRecord
 from ..format.sections.hnsw import HnswPayload
-from . import hnsw_beam, hnsw_small_build
+from . import hnsw_beam, hnsw_small_build, kernel_rent
 from ._hnsw_heap import EPOCH_LIMIT
 from .kernel_rent import KernelRent
 
@@ -314,12 +314,14 @@ def _kernels() -> ModuleType:
 def compiled_build(n: int) -> bool:
     """Whether ``build_hnsw`` of ``n`` rows runs the compiled builder: past
     ``hnsw_small_build.SMALL_BUILD_ROWS``, or once this process has loaded the kernels."""
-    return n > hnsw_small_build.SMALL_BUILD_ROWS or "urna.index._hnsw_kernels" in sys.modules
+    return n > hnsw_small_build.SMALL_BUILD_ROWS or (
+        "urna.index._hnsw_kernels" in sys.modules and kernel_rent.allowed())
 
 
 def _kernels_ready() -> bool:
-    """Whether a walk should use the kernels: already loaded, or the numba-free walks paid."""
-    return "urna.index._hnsw_kernels" in sys.modules or _RENT.paid()
+    """Whether a walk should use the kernels: already loaded, or the numba-free walks paid
+    (never while another thread prepares them: ``kernel_rent.allowed``)."""
+    return kernel_rent.allowed() and ("urna.index._hnsw_kernels" in sys.modules or _RENT.paid())
 
 
 # Array kinds (dtype, writeable, aligned: what numba's types tell apart) of the rows, scales

@@ -5,13 +5,51 @@ than a short process (a CLI query) spends searching. So each kernel family keeps
 seconds its numba-free path has spent in this process. Once that reaches the load cost
 (``KERNEL_RENT_SECONDS``), loading the kernels is worth it; the total is at most twice the
 best choice made in hindsight, and a process that stays short never imports numba.
+
+A resident server prepares them instead (``preparing``, ``runtime.resident``): one background
+thread runs its files' first queries on the compiled paths, which compiles (on a machine's
+first run, ~10 s) or loads them, while every other thread keeps the numba-free paths
+(``allowed``), so no request waits on a compilation; then every rent counts as paid.
 """
 
 from __future__ import annotations
 
+import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 KERNEL_RENT_SECONDS = 1.0
+
+_preparing: set[int] = set()  # idents of the threads preparing the kernels now
+_prepared: list[bool] = []  # [True] once a preparation has ended
+_state_lock = threading.Lock()
+
+
+@contextmanager
+def preparing() -> Iterator[None]:
+    """Run the block as this process's kernel preparation: in this thread every rent counts
+    as paid (so the compiled paths run, and compile, here); other threads keep the numba-free
+    paths until it ends; after it, every rent counts as paid."""
+    me = threading.get_ident()
+    with _state_lock:
+        _preparing.add(me)
+    try:
+        yield
+    finally:
+        with _state_lock:
+            _preparing.discard(me)
+            _prepared[:] = [True]
+
+
+def allowed() -> bool:
+    """Whether this thread may run a compiled kernel now: not while another prepares them."""
+    return not _preparing or threading.get_ident() in _preparing
+
+
+def forced() -> bool:
+    """Whether this thread is preparing the kernels (its queries take every compiled path)."""
+    return bool(_preparing) and threading.get_ident() in _preparing
 
 
 class KernelRent:
@@ -22,8 +60,11 @@ class KernelRent:
         self.spent = 0.0
 
     def paid(self) -> bool:
-        """Whether the numba-free path has cost as much as loading the kernels would."""
-        return self.spent >= self.budget
+        """Whether the numba-free path has cost as much as loading the kernels would (or the
+        kernels were prepared; ``preparing``)."""
+        if _preparing:
+            return threading.get_ident() in _preparing
+        return bool(_prepared) or self.spent >= self.budget
 
     def charge(self, since: float) -> None:
         """Add the time since ``since`` (a ``time.perf_counter()`` reading)."""

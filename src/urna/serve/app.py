@@ -309,7 +309,7 @@ def serve_worker() -> None:
     corpora = ReloadingCorpora(spec["files"], check_ms=spec["reload_check_ms"])
     try:
         corpora.warm()
-        prepare_resident_server()  # after warm(): the kernels load while it serves
+        prepare_resident_server(corpora.files())  # after warm(): compiled while it serves
         app = protect(create_app(corpora, max_body=spec["max_body"], threads=spec["threads"],
                                  batch_window_ms=spec["batch_window_ms"],
                                  batch_max=spec["batch_max"]),
@@ -334,7 +334,7 @@ def run(corpora: Corpora, *, host: str = "127.0.0.1", port: int = 8077,
     from ..runtime.resident import prepare_resident_server
     from .security import PUBLIC_PAGE, protect
 
-    prepare_resident_server()  # kept heap pages, compiled kernels loading meanwhile
+    prepare_resident_server(corpora.files())  # kept heap pages, kernels prepared meanwhile
 
     app = protect(create_app(corpora, max_body=max_body, threads=threads,
                              batch_window_ms=batch_window_ms, batch_max=batch_max),

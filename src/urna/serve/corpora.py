@@ -31,6 +31,7 @@ from ..format.identity import parse_citation
 from ..format.layout import ENCODING_NAMES
 from ..runtime import UrnaFile
 from ..runtime.ranks import COSINE, RANKS
+from ..runtime.resident import warm_queries
 from ..runtime.searcher import SEARCH_MODES, search_by_mode
 
 T = TypeVar("T")
@@ -207,19 +208,11 @@ class Corpus:
     def warm(self) -> None:
         """Load the embedder and run one query per index present, so the first request is fast.
 
-        The searches compile their numba kernels on first use (seconds); a corpus whose
-        model cannot embed text is still warmed for vector queries.
+        These run the numba-free paths: the compiled kernels are prepared on a background
+        thread (``runtime.resident``). A corpus whose model cannot embed text is still warmed
+        for vector queries.
         """
-        f = self.file
-        probe = np.zeros(int(f.embedding_dim), dtype=np.float32)
-        probe[0] = 1.0
-        f.search(probe, 1)
-        if f.has_ann:
-            f.search_ann(probe, 1, 16)
-        if f.has_bm25:
-            f.search_hybrid(probe, "warm", 1, 16)
-        if f.has_graph:
-            f.search_graph(probe, 1)
+        warm_queries(self.file)
         with contextlib.suppress(ApiError):  # reported per request: vector queries still work
             self.embedder()
 
@@ -458,6 +451,10 @@ class Corpora:
         """The ``GET /api/corpora`` document."""
         return {"corpora": [c.summary() for c in self._by_name.values()],
                 "encoding_names": {str(k): v for k, v in ENCODING_NAMES.items()}}
+
+    def files(self) -> list[UrnaFile]:
+        """The served files, in the order given."""
+        return [c.file for c in self._by_name.values()]
 
     def warm(self) -> None:
         """Warm every corpus (see :meth:`Corpus.warm`)."""
