@@ -10,8 +10,8 @@ This module never parses a file: it takes vectors and an ``HnswPayload``; the lo
 (``hnsw_small_build``, the same graph) unless the process has loaded them already. A query
 on float32 rows walks the graph with the numba-free ``hnsw_beam`` (same ids, same order) until
 a process has spent ``kernel_rent.KERNEL_RENT_SECONDS`` in such walks, then with the compiled
-kernels: a CLI query never pays for importing numba, a server switches after its first second
-of graph walking.
+kernels: a CLI query never pays for importing numba, and a server switches once its
+background thread has prepared them (``kernel_rent.preparing``, ``runtime.resident``).
 The kernels read layer 0 from ``layer0_table`` (one row per node: the list's length, then its
 ids), made once per graph and kept while it lives.
 """
