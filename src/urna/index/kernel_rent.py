@@ -9,7 +9,9 @@ best choice made in hindsight, and a process that stays short never imports numb
 A resident server prepares them instead (``preparing``, ``runtime.resident``): one background
 thread runs its files' first queries on the compiled paths, which compiles (on a machine's
 first run, ~10 s) or loads them, while every other thread keeps the numba-free paths
-(``allowed``), so no request waits on a compilation; then every rent counts as paid.
+(``allowed``), so no request waits on a compilation. Then every thread takes the kernels
+loaded by then (each family switches on its module being loaded); a family the files did not
+use keeps its rent.
 """
 
 from __future__ import annotations
@@ -22,7 +24,6 @@ from contextlib import contextmanager
 KERNEL_RENT_SECONDS = 1.0
 
 _preparing: set[int] = set()  # idents of the threads preparing the kernels now
-_prepared: list[bool] = []  # [True] once a preparation has ended
 _state_lock = threading.Lock()
 
 
@@ -30,7 +31,7 @@ _state_lock = threading.Lock()
 def preparing() -> Iterator[None]:
     """Run the block as this process's kernel preparation: in this thread every rent counts
     as paid (so the compiled paths run, and compile, here); other threads keep the numba-free
-    paths until it ends; after it, every rent counts as paid."""
+    paths until it ends."""
     me = threading.get_ident()
     with _state_lock:
         _preparing.add(me)
@@ -39,7 +40,6 @@ def preparing() -> Iterator[None]:
     finally:
         with _state_lock:
             _preparing.discard(me)
-            _prepared[:] = [True]
 
 
 def allowed() -> bool:
@@ -60,11 +60,11 @@ class KernelRent:
         self.spent = 0.0
 
     def paid(self) -> bool:
-        """Whether the numba-free path has cost as much as loading the kernels would (or the
-        kernels were prepared; ``preparing``)."""
+        """Whether the numba-free path has cost as much as loading the kernels would (always
+        in a thread preparing them, never in another meanwhile: ``preparing``)."""
         if _preparing:
             return threading.get_ident() in _preparing
-        return bool(_prepared) or self.spent >= self.budget
+        return self.spent >= self.budget
 
     def charge(self, since: float) -> None:
         """Add the time since ``since`` (a ``time.perf_counter()`` reading)."""
