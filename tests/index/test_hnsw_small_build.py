@@ -35,7 +35,7 @@ def _graph(vecs: np.ndarray, m: int, ef: int, seed: int, compiled: bool,
 
 @st.composite
 def corpora(draw: st.DrawFn) -> np.ndarray:
-    """Unit rows, often with repeats and coarse values (equal distances)."""
+    """Unit (or zero) rows, often with repeats and coarse values (equal distances)."""
     n = draw(st.integers(0, 48))
     dim = draw(st.sampled_from([1, 3, 8, 13, 16, 40]))
     seed = draw(st.integers(0, 2**32 - 1))
@@ -45,8 +45,10 @@ def corpora(draw: st.DrawFn) -> np.ndarray:
         vecs = np.round(vecs)  # few distinct directions: many ties
     if n > 2 and draw(st.booleans()):
         vecs[rng.integers(0, n, n // 2)] = vecs[0]  # repeated rows: distance 0 ties
-    vecs[~np.any(vecs != 0, axis=1), 0] = 1.0
-    return (vecs / np.linalg.norm(vecs, axis=1, keepdims=True)).astype(np.float32)
+    if n and draw(st.booleans()):
+        vecs[rng.random(n) < 0.3] = 0.0  # zero rows (the build keeps them): distance 1 to all
+    norms = np.linalg.norm(vecs, axis=1, keepdims=True)
+    return (vecs / np.where(norms == 0, 1, norms)).astype(np.float32)
 
 
 @settings(max_examples=examples(400, 60), deadline=None,
