@@ -15,6 +15,10 @@ cached in ``--dir``). For each size the commands take turns for ``--runs`` round
 Prints the median wall time of each and its ratio to the reference's, and checks that every
 file is the reference's bytes.
 
+``--quickstart`` times instead ``urna build --spec examples/quickstart/corpus.toml`` (the
+forge: sources, embedding, the file and its sidecars), what ``make quickstart`` runs first,
+this tree and the baseline in turn.
+
 ``--add N`` times instead one chunk added to a living corpus of ``N`` chunks (built with the
 forge's default preset, hybrid, by ``urna build --spec --update``): a fresh process opens the
 catalog and calls ``add`` with one potion-embedded note, as an agent keeping notes would; this
@@ -24,6 +28,7 @@ tree and the baseline take turns on the same catalog (the reference has no livin
     .venv/bin/python benchmarks/bench_small_build.py --sizes 12,256,400 --runs 3 \
         --baseline /tmp/old/src
     .venv/bin/python benchmarks/bench_small_build.py --add 12 --runs 5 --baseline /tmp/old/src
+    .venv/bin/python benchmarks/bench_small_build.py --quickstart --runs 10 --baseline /tmp/old/src
 """
 
 from __future__ import annotations
@@ -125,6 +130,30 @@ def time_adds(n: int, runs: int, trees: dict[str, str], scratch: Path) -> None:
         print(f"  {label:<12}{statistics.median(ts) * 1e3:>10.0f}{min(ts) * 1e3:>9.0f}")
 
 
+def time_quickstart(runs: int, trees: dict[str, str], scratch: Path) -> None:
+    """``--quickstart``: the quickstart spec built by each tree in turn, in a copy of it."""
+    import shutil
+
+    root = scratch / "quickstart"
+    shutil.copytree(HERE.parent / "examples" / "quickstart", root / "examples" / "quickstart",
+                    ignore=shutil.ignore_patterns("out"))
+    times: dict[str, list[float]] = {label: [] for label in trees}
+    for r in range(runs + 1):  # round 0 warms the page cache
+        for label, src in trees.items():
+            shutil.rmtree(root / "examples" / "quickstart" / "out", ignore_errors=True)
+            env = dict(os.environ, PYTHONPATH=src, URNA_CACHE_DIR=str(scratch / "cache"))
+            t0 = time.perf_counter()
+            subprocess.run([sys.executable, "-m", "urna.cli", "build", "--spec",
+                            "examples/quickstart/corpus.toml"], cwd=root, env=env, check=True,
+                           stdout=subprocess.DEVNULL)
+            if r:
+                times[label].append(time.perf_counter() - t0)
+    print(f"\nurna build --spec examples/quickstart/corpus.toml, {runs} runs each")
+    print(f"  {'tree':<12}{'median ms':>10}{'min ms':>9}")
+    for label, ts in times.items():
+        print(f"  {label:<12}{statistics.median(ts) * 1e3:>10.0f}{min(ts) * 1e3:>9.0f}")
+
+
 def timed(argv: list[str], env: dict[str, str]) -> float:
     """Wall seconds of one process."""
     t0 = time.perf_counter()
@@ -138,6 +167,7 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--baseline", default=None, help="another tree's src/ to time beside")
     ap.add_argument("--add", type=int, default=0, help="time adds to a living corpus of N")
+    ap.add_argument("--quickstart", action="store_true", help="time the quickstart spec build")
     ap.add_argument("--dir", default=os.path.join(tempfile.gettempdir(), "urna-bench-small"))
     args = ap.parse_args()
     work = Path(args.dir)
@@ -146,6 +176,9 @@ def main() -> None:
     trees = {"urna": SRC, **({"baseline": args.baseline} if args.baseline else {})}
     if args.add:
         time_adds(args.add, args.runs, trees, scratch)
+        return
+    if args.quickstart:
+        time_quickstart(args.runs, trees, scratch)
         return
     for n in (int(s) for s in args.sizes.split(",")):
         chunks = chunk_file(n, work)

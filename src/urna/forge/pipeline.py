@@ -27,7 +27,7 @@ from urna.forge.embedders.cache import EmbedCache, load_part, store_part
 from urna.forge.embedders.models import EMBED_BATCH, checked_vectors, recipe
 from urna.forge.emit import emit_file, spaces_of, stale_writes
 from urna.forge.progress import Progress
-from urna.forge.sidecars import BuildRecord, finalize
+from urna.forge.sidecars import BuildRecord, finalize, start_package_versions
 from urna.forge.sources import Row, corpus_input_hash, load_rows, source_report
 from urna.forge.spec import CorpusSpec, ModelSpec, cache_root, copy_with, validate
 
@@ -172,6 +172,7 @@ def build(spec: CorpusSpec, *, sample: int | None = None, out_dir: str | None = 
     ``<name>.build.lock.rebuild.json``). ``spec`` itself is left as it was.
     """
     validate(spec)
+    start_package_versions()  # for the lock, read while the build runs
     spec = copy_with(spec, out_dir=out_dir)
     if models:
         unknown = sorted(set(models) - {m.preset for m in spec.models})
