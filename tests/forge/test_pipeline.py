@@ -8,6 +8,7 @@ import signal
 import subprocess
 import sys
 import time
+from importlib import metadata
 from pathlib import Path
 
 import numpy as np
@@ -59,6 +60,9 @@ def test_quickstart_spec_build_equals_the_reference_bytes(quickstart_build) -> N
     assert manifest["models"]["potion"]["model_hash"] == REF_META["model_hash"]
     lock = json.loads((out / "quickstart.build.lock.json").read_text())
     assert lock["lock_schema_version"] == 1 and "cache_dir" not in lock["spec"]["output"]
+    # the installed versions, read on a worker while the build ran
+    for package in ("urna", "numpy", "zstandard", "numba"):
+        assert lock["packages"][package] == metadata.version(package)
     assert list(out.glob(".*.tmp")) == []  # no write left half-done
 
 
