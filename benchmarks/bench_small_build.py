@@ -48,8 +48,11 @@ import numpy as np
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(HERE.parent / "tests"))
 from bench_embed import synthetic_texts  # noqa: E402  (the same corpus as bench_embed)
 from scratch import scratch_dir  # noqa: E402
+
+from helpers.specs import write_jsonl_spec  # noqa: E402  (the tests' spec writer)
 
 SRC = str(HERE.parent / "src")
 REF_PYTHON = "/work/refvenv/bin/python"
@@ -98,16 +101,8 @@ urna.open_catalog(sys.argv[1]).add([{"canonical_text": text, "source_uri": "note
 
 def living_catalog(n: int, work: Path) -> Path:
     """A living corpus of ``n`` synthetic chunks (the forge's default preset), new each run."""
-    rows = work / "rows.jsonl"
-    rows.write_text("".join(json.dumps({"id": f"{i:06d}", "text": t}) + "\n"
-                            for i, t in enumerate(synthetic_texts(n))))
-    spec = work / "corpus.toml"
-    spec.write_text("\n".join([
-        "[corpus]", 'name = "living"', 'chunker_version = "living/1"',
-        "[source]", 'kind = "jsonl"', f'path = "{rows.as_posix()}"', 'order_by = ["id"]',
-        "[source.text]", 'template = "{text}"',
-        "[[models]]", 'preset = "potion"', 'text = "default"',
-        "[output]", f'dir = "{(work / "out").as_posix()}"', ""]))
+    rows = [{"id": f"{i:06d}", "text": t} for i, t in enumerate(synthetic_texts(n))]
+    spec = write_jsonl_spec(work, rows, name="living", preset=None, with_graph=None)
     env = dict(os.environ, PYTHONPATH=SRC, URNA_CACHE_DIR=str(work / "cache"))
     subprocess.run([sys.executable, "-m", "urna.cli", "build", "--spec", str(spec), "--update"],
                    env=env, check=True, stdout=subprocess.DEVNULL)
