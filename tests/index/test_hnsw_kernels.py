@@ -383,3 +383,43 @@ def test_dist8_is_symmetric_bit_for_bit(dim, data) -> None:
     b = np.asarray(data.draw(st.lists(EDGE_VALUES, min_size=dim, max_size=dim)), np.float32)
     ab, ba = np.float32(D.dist8(a, b)), np.float32(D.dist8(b, a))
     assert (np.isnan(ab) and np.isnan(ba)) or ab.tobytes() == ba.tobytes()
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.sampled_from(["float16", "int8", "int4"]), st.integers(1, 150),
+       st.integers(0, 2**32 - 1), st.integers(0, 80), st.booleans())
+def test_the_numba_free_beam_walks_packed_rows_as_the_kernel(kind, n, seed, ef,
+                                                             masked) -> None:
+    # quantised rows decoded only as a batch reads them, with the kernel's decoders' bits
+    rng = np.random.default_rng(seed)
+    slab = _slab(kind, n, 64 if kind == "int4" else int(rng.choice([8, 13, 64])), rng)
+    g = H.build_hnsw(slab.dequantize(0, n), 4, 16, seed)
+    packed = H.beam_rows(slab)
+    assert isinstance(packed, H.PackedRows)
+    rows = hnsw_beam.DecodedRows(packed.codes, packed.scales, packed.dim)
+    assert rows[0:n].tobytes() == slab.dequantize(0, n).tobytes()
+    for _ in range(3):
+        q = rng.normal(size=slab.dim).astype(np.float32)
+        allowed = rng.random(n) < 0.5 if masked else None
+        assert _beam(g, rows, q, ef, allowed) == H.hnsw_search(g, packed, q, ef,
+                                                               allowed).tolist()
+
+
+def test_a_cli_query_of_a_quantised_file_never_imports_numba() -> None:
+    import subprocess
+    import sys
+
+    for name in ("synthetic-tiny.urna", "synthetic-nano.urna", "synthetic-f16_hnsw.urna"):
+        code = (
+            "import sys, json, numpy as np, urna\n"
+            f"f = urna.open({str(REF / name)!r})\n"
+            "q = np.ones(f.embedding_dim, dtype=np.float32)\n"
+            "a = [(h.chunk_id, h.score) for h in f.search_ann(q, 5, 16)]\n"
+            "print(json.dumps({'numba': 'numba' in sys.modules, 'ann': a}))\n")
+        out = __import__("json").loads(subprocess.run(
+            [sys.executable, "-c", code], check=True, capture_output=True, text=True).stdout)
+        assert out["numba"] is False, name
+        with urna.open(REF / name) as f:  # this process: the kernels
+            q = np.ones(f.embedding_dim, dtype=np.float32)
+            assert [list(p) for p in ((h.chunk_id, h.score) for h in f.search_ann(q, 5, 16))] \
+                == out["ann"], name

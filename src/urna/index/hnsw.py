@@ -8,10 +8,11 @@ pruning), so ``encode_hnsw(build_hnsw(...))`` is the reference's 0x07 payload.
 This module never parses a file: it takes vectors and an ``HnswPayload``; the loops live in
 ``_hnsw_kernels`` (numba when installed). A graph of a few hundred rows is built without them
 (``hnsw_small_build``, the same graph) unless the process has loaded them already. A query
-on float32 rows walks the graph with the numba-free ``hnsw_beam`` (same ids, same order) until
-a process has spent ``kernel_rent.KERNEL_RENT_SECONDS`` in such walks, then with the compiled
-kernels: a CLI query never pays for importing numba, and a server switches once its
-background thread has prepared them (``kernel_rent.preparing``, ``runtime.resident``).
+(on float32 rows, or quantised ones decoded as they are read) walks the graph with the
+numba-free ``hnsw_beam`` (same ids, same order) until a process has spent
+``kernel_rent.KERNEL_RENT_SECONDS`` in such walks, then with the compiled kernels: a CLI query
+never pays for importing numba, and a server switches once its background thread has
+prepared them (``kernel_rent.preparing``, ``runtime.resident``).
 The kernels read layer 0 from ``layer0_table`` (one row per node: the list's length, then its
 ids), made once per graph and kept while it lives.
 """
@@ -362,9 +363,11 @@ def hnsw_search(graph: HnswPayload, rows: np.ndarray | PackedRows, q: np.ndarray
         raise ValueError(f"query has {qv.shape[0]} values, vectors have {dim}")
     ef_eff = int(max(min(max(ef, graph.ef_construction), graph.n_nodes + 1), 0))
     mask = _ALL_ROWS if allowed is None else np.array(allowed, dtype=np.uint8)
-    if isinstance(rows, np.ndarray) and not _kernels_ready():
+    if not _kernels_ready():
         t0 = time.perf_counter()
-        out = hnsw_beam.search_graph(qv, ef_eff, graph.entry_point, graph.max_level, codes,
+        walked = codes if isinstance(rows, np.ndarray) else hnsw_beam.DecodedRows(codes, scales,
+                                                                                  dim)
+        out = hnsw_beam.search_graph(qv, ef_eff, graph.entry_point, graph.max_level, walked,
                                      graph.node_ptr, graph.nbr_ptr[:-1], graph.nbr_ptr[1:],
                                      graph.id_column(), mask)
         _RENT.charge(t0)

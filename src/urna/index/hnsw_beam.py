@@ -9,7 +9,9 @@ numpy in ``dist8``'s operation order (eight f32 lanes summed block by block from
 fixed reduction tree, the sequential tail, then ``1 - dot``), so it returns the same ids in the
 same order (tests/index/test_hnsw_kernels.py and test_hnsw_beam_heaps.py compare it with the
 kernel). A deferred id column is read as lists of ints (``BlockIds.read``), one decode per
-block.
+block. Quantised rows (float16, int8, int4) are walked in place (``DecodedRows``): only the rows
+a batch measures are decoded, each value the f32 product the kernel's packed-row decoders
+compute, so their distances keep the kernel's bits too.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from heapq import heappop, heappush
 import numpy as np
 
 from ..format.sections.hnsw import BlockIds
+from .row_scores import unpack_int4
 
 _F32 = np.float32
 _BLOCK = np.dtype((np.void, 32))  # one block of eight float32 products
@@ -57,6 +60,27 @@ def dist8_rows(q: np.ndarray, rows: np.ndarray) -> np.ndarray:
     return _F32(1.0) - dot
 
 
+class DecodedRows:
+    """Packed rows (``hnsw.PackedRows``: float16 bits, int8 codes with f32 row scales, or int4
+    nibbles with f32 group scales) read as float32 rows by index or slice: only the rows asked
+    for are decoded, with ``_hnsw_dist``'s packed-row decoders' bits (``Slab.dequantize``'s)."""
+
+    def __init__(self, codes: np.ndarray, scales: np.ndarray, dim: int) -> None:
+        self.codes, self.scales = codes, scales
+        self.shape = (int(codes.shape[0]), dim)
+
+    @np.errstate(over="ignore", invalid="ignore")  # a hostile scale's inf x 0, as in f32
+    def __getitem__(self, at: slice | list[int]) -> np.ndarray:
+        codes = self.codes[at]
+        if codes.dtype == np.uint16:
+            return codes.view(np.float16).astype(_F32)
+        if codes.dtype == np.int8:
+            return codes.astype(_F32) * self.scales[at][:, None]
+        m, groups = codes.shape[0], self.scales.shape[1]
+        values = unpack_int4(codes).astype(_F32).reshape(m, groups, 64)
+        return (values * self.scales[at].reshape(m, groups, 1)).reshape(m, self.shape[1])
+
+
 def _reader(ids: np.ndarray | BlockIds) -> Callable[[int, int], list[int]]:
     """``ids[lo:hi]`` as a list of ints: a deferred column's blocks decoded once, as ints."""
     if isinstance(ids, BlockIds):
@@ -64,8 +88,8 @@ def _reader(ids: np.ndarray | BlockIds) -> Callable[[int, int], list[int]]:
     return lambda lo, hi: ids[lo:hi].tolist()
 
 
-def _greedy(curr: int, q: np.ndarray, layer: int, rows: np.ndarray, node_ptr: np.ndarray,
-            row_start: np.ndarray, row_end: np.ndarray,
+def _greedy(curr: int, q: np.ndarray, layer: int, rows: np.ndarray | DecodedRows,
+            node_ptr: np.ndarray, row_start: np.ndarray, row_end: np.ndarray,
             read: Callable[[int, int], list[int]]) -> int:
     """Move to a strictly closer neighbour on ``layer`` until none is (earliest wins ties)."""
     cd = float(dist8_rows(q, rows[curr:curr + 1])[0])
@@ -110,14 +134,16 @@ class Node(int):
         return False
 
 
-def search_graph(q: np.ndarray, ef: int, entry_point: int, max_level: int, rows: np.ndarray,
-                 node_ptr: np.ndarray, row_start: np.ndarray, row_end: np.ndarray,
+def search_graph(q: np.ndarray, ef: int, entry_point: int, max_level: int,
+                 rows: np.ndarray | DecodedRows, node_ptr: np.ndarray, row_start: np.ndarray,
+                 row_end: np.ndarray,
                  ids: np.ndarray | BlockIds, allowed: np.ndarray) -> np.ndarray:
     """Greedy descent to layer 1, beam of width ``ef`` on layer 0; int32 ids by distance.
 
     The arguments are ``_hnsw_kernels.search_graph``'s, minus its layer-0 table (this walk
     reads layer 0 from the CSR rows: the same lists in the same order) and its reusable
-    scratch; ``rows`` are float32 (n, dim), ``ids`` is read by slices only (the array, or a
+    scratch; ``rows`` are float32 (n, dim) or ``DecodedRows``, ``ids`` is read by slices
+    only (the array, or a
     verified payload's ``BlockIds``) and ``allowed`` a uint8 ``where=`` mask (empty: every
     row).
 
