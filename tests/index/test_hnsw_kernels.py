@@ -213,9 +213,13 @@ def test_the_vector_int4_decoder_gives_the_scalar_loops_bits(n, dim, seed, speci
         assert vector.tobytes() == scalar.tobytes() == plain.tobytes()
 
 
+# (kind, n, seed, ef, masked) of a packed-row walk
+PACKED_WALKS = (st.sampled_from(["float16", "int8", "int4"]), st.integers(1, 150),
+                st.integers(0, 2**32 - 1), st.integers(0, 80), st.booleans())
+
+
 @settings(max_examples=30, deadline=None)
-@given(st.sampled_from(["float16", "int8", "int4"]), st.integers(1, 150),
-       st.integers(0, 2**32 - 1), st.integers(0, 80), st.booleans())
+@given(*PACKED_WALKS)
 def test_packed_rows_give_the_candidates_of_their_dequantised_rows(kind, n, seed, ef,
                                                                    masked) -> None:
     rng = np.random.default_rng(seed)
@@ -386,8 +390,7 @@ def test_dist8_is_symmetric_bit_for_bit(dim, data) -> None:
 
 
 @settings(max_examples=40, deadline=None)
-@given(st.sampled_from(["float16", "int8", "int4"]), st.integers(1, 150),
-       st.integers(0, 2**32 - 1), st.integers(0, 80), st.booleans())
+@given(*PACKED_WALKS)
 def test_the_numba_free_beam_walks_packed_rows_as_the_kernel(kind, n, seed, ef,
                                                              masked) -> None:
     # quantised rows decoded only as a batch reads them, with the kernel's decoders' bits
