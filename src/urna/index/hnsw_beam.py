@@ -136,16 +136,15 @@ class Node(int):
 
 def search_graph(q: np.ndarray, ef: int, entry_point: int, max_level: int,
                  rows: np.ndarray | DecodedRows, node_ptr: np.ndarray, row_start: np.ndarray,
-                 row_end: np.ndarray,
-                 ids: np.ndarray | BlockIds, allowed: np.ndarray) -> np.ndarray:
+                 row_end: np.ndarray, ids: np.ndarray | BlockIds,
+                 allowed: np.ndarray) -> np.ndarray:
     """Greedy descent to layer 1, beam of width ``ef`` on layer 0; int32 ids by distance.
 
     The arguments are ``_hnsw_kernels.search_graph``'s, minus its layer-0 table (this walk
     reads layer 0 from the CSR rows: the same lists in the same order) and its reusable
     scratch; ``rows`` are float32 (n, dim) or ``DecodedRows``, ``ids`` is read by slices
-    only (the array, or a
-    verified payload's ``BlockIds``) and ``allowed`` a uint8 ``where=`` mask (empty: every
-    row).
+    only (the array, or a verified payload's ``BlockIds``) and ``allowed`` a uint8 ``where=``
+    mask (empty: every row).
 
     The two heaps are ``heapq``'s (C) min-heaps over ``(key, node)``: the frontier keyed by
     distance, the results by minus distance. ``heapq`` pushes, pops and breaks ties as

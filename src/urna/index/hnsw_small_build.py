@@ -41,7 +41,7 @@ def build_graph(vecs: np.ndarray, levels: np.ndarray, m: int, ef_c: int, node_pt
     if n == 0:
         return 0, 0
     dist = [dist8_rows(vecs[i], vecs).tolist() for i in range(n)]
-    top = [int(x) for x in levels.tolist()]
+    top: list[int] = levels.tolist()
     lists: list[list[list[int]]] = [[[] for _ in range(t + 1)] for t in top]
     entry_point, max_level = 0, top[0]
     for i in range(1, n):
@@ -53,7 +53,8 @@ def build_graph(vecs: np.ndarray, levels: np.ndarray, m: int, ef_c: int, node_pt
         for layer in range(min(lvl, max_level), -1, -1):
             results = _layer_search(entry, di, layer, ef_c, i, lists, top)
             found = [int(node) for _, node in results]
-            sel = _select(found, [-key for key, _ in results], m, dist)
+            found_d = [-key for key, _ in results]
+            sel = _select(found, found_d, m, dist)
             lists[i][layer] = sel
             cap = 2 * m if layer == 0 else m
             for v in sel:
@@ -69,7 +70,7 @@ def build_graph(vecs: np.ndarray, levels: np.ndarray, m: int, ef_c: int, node_pt
             if sel:
                 entry = sel[0]
             elif results:  # the closest; equal distances keep the heap's array order
-                keys = total_order(np.asarray([-key for key, _ in results], dtype=np.float32))
+                keys = total_order(np.asarray(found_d, dtype=np.float32))
                 entry = found[int(np.argmin(keys))]
         if lvl > max_level:
             max_level, entry_point = lvl, i

@@ -62,9 +62,7 @@ class KernelRent:
     def paid(self) -> bool:
         """Whether the numba-free path has cost as much as loading the kernels would (always
         in a thread preparing them, never in another meanwhile: ``preparing``)."""
-        if _preparing:
-            return threading.get_ident() in _preparing
-        return self.spent >= self.budget
+        return forced() or (allowed() and self.spent >= self.budget)
 
     def charge(self, since: float) -> None:
         """Add the time since ``since`` (a ``time.perf_counter()`` reading)."""
