@@ -156,6 +156,30 @@ def test_the_cached_lines_answer_every_token_as_the_parsed_vocabulary(
         assert parsed == [TOKENIZER]
 
 
+@pytest.mark.parametrize("token", ["a\rb", "\r", "caf\u00e9", "\ud800"])
+def test_a_vocabulary_with_any_token_reads_back_from_the_cache(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, token: str) -> None:
+    # a carriage return survives the cache's lines (a text-mode read turned it into a line
+    # break); a lone surrogate, which no UTF-8 line holds, leaves tokenizer.json the source
+    monkeypatch.setenv("URNA_CACHE_DIR", str(tmp_path / "cache"))
+    doc = json.loads(TOKENIZER.read_text(encoding="utf-8"))
+    doc["model"]["vocab"][token] = len(doc["model"]["vocab"])
+    tok = tmp_path / "tokenizer.json"
+    tok.write_text(json.dumps(doc), encoding="utf-8")
+    parsed = wordpiece.ascii_wordpiece(tok)
+    assert parsed is not None and parsed.vocab[token] == len(doc["model"]["vocab"]) - 1
+    assert wordpiece.cached_ascii_wordpiece(tok) == parsed  # writes the entry, if it can
+    kept = list((tmp_path / "cache").glob("wordpiece/*.txt"))
+    assert len(kept) == (0 if token == "\ud800" else 1)
+    real = wordpiece.ascii_wordpiece
+    with monkeypatch.context() as m:
+        parses: list[Path] = []
+        m.setattr(wordpiece, "ascii_wordpiece", lambda path: parses.append(path) or real(path))
+        again = wordpiece.cached_ascii_wordpiece(tok)
+    assert again is not None and again.vocab.get(token) == parsed.vocab[token]
+    assert len(parses) == (1 if token == "\ud800" else 0)
+
+
 @settings(max_examples=300, deadline=None)
 @given(st.lists(st.text(alphabet=st.characters(min_codepoint=32, max_codepoint=126),
                         max_size=12), max_size=6),
