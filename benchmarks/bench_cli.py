@@ -15,10 +15,12 @@ an earlier full open (``runtime.verdicts``); the ``(first open)`` rows run with
     .venv/bin/python benchmarks/bench_cli.py --file F.urna --runs 5
     .venv/bin/python benchmarks/bench_cli.py --file F.urna --baseline /tmp/old/src
 
-Two floors run in the same rounds: ``python -c pass`` (the interpreter's start) and the
+Three floors run in the same rounds: ``python -c pass`` (the interpreter's start), the
 interpreter importing numpy as the CLI does (one BLAS thread, no teardown), the least a verb
-that scores vectors can take. ``urna stats`` also runs beside the wheel's own ``urna stats``
-(the one other verb both command lines have that this file can compare).
+that scores vectors can take, and the interpreter importing every module one real ``urna
+ask`` imported, in its order, then exiting: what that verb pays before it reads the file.
+``urna stats`` also runs beside the wheel's own ``urna stats`` (the one other verb both
+command lines have that this file can compare).
 
 ``--baseline SRC`` adds every ``urna`` command run from another source tree (e.g. ``git
 archive`` of an earlier commit), labelled ``(baseline)``, taking turns with the rest, and
@@ -112,6 +114,43 @@ def _children_cpu() -> float:
 _NUMPY_FLOOR = ("import os; os.environ.setdefault('OPENBLAS_NUM_THREADS', '1'); "
                 "import numpy; os._exit(0)")
 
+# Records every module one real call imports, in the order it imported them (argv: the verb's).
+_RECORD_IMPORTS = """
+import json, os, sys
+exit_now = os._exit
+def record(code):
+    sys.stderr.write("\\0" + json.dumps([m for m in sys.modules if not m.startswith("__")]))
+    sys.stderr.flush()
+    exit_now(code)
+os._exit = record
+import urna.cli
+sys.argv = ["urna", *sys.argv[1:]]
+urna.cli.console()
+"""
+
+# Imports the recorded modules in that order (a module that fails to import alone is skipped),
+# then exits as the CLI does: what a verb costs before it does any work.
+_IMPORTS_FLOOR = """
+import importlib, json, os, sys
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+for name in json.loads(sys.argv[1]):
+    try:
+        importlib.import_module(name)
+    except Exception:
+        pass
+os._exit(0)
+"""
+
+
+def imports_floor(argv: list[str], env: dict) -> list[str]:
+    """The floor command of ``argv`` (an ``urna`` verb): a fresh interpreter importing every
+    module one real call of it imports, and nothing else."""
+    verb_args = argv[argv.index("-c") + 2:]
+    got = subprocess.run([sys.executable, "-c", _RECORD_IMPORTS, *verb_args], env=env,
+                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    modules = json.loads(got.stderr.rsplit("\0", 1)[1])
+    return [sys.executable, "-c", _IMPORTS_FLOOR, json.dumps(modules)]
+
 
 def run_once(argv: list[str], env: dict) -> tuple[float, float]:
     """(wall, CPU) seconds from spawn to exit of one command (output discarded; must succeed)."""
@@ -162,6 +201,11 @@ def commands(path: str, baseline: str | None = None, question: str = QUESTION,
         "floor: python": ([sys.executable, "-c", "pass"], ours_env),
         "floor: python + numpy": ([sys.executable, "-c", _NUMPY_FLOOR], ours_env),
     }
+    # ... and every module `urna ask` imports (numpy, the embedder, the index readers), the
+    # least that verb can take in one process before it reads a byte of the file
+    ask_argv = timed["urna ask"][0]
+    timed["floor: imports of urna ask"] = (imports_floor(asking(ask_argv, QUESTION), ours_env),
+                                           ours_env)
     if warm:
         warm_env = {**ours_env, "URNA_DAEMON": "1", "TMPDIR": scratch_dir("urna-bench-warm-")}
         for name, (argv, env) in list(timed.items()):
