@@ -80,6 +80,8 @@ class UrnaFile:
             proven = verdicts.Verdict(verdict.body_digest, verdict.content_hash,
                                       verdict.checks | {verdicts.TEXT_RECORDS})
             self._st.on_texts_proven = lambda: verdicts.remember(self.path, stat_now, proven)
+            # so is the exact screen's row-norm bound, once a search has measured it
+            self._st.scoring.norm_memo = verdicts.row_norm_memo(stat_now, verdict.body_digest)
         self._texts: list[str] | None = None
         self._by_id: TextsById | None = None
         self._inspect: dict | None = None

@@ -218,6 +218,73 @@ def keep_starts(body_digest: bytes, section_id: int, starts: list[int] | array) 
             os.unlink(tmp)
 
 
+# The scoring slab's row-norm bound (``Slab.max_row_norm``, which the exact screen needs and
+# which reads every row), kept by body digest as the record starts are, so a later call's
+# first exact search reads the rows once instead of twice: ``<cache>/opened/norms/
+# <digest>.bin``, the magic, the bound (f64) and the SHA-256 of both. A missing, torn or
+# foreign file is no bound: the pass runs and keeps it anew.
+_NORM_MAGIC = b"URNARN01"
+_NORM = struct.Struct("<8sd32s")
+
+
+def _norm_path(body_digest: bytes) -> str:
+    return os.path.join(user_cache_folder(), "opened", "norms", f"{body_digest.hex()}.bin")
+
+
+def _norm_record(bound: float) -> bytes:
+    head = _NORM_MAGIC + struct.pack("<d", bound)
+    return head + hashlib.sha256(head).digest()
+
+
+class RowNormMemo:
+    """``Slab.norm_memo`` for the scoring rows of the body whose SHA-256 is ``body_digest``."""
+
+    __slots__ = ("body_digest",)
+
+    def __init__(self, body_digest: bytes) -> None:
+        self.body_digest = body_digest
+
+    def get(self) -> float | None:
+        """The bound kept for these rows, or None."""
+        try:
+            with open(_norm_path(self.body_digest), "rb") as fh:
+                blob = fh.read(_NORM.size + 1)
+        except OSError:
+            return None
+        if len(blob) != _NORM.size:
+            return None
+        magic, bound, _ = _NORM.unpack(blob)
+        # a NaN or negative bound is never kept: such a file is not ours
+        if magic != _NORM_MAGIC or blob != _norm_record(bound) or not bound >= 0.0:
+            return None
+        return float(bound)
+
+    def put(self, bound: float) -> None:
+        """Keep ``bound`` for these rows (best effort: errors leave no file)."""
+        if not bound >= 0.0:
+            return
+        target = _norm_path(self.body_digest)
+        folder, name = os.path.split(target)
+        tmp = os.path.join(folder, f".{name}.{os.getpid()}.tmp")
+        try:
+            os.makedirs(folder, exist_ok=True)
+            _prune(folder, ".bin")
+            with open(tmp, "wb") as fh:
+                fh.write(_norm_record(bound))
+            os.replace(tmp, target)
+        except OSError:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+
+
+def row_norm_memo(st: os.stat_result, body_digest: bytes) -> RowNormMemo | None:
+    """The memo of a verified body's scoring rows, for a file of ``st`` (None where verdicts
+    are not kept: a small file, or ``URNA_OPEN_CACHE=0``)."""
+    if st.st_size < MIN_BYTES or not enabled():
+        return None
+    return RowNormMemo(body_digest)
+
+
 def checked(path: str, data: bytes | memoryview) -> tuple[UrnaView, frozenset[str]]:
     """``UrnaView.from_bytes(data)`` for the bytes read from ``path``, through its verdict, and
     the further checks known to pass on these bytes (none unless the view is trusted).
