@@ -11,6 +11,7 @@ fresh interpreter; a hook at exit reports whether numpy was ever imported. The e
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -63,3 +64,32 @@ def test_inspect_json_still_names_the_kernels(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     assert '"simd_backend": ' in proc.stdout
     assert proc.stderr.splitlines()[-1] == "numpy imported: False", proc.stderr
+
+
+def _label_by_platform() -> str:
+    """The reference's kernel label for this machine, read through ``platform``."""
+    import platform
+
+    machine = platform.machine().lower()
+    if machine in ("arm64", "aarch64"):
+        return "neon"
+    if machine in ("x86_64", "amd64"):
+        flags = Path("/proc/cpuinfo").read_text(encoding="ascii", errors="replace")
+        return "avx2" if " avx2" in flags and " fma" in flags else "scalar"
+    return "scalar"
+
+
+@pytest.mark.parametrize("verb", ["stats", "inspect"])
+def test_the_kernel_label_is_read_without_platform(verb: str, tmp_path: Path,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    # `platform` (and the regular expressions it compiles) cost these verbs 3-13 ms
+    monkeypatch.delenv("URNA_FORCE_SCALAR", raising=False)
+    wrapper = WRAPPER.replace("'numpy imported: %s\\n' % ('numpy' in sys.modules)",
+                              "'platform imported: %s\\n' % ('platform' in sys.modules)")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([SRC, os.environ.get("PYTHONPATH", "")]),
+               URNA_CACHE_DIR=str(tmp_path))
+    proc = subprocess.run([sys.executable, "-c", wrapper, verb, str(REF / "quickstart-exact.urna"),
+                           "--json"], capture_output=True, text=True, env=env, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr.splitlines()[-1] == "platform imported: False"
+    assert json.loads(proc.stdout)["simd_backend"] == _label_by_platform()
