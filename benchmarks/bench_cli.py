@@ -128,12 +128,19 @@ sys.argv = ["urna", *sys.argv[1:]]
 urna.cli.console()
 """
 
-# Imports the recorded modules in that order (a module that fails to import alone is skipped),
-# then exits as the CLI does: what a verb costs before it does any work.
+# Imports the recorded modules in that order, then exits as the CLI does: what a verb costs
+# before it does any work. A module that fails to import alone is skipped, and so is one under
+# a package that was never imported (a module loaded by its path, as libzstd's cffi extension
+# is without the zstandard package: the urna module that loads it is in the list too).
 _IMPORTS_FLOOR = """
 import importlib, json, os, sys
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
-for name in json.loads(sys.argv[1]):
+names = json.loads(sys.argv[1])
+recorded = set(names)
+for name in names:
+    parts = name.split(".")
+    if any(".".join(parts[:i]) not in recorded for i in range(1, len(parts))):
+        continue
     try:
         importlib.import_module(name)
     except Exception:
