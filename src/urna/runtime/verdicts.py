@@ -118,18 +118,23 @@ def remember(path: str, st: os.stat_result, verdict: Verdict) -> None:
         checks = checks | kept.checks
         if checks == kept.checks:
             return  # nothing new to keep
-    target = _entry_path(path)
     doc = {"schema": SCHEMA, "urna": __version__, "path": os.path.realpath(path),
            "state": _state(st), "body_sha256": verdict.body_digest.hex(),
            "content_hash": verdict.content_hash, "checks": sorted(checks)}
+    _write_entry(_entry_path(path), json.dumps(doc, sort_keys=True).encode("utf-8"))
+
+
+def _write_entry(target: str, data: bytes) -> None:
+    """Replace the cache file ``target`` with ``data`` (best effort: errors leave no file),
+    first pruning its folder's oldest files of the same suffix. No fsync: a torn entry fails
+    its own check when read, and only costs the work it would have saved."""
     folder, name = os.path.split(target)
     tmp = os.path.join(folder, f".{name}.{os.getpid()}.tmp")
     try:
         os.makedirs(folder, exist_ok=True)
-        _prune(folder)
-        # No fsync: a torn entry fails to parse and only costs one full open.
-        with open(tmp, "w", encoding="utf-8") as fh:
-            fh.write(json.dumps(doc, sort_keys=True))
+        _prune(folder, os.path.splitext(name)[1])
+        with open(tmp, "wb") as fh:
+            fh.write(data)
         os.replace(tmp, target)
     except OSError:
         with contextlib.suppress(OSError):
@@ -203,19 +208,8 @@ def keep_starts(body_digest: bytes, section_id: int, starts: list[int] | array) 
     if sys.byteorder != "little":
         packed.byteswap()
     body = packed.tobytes()
-    target = _starts_path(body_digest, section_id)
-    folder, name = os.path.split(target)
-    tmp = os.path.join(folder, f".{name}.{os.getpid()}.tmp")
-    try:
-        os.makedirs(folder, exist_ok=True)
-        _prune(folder, ".bin")
-        with open(tmp, "wb") as fh:
-            fh.write(_STARTS_HEAD.pack(_STARTS_MAGIC, len(packed), hashlib.sha256(body).digest()))
-            fh.write(body)
-        os.replace(tmp, target)
-    except OSError:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
+    head = _STARTS_HEAD.pack(_STARTS_MAGIC, len(packed), hashlib.sha256(body).digest())
+    _write_entry(_starts_path(body_digest, section_id), head + body)
 
 
 # The scoring slab's row-norm bound (``Slab.max_row_norm``, which the exact screen needs and
@@ -261,20 +255,8 @@ class RowNormMemo:
 
     def put(self, bound: float) -> None:
         """Keep ``bound`` for these rows (best effort: errors leave no file)."""
-        if not bound >= 0.0:
-            return
-        target = _norm_path(self.body_digest)
-        folder, name = os.path.split(target)
-        tmp = os.path.join(folder, f".{name}.{os.getpid()}.tmp")
-        try:
-            os.makedirs(folder, exist_ok=True)
-            _prune(folder, ".bin")
-            with open(tmp, "wb") as fh:
-                fh.write(_norm_record(bound))
-            os.replace(tmp, target)
-        except OSError:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
+        if bound >= 0.0:
+            _write_entry(_norm_path(self.body_digest), _norm_record(bound))
 
 
 def row_norm_memo(st: os.stat_result, body_digest: bytes) -> RowNormMemo | None:
