@@ -7,7 +7,8 @@ imports neither the fused order nor the tokenizer's tables, the metadata filter 
 question. Nor do ``search``, ``ask``, ``retrieve`` and ``cite`` import what they once did
 without using it (#20): the zstandard package (libzstd's cffi extension is loaded alone),
 ``dataclasses`` (the open's and the index payloads' records), ``pathlib`` (the embedder's
-folders) and the forge's compatibility module ``forge.embed``; ``cite``, which needs no
+folders), the forge's compatibility module ``forge.embed`` and the small-graph builder
+(``index.hnsw_small_build``, which only a build runs); ``cite``, which needs no
 numpy, imports no ``typing`` or ``platform`` either.
 """
 
@@ -56,7 +57,8 @@ def test_ask_imports_its_fused_order_but_not_tokenizers(tmp_path: Path) -> None:
 
 
 _HYBRID = REF / "quickstart-hybrid.urna"  # zstd sections, HNSW and BM25
-_UNUSED = ("zstandard", "dataclasses", "pathlib", "urna.forge.embed")
+# the last: the small-graph builder, which only a build runs
+_UNUSED = ("zstandard", "dataclasses", "pathlib", "urna.forge.embed", "urna.index.hnsw_small_build")
 _NUMPY_FREE_UNUSED = ("typing", "platform")
 
 

@@ -30,7 +30,7 @@ import numpy as np
 
 from ..format.record import FrozenRecord
 from ..format.sections.hnsw import HnswPayload
-from . import hnsw_beam, hnsw_small_build, kernel_rent
+from . import hnsw_beam, kernel_rent
 from ._hnsw_heap import EPOCH_LIMIT
 from .kernel_rent import KernelRent
 
@@ -133,6 +133,8 @@ def build_hnsw(vectors: np.ndarray, m: int = DEFAULT_M,
             entry_point, max_level = _k.build_graph(vecs, levels, m, ef_eff, node_ptr,
                                                     row_start, row_end, ids, adj0)
     else:
+        from . import hnsw_small_build  # a build's module: no query imports it
+
         entry_point, max_level = hnsw_small_build.build_graph(
             vecs, levels, m, ef_eff, node_ptr, row_start, row_end, ids, adj0)
     counts = row_end - row_start
@@ -315,7 +317,9 @@ def _kernels() -> ModuleType:
 def compiled_build(n: int) -> bool:
     """Whether ``build_hnsw`` of ``n`` rows runs the compiled builder: past
     ``hnsw_small_build.SMALL_BUILD_ROWS``, or once this process has loaded the kernels."""
-    return n > hnsw_small_build.SMALL_BUILD_ROWS or (
+    from .hnsw_small_build import SMALL_BUILD_ROWS
+
+    return n > SMALL_BUILD_ROWS or (
         "urna.index._hnsw_kernels" in sys.modules and kernel_rent.allowed())
 
 
