@@ -21,6 +21,10 @@ Verdicts of the same bytes merge their checks.
 Only files past ``MIN_BYTES`` are remembered (below it the passes cost less than the entry);
 ``URNA_OPEN_CACHE=0`` turns the cache off. A missing, stale or corrupt entry just means the full
 open; a cache that cannot be written is skipped.
+
+Two things derived from a verified body are kept beside the verdicts, by body digest, under
+the same rules: the record starts of its 0x02 / 0x03 (``keep_starts``) and its scoring rows'
+norm bound (``RowNormMemo``).
 """
 
 from __future__ import annotations
