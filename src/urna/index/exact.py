@@ -43,7 +43,7 @@ from . import kernel_rent
 from .arrays import negative_zeros, sorted_distinct
 from .cpu import simd_backend
 from .kernel_rent import KernelRent
-from .row_scores import score_block, unpack_int4
+from .row_scores import dequantized, score_block
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -165,21 +165,10 @@ class Slab(Record):
             self._cache[key] = val
         return val
 
-    # finite but huge scales overflow to inf, as in f32
-    @np.errstate(over="ignore", invalid="ignore")
     def dequantize(self, lo: int, hi: int) -> np.ndarray:
         """Rows ``lo..hi`` as float32 values (§2.2 element-wise, for screening and HNSW)."""
-        if self.dtype == "float32":
-            return np.asarray(self.a[lo:hi], dtype=F32)
-        if self.dtype == "float16":
-            return self.a[lo:hi].astype(F32)
-        assert self.scales is not None  # quantised slabs always carry their scales
-        if self.dtype == "int8":
-            return self.a[lo:hi].astype(F32) * self.scales[lo:hi, None]
-        codes = unpack_int4(self.a[lo:hi]).astype(F32)
-        g = self.dim // 64
-        sc = self.scales[lo:hi].astype(F32).reshape(hi - lo, g, 1)
-        return (codes.reshape(hi - lo, g, 64) * sc).reshape(hi - lo, self.dim)
+        return dequantized(self.dtype, self.a[lo:hi],
+                           None if self.scales is None else self.scales[lo:hi])
 
     def max_row_norm(self) -> float:
         """An upper bound of the largest L2 norm of a dequantized row (cached; inf on overflow).

@@ -22,7 +22,7 @@ from heapq import heappop, heappush
 import numpy as np
 
 from ..format.sections.hnsw import BlockIds
-from .row_scores import unpack_int4
+from .row_scores import dequantized
 
 _F32 = np.float32
 _BLOCK = np.dtype((np.void, 32))  # one block of eight float32 products
@@ -69,16 +69,11 @@ class DecodedRows:
         self.codes, self.scales = codes, scales
         self.shape = (int(codes.shape[0]), dim)
 
-    @np.errstate(over="ignore", invalid="ignore")  # a hostile scale's inf x 0, as in f32
     def __getitem__(self, at: slice | list[int]) -> np.ndarray:
         codes = self.codes[at]
-        if codes.dtype == np.uint16:
-            return codes.view(np.float16).astype(_F32)
-        if codes.dtype == np.int8:
-            return codes.astype(_F32) * self.scales[at][:, None]
-        m, groups = codes.shape[0], self.scales.shape[1]
-        values = unpack_int4(codes).astype(_F32).reshape(m, groups, 64)
-        return (values * self.scales[at].reshape(m, groups, 1)).reshape(m, self.shape[1])
+        if codes.dtype == np.uint16:  # float16 bits
+            return dequantized("float16", codes.view(np.float16), None)
+        return dequantized("int8" if codes.dtype == np.int8 else "int4", codes, self.scales[at])
 
 
 def _reader(ids: np.ndarray | BlockIds) -> Callable[[int, int], list[int]]:

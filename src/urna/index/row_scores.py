@@ -86,6 +86,23 @@ def unpack_int4(packed: np.ndarray) -> np.ndarray:
     return out
 
 
+# finite but huge scales overflow to inf, as in f32
+@np.errstate(over="ignore", invalid="ignore")
+def dequantized(dtype: str, a: np.ndarray, scales: np.ndarray | None) -> np.ndarray:
+    """Stored rows ``a`` of ``dtype`` as float32 values (02-encodings §2.2, element-wise):
+    float16 widened, int8 codes times their row's scale, int4 nibbles times their group's."""
+    if dtype == "float32":
+        return np.asarray(a, dtype=F32)
+    if dtype == "float16":
+        return a.astype(F32)
+    assert scales is not None  # quantised rows always carry their scales
+    if dtype == "int8":
+        return a.astype(F32) * scales[:, None]
+    m, groups = a.shape[0], scales.shape[1]
+    codes = unpack_int4(a).astype(F32).reshape(m, groups, 64)
+    return (codes * np.asarray(scales, dtype=F32).reshape(m, groups, 1)).reshape(m, 64 * groups)
+
+
 @np.errstate(over="ignore", invalid="ignore")
 def score_block(dtype: str, a: np.ndarray, scales: np.ndarray | None, q: np.ndarray,
                 order: str = "lanes") -> np.ndarray:
