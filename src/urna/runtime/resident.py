@@ -71,4 +71,3 @@ def prepare_resident_server(files: Iterable[Any] = ()) -> threading.Thread | Non
     module doc); the preparing thread, or None."""
     keep_freed_memory()
     return load_kernels_in_background(files)
-
